@@ -1,0 +1,112 @@
+/* config.h - .zerg/config.yaml: every key with its default and range.
+ *
+ * Parsed with libyaml.  A missing file means all defaults.  Errors name the
+ * file, line and column, the key, what was found and what is allowed; an
+ * unknown key is a warning with a "did you mean" suggestion.  Durations
+ * accept fractions ("0.2") and are stored as nanoseconds. */
+#ifndef ZERG_CONFIG_H
+#define ZERG_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "zerg/json.h"
+
+struct zerg_err;
+
+enum zerg_backoff {
+    ZERG_BACKOFF_EXPONENTIAL,
+    ZERG_BACKOFF_LINEAR,
+    ZERG_BACKOFF_FIXED,
+};
+const char *zerg_backoff_name(enum zerg_backoff b); /* "exponential" */
+
+enum zerg_mode {
+    ZERG_MODE_SUBPROCESS,
+    ZERG_MODE_CONTAINER,
+    ZERG_MODE_AUTO,
+};
+const char *zerg_mode_name(enum zerg_mode m);
+int zerg_mode_parse(const char *s, enum zerg_mode *out); /* 0 or -EINVAL */
+
+/* A NULL-terminated argv owned by the config. */
+struct zerg_argv {
+    char **v; /* v[n] == NULL */
+    size_t n;
+};
+
+struct zerg_config {
+    /* resilience: */
+    int resilience_enabled;             /* true */
+    int64_t reconcile_interval_ns;      /* 60 s */
+
+    /* workers: */
+    int workers_max_concurrent;         /* 3: workers when --workers absent */
+    enum zerg_mode workers_mode;        /* subprocess */
+    int spawn_retry_attempts;           /* 3 (0..100) */
+    enum zerg_backoff spawn_backoff_strategy; /* exponential */
+    int64_t spawn_backoff_base_ns;      /* 2 s */
+    int64_t spawn_backoff_max_ns;       /* 30 s */
+    int64_t spawn_ready_timeout_ns;     /* 30 s: start -> first heartbeat */
+    int64_t task_stale_timeout_ns;      /* 600 s */
+    int64_t heartbeat_interval_ns;      /* 30 s */
+    int64_t heartbeat_stale_threshold_ns; /* 120 s */
+    int auto_respawn;                   /* true */
+    int max_respawn_attempts;           /* 5 */
+    int retry_attempts;                 /* 3: task retries on failure */
+    enum zerg_backoff backoff_strategy; /* exponential */
+    int64_t backoff_base_ns;            /* 30 s */
+    int64_t backoff_max_ns;             /* 300 s */
+    int max_task_crashes;               /* 3: crashes before crash_loop */
+    struct zerg_argv launch_prefix;     /* [] */
+    struct zerg_argv executor;          /* claude --print
+                                           --dangerously-skip-permissions */
+
+    /* container: */
+    char *container_runtime;            /* "auto" | docker | podman | PATH */
+    char *container_image;              /* "zerg-worker" */
+    struct zerg_argv container_run_args;/* [] */
+    char *container_memory;             /* "" = no limit, e.g. "2g" */
+    double container_cpus;              /* 0 = no limit */
+    int container_pids_limit;           /* 0 = no limit */
+
+    /* policies: */
+    int64_t policy_instruction_budget;  /* 1,000,000 VM instructions/call */
+    int64_t policy_time_budget_ns;      /* 100 ms CPU per call */
+    int64_t policy_memory_bytes;        /* 32 MiB per VM */
+
+    /* logging: */
+    int log_level;                      /* enum zerg_log_level, INFO */
+};
+
+/* Fills every field with its default (allocates the default argvs). */
+void zerg_config_defaults(struct zerg_config *c);
+void zerg_config_free(struct zerg_config *c); /* frees owned strings */
+
+typedef void (*zerg_warn_fn)(void *ud, const char *msg);
+
+/* Loads path over the defaults.  A missing file is not an error (returns
+ * 0, all defaults).  Returns ZERG_EINVAL_INPUT with err set on a bad file;
+ * warnings (unknown keys) go to warn (may be NULL). */
+int zerg_config_load(struct zerg_config *c, const char *path,
+                     zerg_warn_fn warn, void *ud, struct zerg_err *err);
+/* Same for text in memory; name is used in messages. */
+int zerg_config_load_string(struct zerg_config *c, const char *name,
+                            const char *text, size_t len, zerg_warn_fn warn,
+                            void *ud, struct zerg_err *err);
+
+/* Reflection: one row per key, used by docs tests and `zerg lua`. */
+struct zerg_config_key {
+    const char *path;    /* "workers.spawn_retry_attempts" */
+    const char *type;    /* "bool" | "int" | "duration" | "enum" |
+                            "string" | "argv" | "number" */
+    const char *dflt;    /* default as YAML text */
+    const char *allowed; /* "0..100", "exponential|linear|fixed", ... */
+    const char *help;    /* one sentence */
+};
+const struct zerg_config_key *zerg_config_keys(size_t *n);
+
+/* The effective config as a JSON object of sections (durations in
+ * seconds), for `zerg lua` and policy opts.  Caller frees. */
+zerg_json *zerg_config_to_json(const struct zerg_config *c);
+
+#endif

@@ -1,0 +1,81 @@
+/* graph.h - the task graph: .gsd/specs/{feature}/task-graph.json.
+ *
+ * Loads the upstream ZERG format (unknown keys ignored) and enforces
+ * DESIGN.md section 4: safe ids, levels >= 1 (or taken from a `*-L{n}-*`
+ * id), known dependencies at the same or a lower level, no cycles.  Two
+ * tasks of one level that create/modify the same path are legal but never
+ * run together: each task lists the tasks it conflicts with. */
+#ifndef ZERG_GRAPH_H
+#define ZERG_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct zerg_err;
+
+#define ZERG_ID_MAX 64
+#define ZERG_GRAPH_MAX_BYTES (64u << 20) /* refuse larger graph files */
+
+struct zerg_strlist {
+    char **v;
+    size_t n;
+};
+
+struct zerg_task {
+    char *id;
+    char *title;              /* "" when absent */
+    int level;                /* >= 1 */
+    struct zerg_strlist deps; /* dependency ids as written */
+    size_t *dep_idx;          /* same, as indexes into graph->tasks */
+    struct zerg_strlist files_create, files_modify, files_read;
+    char *command;            /* zerg extension; NULL when absent */
+    char *verify_command;     /* NULL when absent */
+    int64_t verify_timeout_ns;/* default 30 s */
+    char *description;        /* "" when absent */
+    char *context;            /* "" when absent */
+    double estimate_minutes;  /* 0 when absent */
+    size_t *conflicts;        /* same-level tasks writing a shared path */
+    size_t nconflicts;
+};
+
+struct zerg_level {
+    size_t *tasks; /* indexes into graph->tasks, in a dependency order */
+    size_t n;
+};
+
+struct zerg_graph {
+    char *feature;            /* the `feature` field ("" when absent) */
+    struct zerg_task *tasks;  /* in file order */
+    size_t ntasks;
+    int nlevels;              /* highest level */
+    struct zerg_level *levels;/* levels[1..nlevels]; [0] unused */
+    struct zerg_strlist warnings;  /* e.g. same-file conflicts */
+    size_t *critical_path;    /* longest chain by estimate (or count) */
+    size_t ncritical;
+    double critical_minutes;
+    void *index;              /* private id -> index hash */
+};
+
+/* Loads and validates a graph file.  On error returns ZERG_EINVAL_INPUT (or
+ * -errno) with err naming the file, the task and what is wrong. */
+int zerg_graph_load(struct zerg_graph **out, const char *path,
+                    struct zerg_err *err);
+int zerg_graph_parse(struct zerg_graph **out, const char *name,
+                     const char *text, size_t len, struct zerg_err *err);
+void zerg_graph_free(struct zerg_graph *g); /* accepts NULL */
+
+/* Index of the task with that id, or -1. */
+ssize_t zerg_graph_find(const struct zerg_graph *g, const char *id);
+
+/* 1 if s is a safe id/feature name: [A-Za-z0-9._-]{1,64}, not starting
+ * with '.' or '-'. */
+int zerg_id_valid(const char *s);
+
+/* n from an id of the form `*-L{n}-*` (n >= 1), else 0. */
+int zerg_level_from_id(const char *id);
+
+/* 1 if tasks a and b may not run at the same time (same-file conflict). */
+int zerg_graph_conflicts(const struct zerg_graph *g, size_t a, size_t b);
+
+#endif

@@ -1,0 +1,89 @@
+/* json.h - a plain C value tree for JSON documents.
+ *
+ * Text is parsed and produced by lua-cjson (src/lua/json.c); this header is
+ * only the tree, so core modules read and build documents without touching
+ * Lua.  Objects keep insertion order and look keys up linearly: callers that
+ * need fast lookup over thousands of keys index the tree themselves once. */
+#ifndef ZERG_JSON_H
+#define ZERG_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct zerg_err;
+
+enum zerg_json_type {
+    ZERG_JSON_NULL,
+    ZERG_JSON_BOOL,
+    ZERG_JSON_NUMBER,
+    ZERG_JSON_STRING,
+    ZERG_JSON_ARRAY,
+    ZERG_JSON_OBJECT,
+};
+
+typedef struct zerg_json zerg_json;
+struct zerg_json {
+    enum zerg_json_type type;
+    union {
+        int boolean;
+        double number;
+        struct {
+            char *s; /* NUL-terminated; may contain NULs up to len */
+            size_t len;
+        } str;
+        struct {
+            zerg_json **items;
+            size_t n, cap;
+        } arr;
+        struct {
+            char **keys;
+            zerg_json **vals;
+            size_t n, cap;
+        } obj;
+    } u;
+};
+
+/* Parses text; returns a new tree (caller frees) or NULL with err set to
+ * cjson's message ("Expected comma or array end but found T_END at
+ * character 10").  Nesting deeper than 1000 is an error. */
+zerg_json *zerg_json_parse(const char *text, size_t len, struct zerg_err *err);
+
+/* Encodes v compactly; returns a malloc'd NUL-terminated string (caller
+ * frees) and its length in *len (may be NULL), or NULL with err set. */
+char *zerg_json_encode(const zerg_json *v, size_t *len, struct zerg_err *err);
+
+void zerg_json_free(zerg_json *v); /* accepts NULL */
+
+/* Builders.  All return NULL only on out-of-memory. */
+zerg_json *zerg_json_null(void);
+zerg_json *zerg_json_bool(int b);
+zerg_json *zerg_json_num(double n);
+zerg_json *zerg_json_str(const char *s);            /* NULL s -> JSON null */
+zerg_json *zerg_json_strn(const char *s, size_t len);
+zerg_json *zerg_json_arr(void);
+zerg_json *zerg_json_obj(void);
+
+/* Append / set; take ownership of v (freed on failure).  Setting an existing
+ * key replaces its value.  Return 0 or -ENOMEM/-EINVAL. */
+int zerg_json_push(zerg_json *arr, zerg_json *v);
+int zerg_json_set(zerg_json *obj, const char *key, zerg_json *v);
+/* Shorthands for zerg_json_set(obj, key, zerg_json_<type>(...)). */
+int zerg_json_set_str(zerg_json *obj, const char *key, const char *s);
+int zerg_json_set_num(zerg_json *obj, const char *key, double n);
+int zerg_json_set_bool(zerg_json *obj, const char *key, int b);
+int zerg_json_set_null(zerg_json *obj, const char *key);
+
+/* Accessors: NULL / 0 / default when the type does not match. */
+const zerg_json *zerg_json_get(const zerg_json *obj, const char *key);
+size_t zerg_json_len(const zerg_json *v); /* array items or object keys */
+const zerg_json *zerg_json_at(const zerg_json *v, size_t i);
+const char *zerg_json_key_at(const zerg_json *obj, size_t i);
+const char *zerg_json_as_str(const zerg_json *v); /* NULL unless string */
+double zerg_json_as_num(const zerg_json *v, double dflt);
+int zerg_json_is(const zerg_json *v, enum zerg_json_type t);
+const char *zerg_json_type_name(enum zerg_json_type t); /* "string", ... */
+
+/* Deep copy (NULL on out-of-memory). */
+zerg_json *zerg_json_dup(const zerg_json *v);
+
+#endif

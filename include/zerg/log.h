@@ -1,0 +1,66 @@
+/* log.h - the monitor log: .zerg/monitor.log and .zerg/monitor.jsonl.
+ *
+ * Every event goes to both files as one line each, written with a single
+ * write(2) on an O_APPEND descriptor so several processes can share them:
+ *
+ *   2026-02-03T05:41:55.123Z [W0] [INFO] Worker 0 claimed task A-L1-002
+ *   {"ts":"...","worker":0,"level":"INFO","event":"task_claimed",
+ *    "task":"A-L1-002","msg":"Worker 0 claimed task A-L1-002","data":{...}}
+ *
+ * worker is the slot number, or ZERG_LOG_ORCH for the orchestrator ("worker"
+ * is null in JSON then). */
+#ifndef ZERG_LOG_H
+#define ZERG_LOG_H
+
+#include <stdint.h>
+#include "zerg/clock.h"
+#include "zerg/json.h"
+
+struct zerg_err;
+
+enum zerg_log_level {
+    ZERG_LOG_DEBUG,
+    ZERG_LOG_INFO,
+    ZERG_LOG_WARN,
+    ZERG_LOG_ERROR,
+};
+#define ZERG_LOG_ORCH (-1)
+
+/* One event as passed to an observer (the rush's terminal view). */
+struct zerg_log_rec {
+    int64_t wall_ns;
+    int worker;
+    enum zerg_log_level level;
+    const char *event;
+    const char *task; /* may be NULL */
+    const char *msg;
+    const zerg_json *data; /* may be NULL */
+};
+typedef void (*zerg_log_observer)(void *ud, const struct zerg_log_rec *rec);
+
+struct zerg_log;
+
+/* Opens (creating) monitor.log and monitor.jsonl in zerg_dir (".zerg").
+ * clock may be NULL for the system clock.  Returns NULL with err set. */
+struct zerg_log *zerg_log_open(const char *zerg_dir,
+                               const struct zerg_clock *clock,
+                               struct zerg_err *err);
+void zerg_log_close(struct zerg_log *lg); /* accepts NULL */
+
+/* Events below min_level are dropped (default INFO; DEBUG with
+ * ZERG_DEBUG=1). */
+void zerg_log_set_level(struct zerg_log *lg, enum zerg_log_level min_level);
+void zerg_log_set_observer(struct zerg_log *lg, zerg_log_observer fn,
+                           void *ud);
+
+/* Writes one event.  data (may be NULL) is owned and freed by the call.
+ * Never fails the caller: a write error is reported once on stderr. */
+void zerg_log_event(struct zerg_log *lg, int worker,
+                    enum zerg_log_level level, const char *event,
+                    const char *task, zerg_json *data, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+const char *zerg_log_level_name(enum zerg_log_level level); /* "INFO" */
+int zerg_log_level_parse(const char *s, enum zerg_log_level *out);
+
+#endif

@@ -1,0 +1,116 @@
+/* policy.h - the recovery decisions, asked of Lua policies.
+ *
+ * The core calls these at each decision point with plain numbers; the
+ * bridge (src/lua/policy.c) builds a snapshot, calls the bundled policy or
+ * the project's override in .zerg/policies/, validates and clamps the answer
+ * and returns it.  Any policy failure (syntax, runtime error, budget, memory,
+ * wrong type) falls back to the bundled policy for that call, logs
+ * `policy_error` and counts it; these functions never fail the caller.
+ *
+ * Every decision also returns `why`: a JSON object with the inputs, the
+ * answer, the policy that decided ("bundled" or the override's path) and
+ * its reason -- the `data` of the log event the caller writes.  The caller
+ * owns *why (pass NULL to skip it). */
+#ifndef ZERG_POLICY_H
+#define ZERG_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "zerg/json.h"
+
+struct zerg_err;
+struct zerg_config;
+struct zerg_log;
+
+struct zerg_policy;
+
+/* Creates the VM, loads the bundled policies and the overrides found in
+ * override_dir (may be NULL or missing).  A broken override at start is a
+ * load error: returns NULL with err set (the CLI exits 2).  cfg and log must
+ * outlive the policy; log may be NULL. */
+struct zerg_policy *zerg_policy_new(const char *override_dir,
+                                    const struct zerg_config *cfg,
+                                    struct zerg_log *log,
+                                    struct zerg_err *err);
+void zerg_policy_free(struct zerg_policy *p); /* accepts NULL */
+
+/* Re-reads override files whose mtime/size changed.  A new version that
+ * fails to load keeps the last good one and logs policy_error.  Returns the
+ * number of policies reloaded. */
+int zerg_policy_reload(struct zerg_policy *p);
+
+/* Policy failures so far (for metrics). */
+int64_t zerg_policy_error_count(const struct zerg_policy *p);
+
+/* backoff.delay(attempt, {strategy, base, max, kind}).  kind is "spawn" or
+ * "task" and selects the config keys.  attempt >= 1.  Clamped to
+ * [0, 1 h]. */
+int64_t zerg_policy_backoff_ns(struct zerg_policy *p, const char *kind,
+                               int attempt, zerg_json **why);
+
+/* respawn.decide(slot, opts) */
+struct zerg_respawn_in {
+    int slot;
+    int respawn_count;   /* respawns of this slot so far */
+    int exit_code;       /* -1 when killed by a signal */
+    int signal;          /* 0 when exited */
+    int64_t uptime_ns;
+    int was_ready;       /* reached its first heartbeat */
+    int work_left;       /* tasks still to run */
+};
+int zerg_policy_respawn(struct zerg_policy *p, const struct zerg_respawn_in *in,
+                        zerg_json **why);
+
+/* stale.task(task, now, opts): task = {id, worker, started, last_progress,
+ * step, progress_pct}; times are monotonic seconds. */
+int zerg_policy_stale_task(struct zerg_policy *p, const char *task_id,
+                           int worker, int64_t started_ns,
+                           int64_t last_progress_ns, int64_t now_ns,
+                           zerg_json **why);
+
+/* stale.worker(hb, now, opts): hb = {worker, seq, last_change}. */
+int zerg_policy_stale_worker(struct zerg_policy *p, int worker, int64_t seq,
+                             int64_t last_change_ns, int64_t now_ns,
+                             zerg_json **why);
+
+/* retry.decide(task, failure, opts) -> {retry, delay, charge} */
+struct zerg_retry_in {
+    const char *task_id;
+    int retry_count;
+    int crash_count;
+    int attempt;
+    const char *failure;  /* "exit" | "verification" | "timeout" |
+                             "crash" | "heartbeat_stale" */
+    int exit_code;        /* -1 when none */
+    int signal;           /* 0 when none */
+};
+struct zerg_retry_out {
+    int retry;            /* requeue the task */
+    int64_t delay_ns;     /* before it may run again (clamped to [0, 1 h]) */
+    int charge;           /* counts against retry_attempts */
+    char reason[64];      /* reason when not retried, e.g. "crash_loop" */
+};
+void zerg_policy_retry(struct zerg_policy *p, const struct zerg_retry_in *in,
+                       struct zerg_retry_out *out, zerg_json **why);
+
+/* reconcile.check(snapshot, opts) -> list of fixes.  snapshot is built by
+ * the caller: {thorough, current_level, tasks = {id = {status, level,
+ * worker, worker_alive}}, levels = {[n] = {status}}, workers = {...}}.
+ * Each fix names a task or a level, the fix and the reason; fixes the C
+ * side does not know are dropped and logged. */
+struct zerg_fix {
+    char task[72];       /* "" when it is a level fix */
+    int level;           /* level fixed, or the new level for set_level */
+    char fix[32];        /* "requeue" | "set_level" | "reopen_level" |
+                            "complete_level" | "block" */
+    char reason[160];
+};
+int zerg_policy_reconcile(struct zerg_policy *p, const zerg_json *snapshot,
+                          struct zerg_fix **fixes, size_t *nfixes,
+                          zerg_json **why);
+
+/* The hooks the core calls, "backoff.delay", ... (NULL-terminated); the
+ * wiring check compares them with what the policies define. */
+extern const char *const zerg_policy_hooks[];
+
+#endif

@@ -1,0 +1,154 @@
+/* state.h - the run's state document: .zerg/state/{feature}.json.
+ *
+ * Written only by the orchestrator, only whole: zerg_state_save goes through
+ * zerg_fsio_write_atomic and keeps the previous good file as
+ * {feature}.json.bak.  A corrupt or truncated file is never overwritten:
+ * loading it fails with a message naming the file and the way back.
+ *
+ * The in-memory form is indexed like the graph: s->tasks[i] is the state of
+ * graph->tasks[i].  The JSON keeps upstream's shape (tasks keyed by id). */
+#ifndef ZERG_STATE_H
+#define ZERG_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "zerg/json.h"
+
+struct zerg_err;
+struct zerg_graph;
+
+#define ZERG_STATE_VERSION 1
+
+enum zerg_task_status {
+    ZERG_TASK_PENDING,
+    ZERG_TASK_CLAIMED,
+    ZERG_TASK_IN_PROGRESS,
+    ZERG_TASK_COMPLETE,
+    ZERG_TASK_FAILED,        /* permanent */
+    ZERG_TASK_WAITING_RETRY,
+    ZERG_TASK_BLOCKED,       /* a dependency failed permanently */
+};
+const char *zerg_task_status_name(enum zerg_task_status s);
+int zerg_task_status_parse(const char *s, enum zerg_task_status *out);
+int zerg_task_status_terminal(enum zerg_task_status s);
+
+enum zerg_level_status {
+    ZERG_LEVEL_PENDING,
+    ZERG_LEVEL_RUNNING,
+    ZERG_LEVEL_COMPLETE,
+};
+const char *zerg_level_status_name(enum zerg_level_status s);
+
+struct zerg_task_state {
+    enum zerg_task_status status;
+    int level;            /* 0 = null in the file (reconcile fixes it) */
+    int worker_id;        /* -1 when none */
+    int retry_count;      /* charged failures */
+    int crash_count;      /* uncharged worker crashes while running it */
+    int attempt;          /* assignments so far (fencing key with epoch) */
+    uint64_t epoch;       /* incarnation of the worker it is assigned to */
+    int64_t claimed_at;   /* wall ns, 0 = never */
+    int64_t started_at;
+    int64_t completed_at;
+    int64_t retry_at;     /* wall ns when waiting_retry ends */
+    int64_t duration_ms;
+    char *error;          /* last error sentence, NULL = none */
+    char *reason;         /* "exit" | "verification" | "timeout" |
+                             "crash_loop" | "blocked" | ..., NULL = none */
+};
+
+enum zerg_worker_status {
+    ZERG_WORKER_STARTING, /* spawned, not ready */
+    ZERG_WORKER_READY,    /* idle */
+    ZERG_WORKER_BUSY,
+    ZERG_WORKER_BACKOFF,  /* waiting to (re)spawn */
+    ZERG_WORKER_STOPPED,
+    ZERG_WORKER_CRASHED,
+    ZERG_WORKER_RETIRED,  /* respawn cap or spawn retries exhausted */
+};
+const char *zerg_worker_status_name(enum zerg_worker_status s);
+int zerg_worker_status_parse(const char *s, enum zerg_worker_status *out);
+
+struct zerg_worker_state {
+    int id;                  /* slot number */
+    enum zerg_worker_status status;
+    int pid;                 /* 0 when none */
+    char container_id[80];   /* "" in subprocess mode */
+    int respawn_count;
+    int spawn_attempt;       /* failed spawns in the current series */
+    uint64_t epoch;
+    int task;                /* index into graph->tasks, -1 when idle */
+    int64_t started_at;      /* wall ns */
+    int64_t ready_at;
+};
+
+struct zerg_level_state {
+    enum zerg_level_status status;
+    int64_t started_at;
+    int64_t completed_at;
+};
+
+struct zerg_metrics {
+    int64_t stale_detections;   /* tasks + workers found stale */
+    int64_t task_reassignments; /* crash -> task requeued uncharged */
+    int64_t worker_respawns;
+    int64_t spawn_retries;
+    int64_t worker_crashes;
+    int64_t task_timeouts;
+    int64_t task_retries;       /* charged retries */
+    int64_t policy_errors;
+    int64_t results_fenced;     /* stale results rejected */
+    int64_t reconcile_fixes;
+};
+
+struct zerg_state {
+    int version;
+    char *feature;
+    char run_id[40];            /* unique per rush invocation */
+    int64_t started_at;         /* wall ns */
+    int64_t updated_at;
+    int current_level;          /* 0 before start */
+    struct zerg_task_state *tasks;
+    size_t ntasks;
+    struct zerg_worker_state *workers;
+    size_t nworkers;
+    struct zerg_level_state *levels; /* [1..nlevels] */
+    int nlevels;
+    struct zerg_metrics metrics;
+    uint64_t next_epoch;        /* epochs are never reused */
+    int paused;
+    char *error;                /* run-level error, NULL = none */
+    char *status;               /* "running" | "complete" | "failed" |
+                                   "stopped" */
+};
+
+/* Fresh state for graph g: every task pending with its level. */
+int zerg_state_init(struct zerg_state *s, const struct zerg_graph *g,
+                    const char *feature, int64_t now_wall_ns);
+void zerg_state_close(struct zerg_state *s);
+
+/* Reads path for graph g.  -ENOENT if missing; ZERG_ECORRUPT with err
+ * naming the file and the .bak copy if it cannot be parsed.  Tasks in the
+ * file that the graph lacks are dropped (counted in *dropped if non-NULL);
+ * graph tasks the file lacks start pending. */
+int zerg_state_load(struct zerg_state *s, const struct zerg_graph *g,
+                    const char *path, size_t *dropped, struct zerg_err *err);
+
+/* Atomically replaces path (durable) and keeps the old file as path.bak. */
+int zerg_state_save(const struct zerg_state *s, const struct zerg_graph *g,
+                    const char *path, struct zerg_err *err);
+
+zerg_json *zerg_state_to_json(const struct zerg_state *s,
+                              const struct zerg_graph *g);
+int zerg_state_from_json(struct zerg_state *s, const struct zerg_graph *g,
+                         const zerg_json *doc, size_t *dropped,
+                         struct zerg_err *err);
+
+/* 1 when every task of level is terminal (computed, never counted). */
+int zerg_state_level_done(const struct zerg_state *s,
+                          const struct zerg_graph *g, int level);
+
+/* Counts of tasks by status into counts[7]. */
+void zerg_state_count(const struct zerg_state *s, size_t counts[7]);
+
+#endif

@@ -1,0 +1,36 @@
+#!/bin/sh
+# install-deps.sh - installs the Debian packages zerg needs, if missing.
+#   scripts/install-deps.sh build     # to build zerg
+#   scripts/install-deps.sh test      # + what the test suite needs
+#   scripts/install-deps.sh container # + Podman, for container-mode tests
+# As root it runs apt-get; otherwise it prints the exact command to run.
+set -eu
+
+build="build-essential cmake pkg-config liblua5.4-dev lua-cjson-dev libyaml-dev libedit-dev"
+test="$build libcmocka-dev clang python3 procps util-linux"
+container="$test podman runc busybox-static"
+
+case "${1:-build}" in
+build) want=$build ;;
+test) want=$test ;;
+container) want=$container ;;
+*) echo "usage: $0 build|test|container" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "zerg needs these Debian packages:$missing" >&2
+    echo "Run: sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+echo "Installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

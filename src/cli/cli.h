@@ -1,0 +1,49 @@
+/* cli.h - what every subcommand shares: the project directory, feature
+ * selection (DESIGN.md section 3), standard paths and exit codes.
+ * One file per subcommand under src/cli/, each exporting
+ * `int zerg_cmd_<name>(struct zerg_cli *cli, int argc, char **argv)`
+ * that returns a process exit code (ZERG_EXIT_*). */
+#ifndef ZERG_CLI_H
+#define ZERG_CLI_H
+
+#include <limits.h>
+#include <stdio.h>
+#include "zerg/config.h"
+#include "zerg/err.h"
+
+struct zerg_cli {
+    const char *argv0;
+    char project[PATH_MAX];  /* absolute project root (-C DIR or cwd) */
+    const char *feature_opt; /* --feature, NULL if absent */
+    int color;               /* stdout is a terminal and NO_COLOR unset */
+};
+
+/* Resolves the feature: --feature, $ZERG_FEATURE, .gsd/.current-feature,
+ * the only directory under .gsd/specs/; else an error listing the
+ * candidates.  Validates the name.  Returns 0 or ZERG_EINVAL_INPUT. */
+int zerg_cli_feature(struct zerg_cli *cli, char *out, size_t size,
+                     struct zerg_err *err);
+
+/* Standard paths under the project: rel is appended ("%s/.zerg/state"). */
+int zerg_cli_path(const struct zerg_cli *cli, char *out, size_t size,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Loads .zerg/config.yaml (warnings to stderr).  0 or ZERG_EINVAL_INPUT. */
+int zerg_cli_config(const struct zerg_cli *cli, struct zerg_config *cfg,
+                    struct zerg_err *err);
+
+/* Prints "zerg CMD: message" to stderr. */
+void zerg_cli_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The subcommands. */
+int zerg_cmd_rush(struct zerg_cli *cli, int argc, char **argv);
+int zerg_cmd_status(struct zerg_cli *cli, int argc, char **argv);
+int zerg_cmd_stop(struct zerg_cli *cli, int argc, char **argv);
+int zerg_cmd_retry(struct zerg_cli *cli, int argc, char **argv);
+int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv);
+int zerg_cmd_lua(struct zerg_cli *cli, int argc, char **argv);
+int zerg_cmd_validate(struct zerg_cli *cli, int argc, char **argv);
+int zerg_cmd_worker(struct zerg_cli *cli, int argc, char **argv);
+
+#endif

@@ -1,0 +1,95 @@
+/* testutil.c - helpers shared by the unit tests (see testutil.h). */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *tu_mkdtemp(void)
+{
+    static char buf[PATH_MAX];
+    const char *base = getenv("TMPDIR");
+    snprintf(buf, sizeof buf, "%s/zerg-unit-XXXXXX", base ? base : "/tmp");
+    if (!mkdtemp(buf))
+        fail_msg("mkdtemp: %s", strerror(errno));
+    return buf;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+void tu_rmtree(const char *path)
+{
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void mkparents(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        mkdir(path, 0755);
+        *p = '/';
+    }
+}
+
+void tu_write(const char *dir, const char *rel, const char *text)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    mkparents(path);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fail_msg("open %s: %s", path, strerror(errno));
+    fputs(text, f);
+    fclose(f);
+}
+
+char *tu_read(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+int tu_count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            n++;
+    closedir(d);
+    return n;
+}
+
+int tu_contains(const char *haystack, const char *needle)
+{
+    if (haystack && needle && strstr(haystack, needle))
+        return 1;
+    print_error("expected to find \"%s\" in:\n%s\n", needle ? needle : "(null)",
+                haystack ? haystack : "(null)");
+    return 0;
+}
