@@ -38,6 +38,7 @@ enum zerg_level_status {
     ZERG_LEVEL_COMPLETE,
 };
 const char *zerg_level_status_name(enum zerg_level_status s);
+int zerg_level_status_parse(const char *s, enum zerg_level_status *out);
 
 struct zerg_task_state {
     enum zerg_task_status status;
@@ -73,7 +74,7 @@ struct zerg_worker_state {
     int id;                  /* slot number */
     enum zerg_worker_status status;
     int pid;                 /* 0 when none */
-    char container_id[80];   /* "" in subprocess mode */
+    char container_id[96];   /* "" in subprocess mode */
     int respawn_count;
     int spawn_attempt;       /* failed spawns in the current series */
     uint64_t epoch;

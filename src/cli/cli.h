@@ -24,7 +24,10 @@ struct zerg_cli {
 int zerg_cli_feature(struct zerg_cli *cli, char *out, size_t size,
                      struct zerg_err *err);
 
-/* Standard paths under the project: rel is appended ("%s/.zerg/state"). */
+/* Standard paths under the project: the formatted relative path is
+ * appended to cli->project, e.g. zerg_cli_path(cli, buf, n,
+ * ".zerg/state/%s.json", feature) gives "/abs/project/.zerg/state/F.json".
+ * 0 or -ENAMETOOLONG. */
 int zerg_cli_path(const struct zerg_cli *cli, char *out, size_t size,
                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
@@ -32,8 +35,19 @@ int zerg_cli_path(const struct zerg_cli *cli, char *out, size_t size,
 int zerg_cli_config(const struct zerg_cli *cli, struct zerg_config *cfg,
                     struct zerg_err *err);
 
+/* Loads .gsd/specs/{feature}/task-graph.json.  A missing file gets a
+ * message saying how to create it.  0 or negative with err set. */
+struct zerg_graph;
+int zerg_cli_graph(const struct zerg_cli *cli, const char *feature,
+                   struct zerg_graph **g, struct zerg_err *err);
+
 /* Prints "zerg CMD: message" to stderr. */
 void zerg_cli_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints "zerg CMD: message" (when fmt is non-NULL) and "Try 'zerg CMD
+ * --help'." to stderr; returns ZERG_EXIT_USAGE. */
+int zerg_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* The subcommands. */

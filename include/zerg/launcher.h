@@ -1,0 +1,180 @@
+/* launcher.h - how a worker process comes to exist, in either mode.
+ *
+ * Both launchers start one child process per worker incarnation: the
+ * `zerg worker` process itself (subprocess mode, wrapped by
+ * workers.launch_prefix) or the container runtime's `run` command
+ * (container mode, attached, so its exit is the container's exit).  The
+ * orchestrator therefore notices every worker exit the same way -- a child
+ * exit -- and everything above this interface is shared. */
+#ifndef ZERG_LAUNCHER_H
+#define ZERG_LAUNCHER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct zerg_err;
+struct zerg_config;
+struct zerg_log;
+
+struct zerg_spawn_req {
+    int slot;
+    uint64_t epoch;
+    const char *feature;
+    const char *run_id;
+    const char *project;    /* absolute project root */
+    const char *zerg_bin;   /* absolute path of the zerg binary */
+};
+
+struct zerg_proc {
+    pid_t pid;              /* the child we wait for */
+    char name[96];          /* container name, "" in subprocess mode */
+    int slot;
+    uint64_t epoch;
+};
+
+/* How a worker ended, as far as the launcher can tell. */
+struct zerg_exit_info {
+    int exit_code;          /* -1 when killed by a signal */
+    int signal;             /* 0 when it exited */
+    int oom_killed;         /* container mode: the kernel OOM killer */
+    int runtime_error;      /* the runtime itself failed (exit 125..127) */
+    char detail[160];       /* one line for the log, "" when none */
+};
+
+/* Spawn failure classes: a transient failure goes through spawn retry with
+ * backoff (FR-1); a permanent one (missing image, bad mount, binary not
+ * found) fails fast with the fix in err. */
+enum { ZERG_SPAWN_TRANSIENT = 1, ZERG_SPAWN_PERMANENT = 2 };
+
+struct zerg_launcher;
+struct zerg_launcher_ops {
+    const char *name; /* "subprocess" | "container" */
+    /* Starts a worker.  0, or a negative code with err set and *class
+     * set to ZERG_SPAWN_TRANSIENT or ZERG_SPAWN_PERMANENT. */
+    int (*spawn)(struct zerg_launcher *l, const struct zerg_spawn_req *req,
+                 struct zerg_proc *out, int *cls, struct zerg_err *err);
+    /* Sends sig to the worker (and, in container mode, stops the
+     * container).  Never blocks for long. */
+    int (*kill)(struct zerg_launcher *l, const struct zerg_proc *p, int sig);
+    /* Called once after the child was reaped with its wait status: fills
+     * info and releases what the worker held (removes the container). */
+    void (*reaped)(struct zerg_launcher *l, const struct zerg_proc *p,
+                   int wstatus, struct zerg_exit_info *info);
+    /* Removes workers left by earlier runs of feature (not run_id);
+     * returns how many were removed. */
+    int (*cleanup)(struct zerg_launcher *l, const char *feature,
+                   const char *run_id);
+    void (*free)(struct zerg_launcher *l);
+};
+
+struct zerg_launcher {
+    const struct zerg_launcher_ops *ops;
+    const struct zerg_config *cfg;
+    struct zerg_log *log;
+};
+
+/* Subprocess mode: fork + exec of [launch_prefix...] zerg_bin worker ...,
+ * in its own process group, PR_SET_PDEATHSIG(SIGTERM). */
+struct zerg_launcher *zerg_launcher_subprocess_new(
+    const struct zerg_config *cfg, struct zerg_log *log);
+
+/* Kills processes left by an earlier rush of feature in project (found by
+ * their ZERG_PROJECT/ZERG_FEATURE/ZERG_RUN_ID environment, any run other
+ * than run_id); returns how many were killed. */
+int zerg_subprocess_kill_leftovers(const char *project, const char *feature,
+                                   const char *run_id);
+
+/* Container mode through the docker/podman CLI (argv, never a shell).
+ * Probes the runtime; NULL with err set if none works. */
+struct zerg_launcher *zerg_launcher_container_new(
+    const struct zerg_config *cfg, struct zerg_log *log,
+    struct zerg_err *err);
+
+/* For --mode auto: 1 when a container runtime really works (probed, not
+ * just found on PATH); why gets a sentence either way. */
+int zerg_container_available(const struct zerg_config *cfg, char *why,
+                             size_t why_size);
+
+/* Environment every worker gets (both modes): ZERG_FEATURE, ZERG_WORKER_ID,
+ * ZERG_EPOCH, ZERG_RUN_ID, ZERG_ORCH_PID (subprocess only). */
+
+/* Fills an exit_info from a wait status (shared by both launchers). */
+void zerg_exit_info_from_status(int wstatus, struct zerg_exit_info *info);
+
+/* ---- Container mode building blocks (src/container_probe.c,
+ * src/launcher_container.c), exposed for tests and diagnostics. ---- */
+
+struct zerg_argv;
+
+/* A container runtime whose engine answered its probe. */
+struct zerg_container_rt {
+    char path[4096];  /* argv[0]: a name looked up on PATH, or a path */
+    char name[64];    /* "podman", "docker" or the path's basename */
+    char version[64]; /* its `--version` line, for messages */
+    int podman;       /* podman flavour: rootless needs --userns=keep-id */
+};
+
+/* Runs argv (execvp, never a shell) with stdin from /dev/null and a
+ * timeout; stdout keeps its head, stderr its tail (both NUL-terminated;
+ * either buffer may be NULL).  0 with *wstatus when the command ran,
+ * -ETIMEDOUT when it was killed at the deadline, -errno when it could not
+ * be started (-ENOENT: not found). */
+int zerg_container_exec(char *const argv[], int64_t timeout_ns, char *out,
+                        size_t out_size, char *errout, size_t err_size,
+                        int *wstatus);
+
+/* Resolves container.runtime ("auto" or NULL tries podman then docker;
+ * "docker", "podman" or a path tries that one) to a runtime whose `info`
+ * answers within 5 s.  0 (why says which), or ZERG_ENOTFOUND with why
+ * saying what each candidate lacked ("docker: client found but no daemon
+ * (Cannot connect to the Docker daemon ...)"). */
+int zerg_container_resolve(const char *setting, struct zerg_container_rt *rt,
+                           char *why, size_t why_size);
+
+/* 1 if image exists for rt, 0 if not ("image 'zerg-worker' not found for
+ * podman: build it with `make image` (or set container.image)"), negative
+ * when the runtime did not answer; why gets a sentence either way. */
+int zerg_container_image_exists(const struct zerg_container_rt *rt,
+                                const char *image, char *why,
+                                size_t why_size);
+
+/* The container name zerg-{feature}-{run hash}-w{slot}-e{epoch}, cut to
+ * fit struct zerg_proc.name (the feature part is shortened if needed). */
+void zerg_container_name(char *buf, size_t size,
+                         const struct zerg_spawn_req *req);
+
+/* The whole attached `run` argv of one worker: labels, --user uid:gid,
+ * the FR-7 mounts, limits, container.run_args, image and the worker
+ * command.  out->v and its strings are malloc'd (free with
+ * zerg_container_argv_free).  0, ZERG_EINVAL_INPUT (a project path `-v`
+ * cannot express) or -ENOMEM, with err set. */
+int zerg_container_run_argv(const struct zerg_config *cfg,
+                            const struct zerg_container_rt *rt,
+                            const struct zerg_spawn_req *req, uid_t uid,
+                            gid_t gid, struct zerg_argv *out,
+                            struct zerg_err *err);
+void zerg_container_argv_free(struct zerg_argv *a);
+
+/* Classifies a container worker's end from the wait status of its
+ * attached `run`: 125 runtime failure, 126/127 worker command cannot run
+ * (runtime_error, detail from the last line of log_tail, the worker log
+ * since this incarnation started; may be NULL), 128+n killed by signal n,
+ * oom_killed as the runtime reported it (memory: container.memory, for the
+ * hint when a SIGKILL may have been the OOM killer). */
+void zerg_container_exit_info(int wstatus, int oom_killed,
+                              const char *memory, const char *log_tail,
+                              struct zerg_exit_info *info);
+
+/* The last non-empty line of text, trimmed ("" if none). */
+void zerg_container_last_line(const char *text, char *buf, size_t size);
+
+/* The project whose containers cleanup may remove (label zerg.project):
+ * call before cleanup so two projects with the same feature name never
+ * remove each other's workers.  spawn sets it too.  Without it cleanup
+ * matches on the feature label only. */
+void zerg_container_set_project(struct zerg_launcher *l, const char *project);
+
+/* The runtime a container launcher drives ("podman"), for messages. */
+const char *zerg_container_runtime_name(const struct zerg_launcher *l);
+
+#endif

@@ -1,0 +1,74 @@
+/* orchestrator.h - the rush: levels, workers, recovery.
+ *
+ * The orchestrator is a state machine fed with events (a child exited, a
+ * file in .zerg/state changed, a stop was asked) and stepped by
+ * zerg_orch_tick(now), which applies timers (spawn backoff, stale checks,
+ * reconciliation, lease, checkpoint) and dispatches work.  It never reads
+ * the clock itself and never sleeps: zerg_orch_run() is the real event
+ * loop around it (poll over signalfd + inotify + the next deadline), and
+ * unit tests drive the same functions with a fake clock and launcher.
+ *
+ * Every decision is asked of a policy (include/zerg/policy.h) and logged
+ * with its inputs; the state document is written only here. */
+#ifndef ZERG_ORCHESTRATOR_H
+#define ZERG_ORCHESTRATOR_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct zerg_err;
+struct zerg_config;
+struct zerg_graph;
+struct zerg_state;
+struct zerg_policy;
+struct zerg_launcher;
+struct zerg_log;
+struct zerg_clock;
+
+struct zerg_orch_opts {
+    const char *project;       /* absolute project root */
+    const char *feature;
+    const char *zerg_bin;      /* what workers run */
+    const struct zerg_config *cfg;
+    const struct zerg_graph *graph;
+    struct zerg_state *state;  /* fresh or loaded; owned by the caller */
+    struct zerg_policy *policy;
+    struct zerg_launcher *launcher;
+    struct zerg_log *log;
+    int workers;               /* pool size */
+    int resume;                /* state came from disk */
+    int64_t checkpoint_ns;     /* min gap between state writes (50 ms) */
+};
+
+struct zerg_orch;
+
+/* Creates the orchestrator; the state dir must exist.  On resume, applies
+ * the results still on disk and reconciles before anything runs. */
+struct zerg_orch *zerg_orch_new(const struct zerg_orch_opts *o, int64_t now,
+                                struct zerg_err *err);
+void zerg_orch_free(struct zerg_orch *o); /* accepts NULL */
+
+/* Events. */
+void zerg_orch_child_exited(struct zerg_orch *o, pid_t pid, int wstatus,
+                            int64_t now);
+void zerg_orch_file_changed(struct zerg_orch *o, const char *name,
+                            int64_t now);
+void zerg_orch_request_stop(struct zerg_orch *o, int force, int64_t now);
+
+/* Applies timers and dispatches; returns the next deadline (monotonic ns)
+ * at which it wants to be ticked again. */
+int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now);
+
+/* 1 once the rush is over (all workers gone and the final state written). */
+int zerg_orch_done(const struct zerg_orch *o);
+/* ZERG_EXIT_OK when every task completed, ZERG_EXIT_FAIL otherwise. */
+int zerg_orch_exit_code(const struct zerg_orch *o);
+/* The pids of live worker children (for the loop's reaping); returns n. */
+size_t zerg_orch_pids(const struct zerg_orch *o, pid_t *out, size_t max);
+/* One paragraph for the user: what happened and what to do next. */
+void zerg_orch_summary(const struct zerg_orch *o, char *buf, size_t size);
+
+/* The real event loop: runs until done, returns the exit code. */
+int zerg_orch_run(struct zerg_orch *o, const struct zerg_clock *clock);
+
+#endif

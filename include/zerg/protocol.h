@@ -1,0 +1,100 @@
+/* protocol.h - the files the orchestrator and its workers talk through.
+ *
+ * All live in .zerg/state/ and are written with the atomic replace, so they
+ * work the same across a container bind mount.  The orchestrator is the
+ * only writer of the state document; workers never touch it.
+ *
+ *   assign-{slot}.json     orchestrator -> worker: what to run now
+ *   heartbeat-{slot}.json  worker -> orchestrator: alive, progress
+ *   result-{task}-{attempt}.json  worker -> orchestrator: how it ended
+ *   lease-{feature}.json   orchestrator -> workers: "I am alive"
+ *
+ * Fencing: `epoch` is unique per spawned worker incarnation.  A result is
+ * applied only if (epoch, task, attempt) matches the live assignment;
+ * anything else is logged and dropped.  Results are durable (fsync): the
+ * orchestrator deletes one only after a state write that includes it. */
+#ifndef ZERG_PROTOCOL_H
+#define ZERG_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "zerg/graph.h"
+
+struct zerg_err;
+
+struct zerg_assign {
+    uint64_t epoch;
+    char task[ZERG_ID_MAX + 1]; /* "" = stay idle */
+    int attempt;
+    int stop;                   /* 1 = finish and exit */
+};
+
+struct zerg_heartbeat {
+    int worker_id;
+    uint64_t epoch;
+    int64_t seq;                /* +1 per write */
+    int64_t timestamp_ns;       /* wall, informational only */
+    char task_id[ZERG_ID_MAX + 1]; /* "" when idle */
+    int attempt;
+    char step[24];              /* "ready" | "idle" | "command" |
+                                   "verification" | "done" | "exiting" */
+    int progress_pct;           /* 0..100 */
+    int pid;                    /* worker pid in its pid namespace */
+    int task_pgid;              /* process group of the running task, 0 */
+};
+
+enum zerg_outcome {
+    ZERG_OUTCOME_COMPLETE,
+    ZERG_OUTCOME_FAILED,
+};
+
+struct zerg_result {
+    uint64_t epoch;
+    int worker_id;
+    char task[ZERG_ID_MAX + 1];
+    int attempt;
+    enum zerg_outcome outcome;
+    char stage[16];             /* "command" | "verification" | "setup" */
+    int exit_code;              /* -1 when killed by a signal */
+    int signal;
+    int timed_out;              /* verification hit its timeout */
+    int64_t duration_ms;
+    char error[256];            /* one line, "" when complete */
+};
+
+/* Paths: dir is the state directory.  0 or -ENAMETOOLONG. */
+int zerg_proto_assign_path(char *buf, size_t n, const char *dir, int slot);
+int zerg_proto_heartbeat_path(char *buf, size_t n, const char *dir, int slot);
+int zerg_proto_result_path(char *buf, size_t n, const char *dir,
+                           const char *task, int attempt);
+int zerg_proto_lease_path(char *buf, size_t n, const char *dir,
+                          const char *feature);
+
+/* Writers (atomic replace; results durable, the rest not) and readers.
+ * Readers return -ENOENT when missing, ZERG_ECORRUPT when unparsable. */
+int zerg_proto_write_assign(const char *dir, int slot,
+                            const struct zerg_assign *a, struct zerg_err *err);
+int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a);
+int zerg_proto_write_heartbeat(const char *dir,
+                               const struct zerg_heartbeat *hb,
+                               struct zerg_err *err);
+int zerg_proto_read_heartbeat(const char *path, struct zerg_heartbeat *hb);
+int zerg_proto_write_result(const char *dir, const struct zerg_result *r,
+                            struct zerg_err *err);
+int zerg_proto_read_result(const char *path, struct zerg_result *r);
+
+/* The lease: {pid, run_id, seq}.  Workers exit when its seq stops changing
+ * for ZERG_LEASE_STALE_NS on their own monotonic clock. */
+#define ZERG_LEASE_INTERVAL_NS (1 * INT64_C(1000000000))
+#define ZERG_LEASE_STALE_NS (10 * INT64_C(1000000000))
+int zerg_proto_write_lease(const char *dir, const char *feature, int pid,
+                           const char *run_id, int64_t seq,
+                           struct zerg_err *err);
+int zerg_proto_read_lease(const char *dir, const char *feature, int *pid,
+                          char *run_id, size_t run_id_size, int64_t *seq);
+
+/* Classifies a state-dir file name: returns 'h' (heartbeat, *slot set),
+ * 'r' (result), 'a' (assignment), 'l' (lease), 'q' (retry request), or 0. */
+int zerg_proto_classify(const char *name, int *slot);
+
+#endif

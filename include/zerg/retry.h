@@ -1,0 +1,74 @@
+/* retry.h - putting failed tasks back in the queue (`zerg retry`).
+ *
+ * Two halves.  The state operation requeues a failed or blocked task, and
+ * with it every task that was blocked only because of it; `zerg retry`
+ * applies it to the saved state when no rush runs, and the orchestrator
+ * applies it to its live state.  The request file is how `zerg retry`
+ * reaches a running rush: it writes
+ *
+ *   .zerg/state/retry-{feature}-{wall_ns}.json
+ *   {"feature": "F", "tasks": ["A-L1-001", ...], "all_failed": false}
+ *
+ * with the atomic replace; the orchestrator reads it, applies it with
+ * zerg_retry_request_apply and deletes it. */
+#ifndef ZERG_RETRY_H
+#define ZERG_RETRY_H
+
+#include <stddef.h>
+#include "zerg/graph.h"
+
+struct zerg_err;
+struct zerg_state;
+
+/* Requeues task idx: a failed or blocked task becomes pending with
+ * retry_count, crash_count, retry_at, its worker and timestamps reset and
+ * error/reason cleared (`attempt` is kept: it fences results of earlier
+ * attempts).  Then every blocked task downstream of it whose dependencies
+ * are no longer failed or blocked becomes pending too, transitively.  The
+ * levels of requeued tasks are reopened, current_level moves back to the
+ * lowest of them, and a run recorded as "failed" becomes "stopped".
+ * Returns the number of tasks requeued (>= 1), or ZERG_EINVAL_INPUT when
+ * the task is not failed or blocked (nothing changed). */
+int zerg_state_retry_task(struct zerg_state *s, const struct zerg_graph *g,
+                          size_t idx);
+
+/* Requeues every failed task and what it blocked.  Returns the number of
+ * tasks requeued (0 when nothing had failed). */
+int zerg_state_retry_all_failed(struct zerg_state *s,
+                                const struct zerg_graph *g);
+
+/* The sentence why task idx cannot be retried ("task X is complete;
+ * nothing to retry"), or NULL if it can.  Returns buf or NULL. */
+const char *zerg_state_retry_refusal(const struct zerg_state *s,
+                                     const struct zerg_graph *g, size_t idx,
+                                     char *buf, size_t size);
+
+/* ---- the request file for a running rush ------------------------------ */
+
+struct zerg_retry_request {
+    char feature[ZERG_ID_MAX + 1];
+    char **ids;      /* task ids (owned), validated with zerg_id_valid */
+    size_t n;
+    int all_failed;
+};
+
+/* Writes a request into state_dir (atomic replace, durable).  ids may be
+ * NULL when all_failed is set.  0 or negative with err set. */
+int zerg_retry_request_write(const char *state_dir, const char *feature,
+                             const char *const *ids, size_t n, int all_failed,
+                             struct zerg_err *err);
+
+/* Parses a request file.  ZERG_ECORRUPT with err naming the file when it is
+ * not a valid request; -ENOENT when missing.  Free with _close. */
+int zerg_retry_request_read(const char *path, struct zerg_retry_request *req,
+                            struct zerg_err *err);
+void zerg_retry_request_close(struct zerg_retry_request *req);
+
+/* Applies a request to live state: ids the graph lacks or tasks that are
+ * not failed/blocked are skipped and described in err (one sentence,
+ * the last one wins).  Returns the number of tasks requeued. */
+int zerg_retry_request_apply(struct zerg_state *s, const struct zerg_graph *g,
+                             const struct zerg_retry_request *req,
+                             struct zerg_err *err);
+
+#endif

@@ -1,0 +1,102 @@
+/* worker.h - `zerg worker`: one worker incarnation, run to completion.
+ *
+ * A worker reports ready with its first heartbeat, then waits for its
+ * assignment file (zerg/protocol.h), runs each task it is given (the
+ * task's command or the configured executor, then the verification
+ * command, each in its own process group) and writes one durable result
+ * per attempt.  It exits when told to stop, on SIGTERM/SIGINT, or as soon
+ * as its orchestrator is gone (parent death signal, pid check, stale
+ * lease), so a worker never outlives the run that started it.
+ *
+ * The helpers below are pure: they build the prompt, argv and environment
+ * of a task's stages and decide what to do with an assignment. */
+#ifndef ZERG_WORKER_H
+#define ZERG_WORKER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "zerg/clock.h"
+#include "zerg/config.h"
+#include "zerg/graph.h"
+#include "zerg/protocol.h"
+
+struct zerg_err;
+
+/* Exit codes of `zerg worker` (the orchestrator reads them). */
+enum {
+    ZERG_WORKER_EXIT_OK = 0,       /* stopped, or SIGTERM/SIGINT */
+    ZERG_WORKER_EXIT_ERROR = 1,    /* runtime failure (state dir, fds) */
+    ZERG_WORKER_EXIT_USAGE = 2,    /* bad command line */
+    ZERG_WORKER_EXIT_SETUP = 3,    /* config or task graph unreadable */
+    ZERG_WORKER_EXIT_ORPHANED = 4, /* orchestrator gone */
+};
+
+struct zerg_worker_opts {
+    const char *project;  /* absolute project root: tasks run here */
+    const char *feature;
+    int slot;             /* worker id */
+    uint64_t epoch;       /* this incarnation (fencing) */
+    const char *run_id;
+    /* Overrides; 0 / NULL means the default shown. */
+    const char *config_path;   /* {project}/.zerg/config.yaml */
+    const char *graph_path;    /* {project}/.gsd/specs/{feature}/
+                                  task-graph.json */
+    const char *state_dir;     /* {project}/.zerg/state */
+    pid_t orch_pid;            /* none: $ZERG_ORCH_PID is the CLI's job */
+    int64_t lease_stale_ns;    /* ZERG_LEASE_STALE_NS */
+    int64_t heartbeat_interval_ns; /* workers.heartbeat_interval_seconds */
+    int64_t poll_ns;           /* 500 ms: assignment mtime, lease, progress */
+    const struct zerg_clock *clock; /* the system clock */
+};
+
+/* Runs the worker until it must exit; returns its exit code
+ * (ZERG_WORKER_EXIT_*).  For any code but OK, err says why in one
+ * sentence ("cannot read task graph /p/.gsd/specs/F/task-graph.json: No
+ * such file or directory").  Blocks SIGTERM/SIGINT while it runs and
+ * restores the signal mask before returning; sets PR_SET_PDEATHSIG. */
+int zerg_worker_run(const struct zerg_worker_opts *o, struct zerg_err *err);
+
+/* What to do with an assignment read from disk. */
+enum zerg_assign_action {
+    ZERG_ASSIGN_IGNORE, /* another epoch, idle, or already run */
+    ZERG_ASSIGN_RUN,    /* a new (task, attempt) for this epoch */
+    ZERG_ASSIGN_STOP,   /* stop: true for this epoch */
+};
+/* last_task/last_attempt: the attempt this incarnation ran last ("" and 0
+ * when none).  A stop with a new task still runs the task first. */
+enum zerg_assign_action zerg_worker_decide(const struct zerg_assign *a,
+                                           uint64_t epoch,
+                                           const char *last_task,
+                                           int last_attempt);
+
+/* The prompt handed to the executor for a task without `command`: title,
+ * description, context, files to create/modify/read and the verification
+ * command.  malloc'd (caller frees), NULL on out-of-memory. */
+char *zerg_worker_prompt(const struct zerg_task *t, const char *feature);
+
+/* executor argv (NULL-terminated) + prompt as its last argument, as a new
+ * NULL-terminated vector of copies (free with zerg_worker_argv_free).
+ * NULL on out-of-memory or when the executor is empty. */
+char **zerg_worker_executor_argv(const struct zerg_argv *executor,
+                                 const char *prompt);
+void zerg_worker_argv_free(char **argv); /* accepts NULL */
+
+/* What a stage's environment adds to the worker's own. */
+struct zerg_task_env {
+    const char *task_id;
+    int worker_id;
+    const char *feature;
+    int attempt;
+    uint64_t epoch;
+    const char *run_id;
+    const char *progress_file; /* ZERG_PROGRESS_FILE */
+};
+/* base (e.g. environ) with the ZERG_* task variables set, replacing any
+ * already there; free with zerg_worker_argv_free.  NULL on OOM. */
+char **zerg_worker_task_env(char *const *base, const struct zerg_task_env *e);
+
+/* Parses a progress file's text: an integer 0..100 with optional
+ * surrounding whitespace.  Returns it, or -1 when the text is not one. */
+int zerg_worker_parse_progress(const char *text);
+
+#endif

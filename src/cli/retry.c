@@ -1,0 +1,276 @@
+/* retry.c - `zerg retry`: put failed or blocked tasks back in the queue.
+ *
+ * With no rush running, the state file is changed directly under the
+ * feature's lock (so no rush can start halfway through).  While a rush
+ * runs, only it may write the state: a request file is left in
+ * .zerg/state/ for it to apply (see zerg/retry.h).  Either way every id is
+ * checked against the graph first, and nothing is written if one is
+ * wrong. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zerg/graph.h"
+#include "zerg/lock.h"
+#include "zerg/retry.h"
+#include "zerg/state.h"
+
+/* Task ids echoed in "requeued ..." before "+N more". */
+#define LIST_MAX 20
+
+static const char usage[] =
+    "usage: zerg retry [--feature F] (TASK_ID... | --all-failed)\n"
+    "\n"
+    "Requeues failed or blocked tasks: each goes back to pending with its\n"
+    "retry and crash counts reset, and every task blocked only because of\n"
+    "it comes back too.  With no rush running the state file is updated\n"
+    "(then run 'zerg rush --resume'); while a rush runs, the request is\n"
+    "queued for it and applied within a second.\n"
+    "\n"
+    "Options:\n"
+    "  --all-failed  requeue every failed task (and what it blocked)\n"
+    "  --feature F   the feature (default: see 'zerg --help')\n"
+    "  -C DIR        run as if started in DIR\n"
+    "  -h, --help    show this help\n"
+    "\n"
+    "Exit codes: 0 requeued or queued; 1 nothing to retry, no run recorded\n"
+    "or a write failed; 2 usage error, unknown or non-retryable task,\n"
+    "bad graph or corrupt state file.\n";
+
+struct req {
+    char feature[ZERG_ID_MAX + 1];
+    char **ids;
+    size_t n;
+    int all_failed;
+    struct zerg_graph *g;
+    char state_dir[PATH_MAX];
+    char state_path[PATH_MAX];
+    char lock_path[PATH_MAX];
+};
+
+static int parse(int argc, char **argv, struct req *r)
+{
+    static const struct option opts[] = {
+        {"all-failed", no_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a': r->all_failed = 1; break;
+        case 'h': fputs(usage, stdout); return ZERG_EXIT_OK;
+        default: return zerg_cli_usage_error("retry", NULL);
+        }
+    }
+    r->ids = argv + optind;
+    r->n = (size_t)(argc - optind);
+    if (!r->n && !r->all_failed)
+        return zerg_cli_usage_error("retry", "name the tasks to retry, or "
+                                    "pass --all-failed");
+    if (r->n && r->all_failed)
+        return zerg_cli_usage_error("retry", "give task ids or "
+                                    "--all-failed, not both");
+    return -1;
+}
+
+/* Every id must be a task of the graph: checked before anything is
+ * written. */
+static int check_ids(const struct req *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (zerg_graph_find(r->g, r->ids[i]) >= 0)
+            continue;
+        zerg_cli_error("retry", "unknown task '%.80s' in feature %s",
+                       r->ids[i], r->feature);
+        return ZERG_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* Ids the state refuses (complete, pending, running): one error each. */
+static int check_retryable(const struct req *r, const struct zerg_state *s)
+{
+    char why[160];
+    int bad = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        size_t idx = (size_t)zerg_graph_find(r->g, r->ids[i]);
+        if (zerg_state_retry_refusal(s, r->g, idx, why, sizeof why)) {
+            zerg_cli_error("retry", "%s", why);
+            bad = 1;
+        }
+    }
+    return bad ? ZERG_EXIT_USAGE : 0;
+}
+
+static int queue_for_rush(const struct req *r, pid_t pid)
+{
+    struct zerg_err err = {0};
+    struct zerg_state s;
+    /* A quick look at the live state catches "already complete" now
+     * rather than in the rush's log; if it cannot be read, queue anyway. */
+    if (r->n && zerg_state_load(&s, r->g, r->state_path, NULL, &err) == 0) {
+        int rc = check_retryable(r, &s);
+        zerg_state_close(&s);
+        if (rc)
+            return rc;
+    }
+    if (zerg_retry_request_write(r->state_dir, r->feature,
+                                 (const char *const *)r->ids, r->n,
+                                 r->all_failed, &err)) {
+        zerg_cli_error("retry", "%s", err.msg);
+        return ZERG_EXIT_FAIL;
+    }
+    if (pid)
+        printf("Retry queued for the running rush (pid %d).\n", (int)pid);
+    else
+        printf("Retry queued for the running rush.\n");
+    printf("Follow it with 'zerg status --watch' or 'zerg logs --follow'.\n");
+    return ZERG_EXIT_OK;
+}
+
+static void report(const struct req *r, const struct zerg_state *s,
+                   const unsigned char *was_pending, int n)
+{
+    printf("Requeued %d task%s of %s:", n, n == 1 ? "" : "s", r->feature);
+    int shown = 0;
+    for (size_t i = 0; i < s->ntasks; i++) {
+        if (was_pending[i] || s->tasks[i].status != ZERG_TASK_PENDING)
+            continue;
+        if (shown++ < LIST_MAX)
+            printf(" %s", r->g->tasks[i].id);
+    }
+    if (shown > LIST_MAX)
+        printf(" +%d more", shown - LIST_MAX);
+    printf("\nRun 'zerg rush --resume' to run them.\n");
+}
+
+/* Applies the request to s; returns the number requeued (0: nothing to
+ * do) or an exit code through *exit_code. */
+static int apply(const struct req *r, struct zerg_state *s, int *exit_code)
+{
+    *exit_code = check_retryable(r, s);
+    if (*exit_code)
+        return 0;
+    int total = 0;
+    if (r->all_failed)
+        total = zerg_state_retry_all_failed(s, r->g);
+    for (size_t i = 0; i < r->n && total >= 0; i++) {
+        size_t idx = (size_t)zerg_graph_find(r->g, r->ids[i]);
+        /* An id listed twice, or freed by an earlier one, is pending. */
+        if (s->tasks[idx].status == ZERG_TASK_PENDING)
+            continue;
+        int n = zerg_state_retry_task(s, r->g, idx);
+        total = n < 0 ? n : total + n;
+    }
+    if (total < 0) {
+        zerg_cli_error("retry", "cannot requeue: %s", zerg_strerror(total));
+        *exit_code = ZERG_EXIT_FAIL;
+        return 0;
+    }
+    return total;
+}
+
+/* No rush running: change the state file under the lock. */
+static int retry_offline(const struct req *r)
+{
+    struct zerg_err err = {0};
+    struct zerg_lock lk = {-1};
+    struct zerg_state s;
+    int loaded = 0, rc;
+    unsigned char *was_pending = NULL;
+
+    if (zerg_lock_acquire(&lk, r->lock_path, &err)) {
+        if (err.code == ZERG_ELOCKED) {
+            /* A rush started in the meantime: hand it the request. */
+            pid_t pid = 0;
+            zerg_lock_probe(r->lock_path, &pid);
+            return queue_for_rush(r, pid);
+        }
+        zerg_cli_error("retry", "%s", err.msg);
+        return ZERG_EXIT_FAIL;
+    }
+    if ((rc = zerg_state_load(&s, r->g, r->state_path, NULL, &err))) {
+        zerg_cli_error("retry", "%s", err.msg);
+        rc = rc == -ENOENT ? ZERG_EXIT_FAIL : ZERG_EXIT_USAGE;
+        goto cleanup;
+    }
+    loaded = 1;
+    if (!(was_pending = calloc(s.ntasks ? s.ntasks : 1, 1))) {
+        rc = ZERG_EXIT_FAIL;
+        goto cleanup;
+    }
+    for (size_t i = 0; i < s.ntasks; i++)
+        was_pending[i] = s.tasks[i].status == ZERG_TASK_PENDING;
+    int n = apply(r, &s, &rc);
+    if (rc)
+        goto cleanup;
+    if (n == 0) {
+        printf("No failed tasks in %s; nothing to retry.\n", r->feature);
+        rc = ZERG_EXIT_FAIL;
+        goto cleanup;
+    }
+    if (zerg_state_save(&s, r->g, r->state_path, &err)) {
+        zerg_cli_error("retry", "%s", err.msg);
+        rc = ZERG_EXIT_FAIL;
+        goto cleanup;
+    }
+    report(r, &s, was_pending, n);
+    rc = ZERG_EXIT_OK;
+cleanup:
+    free(was_pending);
+    if (loaded)
+        zerg_state_close(&s);
+    zerg_lock_release(&lk);
+    return rc;
+}
+
+static int paths(const struct zerg_cli *cli, struct req *r)
+{
+    if (zerg_cli_path(cli, r->state_dir, sizeof r->state_dir, ".zerg/state") ||
+        zerg_cli_path(cli, r->state_path, sizeof r->state_path,
+                      ".zerg/state/%s.json", r->feature) ||
+        zerg_cli_path(cli, r->lock_path, sizeof r->lock_path,
+                      ".zerg/state/%s.lock", r->feature)) {
+        zerg_cli_error("retry", "the project path is too long");
+        return ZERG_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int run(struct zerg_cli *cli, struct req *r)
+{
+    struct zerg_err err = {0};
+    int rc;
+    if (zerg_cli_feature(cli, r->feature, sizeof r->feature, &err) ||
+        zerg_cli_graph(cli, r->feature, &r->g, &err)) {
+        zerg_cli_error("retry", "%s", err.msg);
+        return ZERG_EXIT_USAGE;
+    }
+    if ((rc = paths(cli, r)) || (rc = check_ids(r)))
+        return rc;
+    pid_t pid = 0;
+    if (zerg_lock_probe(r->lock_path, &pid) > 0)
+        return queue_for_rush(r, pid);
+    if (access(r->state_path, F_OK) != 0) {
+        zerg_cli_error("retry", "no run recorded for %s yet (run 'zerg "
+                       "rush')", r->feature);
+        return ZERG_EXIT_FAIL;
+    }
+    return retry_offline(r);
+}
+
+int zerg_cmd_retry(struct zerg_cli *cli, int argc, char **argv)
+{
+    struct req r = {0};
+    int rc = parse(argc, argv, &r);
+    if (rc >= 0)
+        return rc;
+    rc = run(cli, &r);
+    zerg_graph_free(r.g);
+    return rc;
+}

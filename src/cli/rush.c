@@ -1,0 +1,365 @@
+/* rush.c - `zerg rush`: run the feature's task graph on N workers.
+ *
+ * Order matters and is the contract of exit code 2 ("nothing was started
+ * or written"): options, config, graph, policies and the state file are
+ * all checked before the lock is taken and anything is spawned.  Then:
+ * lock (exit 3 if held), clean up leftovers of an earlier orchestrator,
+ * and hand over to the orchestrator's event loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/plan.h"
+#include "cli/view.h"
+#include "zerg/clock.h"
+#include "zerg/fsio.h"
+#include "zerg/graph.h"
+#include "zerg/launcher.h"
+#include "zerg/lock.h"
+#include "zerg/log.h"
+#include "zerg/orchestrator.h"
+#include "zerg/policy.h"
+#include "zerg/state.h"
+
+static const char usage[] =
+    "Usage: zerg rush [--feature F] [--workers N] [--mode MODE] [--resume]\n"
+    "                 [--fresh] [--dry-run] [--executor CMD]\n"
+    "\n"
+    "Runs the feature's task graph level by level on N workers, recovering\n"
+    "from spawn failures, crashes, hung tasks and stale workers on its own.\n"
+    "\n"
+    "Options:\n"
+    "  --feature F      feature to run (default: see `zerg --help`)\n"
+    "  -w, --workers N  worker count (default: workers.max_concurrent)\n"
+    "  --mode MODE      subprocess | container | auto (default:\n"
+    "                   workers.mode); auto picks container when a runtime\n"
+    "                   really works\n"
+    "  --resume         continue the last run: completed tasks are kept,\n"
+    "                   results finished meanwhile are applied\n"
+    "  --fresh          start over even if an unfinished run exists\n"
+    "  --dry-run        print the level plan and exit; starts nothing\n"
+    "  --executor CMD   command that performs tasks without `command`\n"
+    "                   (overrides workers.executor; the prompt is appended)\n"
+    "\n"
+    "Exit codes: 0 all tasks complete; 1 failed/blocked tasks or a runtime\n"
+    "failure; 2 usage, config, graph, policy or state error (nothing\n"
+    "started); 3 another rush holds this feature's lock.\n";
+
+struct rush_opts {
+    int workers;
+    int resume, fresh, dry_run;
+    int mode_set;
+    enum zerg_mode mode;
+    const char *executor;
+};
+
+static int parse_opts(int argc, char **argv, struct rush_opts *ro)
+{
+    static const struct option longopts[] = {
+        {"workers", required_argument, NULL, 'w'},
+        {"mode", required_argument, NULL, 'm'},
+        {"resume", no_argument, NULL, 'r'},
+        {"fresh", no_argument, NULL, 'F'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"executor", required_argument, NULL, 'e'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    char *end;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "w:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'w':
+            ro->workers = (int)strtol(optarg, &end, 10);
+            if (*end || ro->workers < 1 || ro->workers > 256) {
+                zerg_cli_error("rush", "--workers takes 1..256, not '%s'",
+                               optarg);
+                return ZERG_EXIT_USAGE;
+            }
+            break;
+        case 'm':
+            if (zerg_mode_parse(optarg, &ro->mode) < 0) {
+                zerg_cli_error("rush", "--mode takes subprocess, container "
+                                       "or auto, not '%s'", optarg);
+                return ZERG_EXIT_USAGE;
+            }
+            ro->mode_set = 1;
+            break;
+        case 'r': ro->resume = 1; break;
+        case 'F': ro->fresh = 1; break;
+        case 'n': ro->dry_run = 1; break;
+        case 'e': ro->executor = optarg; break;
+        case 'h': fputs(usage, stdout); return -1;
+        default: fputs(usage, stderr); return ZERG_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        zerg_cli_error("rush", "unexpected argument '%s'", argv[optind]);
+        return ZERG_EXIT_USAGE;
+    }
+    if (ro->resume && ro->fresh) {
+        zerg_cli_error("rush", "--resume and --fresh exclude each other");
+        return ZERG_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static void make_run_id(char *buf, size_t size)
+{
+    unsigned char r[6] = {0};
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, r, sizeof r) != (ssize_t)sizeof r) {
+        uint64_t x = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+        memcpy(r, &x, sizeof r);
+    }
+    if (fd >= 0)
+        close(fd);
+    snprintf(buf, size, "%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
+             r[4], r[5]);
+}
+
+/* Loads or creates the state.  Returns 0, or an exit code. */
+static int prepare_state(struct zerg_cli *cli, const char *feature,
+                         const struct zerg_graph *g, const struct rush_opts *ro,
+                         struct zerg_state *s)
+{
+    char path[PATH_MAX];
+    struct zerg_err err = {0};
+    size_t dropped = 0;
+
+    zerg_cli_path(cli, path, sizeof path, ".zerg/state/%s.json", feature);
+    int rc = zerg_state_load(s, g, path, &dropped, &err);
+    if (rc == -ENOENT) {
+        if (ro->resume)
+            fprintf(stderr, "zerg rush: nothing to resume for %s; starting "
+                            "a new run\n", feature);
+        return zerg_state_init(s, g, feature,
+                               zerg_clock_wall(&zerg_clock_system)) < 0
+                   ? ZERG_EXIT_FAIL
+                   : 0;
+    }
+    if (rc < 0) {
+        zerg_cli_error("rush", "%s", err.msg);
+        return ZERG_EXIT_USAGE;
+    }
+    if (dropped)
+        fprintf(stderr, "zerg rush: warning: %zu task%s in the state file "
+                        "are no longer in the graph; ignored\n",
+                dropped, dropped == 1 ? "" : "s");
+    int unfinished = !s->status || strcmp(s->status, "complete");
+    if (ro->resume)
+        return 0;
+    if (unfinished && !ro->fresh) {
+        size_t c[7] = {0};
+        zerg_state_count(s, c);
+        zerg_cli_error("rush",
+                       "an unfinished run of %s exists (%zu/%zu tasks "
+                       "complete, status %s). Continue it with `zerg rush "
+                       "--resume`, or start over with `zerg rush --fresh`.",
+                       feature, c[ZERG_TASK_COMPLETE], g->ntasks,
+                       s->status ? s->status : "unknown");
+        zerg_state_close(s);
+        return ZERG_EXIT_USAGE;
+    }
+    zerg_state_close(s);
+    return zerg_state_init(s, g, feature,
+                           zerg_clock_wall(&zerg_clock_system)) < 0
+               ? ZERG_EXIT_FAIL
+               : 0;
+}
+
+static struct zerg_launcher *make_launcher(const struct zerg_config *cfg,
+                                           enum zerg_mode mode,
+                                           struct zerg_log *log)
+{
+    struct zerg_err err = {0};
+    char why[512];
+
+    if (mode == ZERG_MODE_AUTO) {
+        int ok = zerg_container_available(cfg, why, sizeof why);
+        zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "mode_selected",
+                       NULL, NULL, "Mode auto: using %s (%s)",
+                       ok ? "container" : "subprocess", why);
+        mode = ok ? ZERG_MODE_CONTAINER : ZERG_MODE_SUBPROCESS;
+    }
+    if (mode == ZERG_MODE_SUBPROCESS)
+        return zerg_launcher_subprocess_new(cfg, log);
+    struct zerg_launcher *l = zerg_launcher_container_new(cfg, log, &err);
+    if (!l)
+        zerg_cli_error("rush", "container mode unavailable: %s", err.msg);
+    return l;
+}
+
+static void cleanup_leftovers(struct zerg_cli *cli, const char *feature,
+                              const struct zerg_state *s,
+                              struct zerg_launcher *l, struct zerg_log *log)
+{
+    int n = zerg_subprocess_kill_leftovers(cli->project, feature, s->run_id);
+    n += l->ops->cleanup(l, feature, s->run_id);
+    if (n > 0)
+        zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "leftovers_removed",
+                       NULL, NULL,
+                       "Removed %d worker process%s/container%s left by an "
+                       "earlier orchestrator", n, n == 1 ? "" : "es",
+                       n == 1 ? "" : "s");
+}
+
+/* Everything that can fail with exit 2 has been checked; run it. */
+static int run(struct zerg_cli *cli, const char *feature,
+               struct zerg_config *cfg, const struct zerg_graph *g,
+               struct zerg_state *s, const struct rush_opts *ro,
+               struct zerg_log *log, struct zerg_policy *pol)
+{
+    char self[PATH_MAX] = "zerg", summary[1024];
+    struct zerg_err err = {0};
+    int workers = ro->workers ? ro->workers : cfg->workers_max_concurrent;
+    enum zerg_mode mode = ro->mode_set ? ro->mode : cfg->workers_mode;
+
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0)
+        self[n] = '\0';
+    make_run_id(s->run_id, sizeof s->run_id);
+    if (ro->executor)
+        setenv("ZERG_EXECUTOR", ro->executor, 1);
+    struct zerg_launcher *l = make_launcher(cfg, mode, log);
+    if (!l)
+        return ZERG_EXIT_FAIL;
+    cleanup_leftovers(cli, feature, s, l, log);
+    for (size_t i = 0; i < g->warnings.n; i++)
+        zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "graph_warning",
+                       NULL, NULL, "%s", g->warnings.v[i]);
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "tasks", (double)g->ntasks);
+    zerg_json_set_num(data, "levels", g->nlevels);
+    zerg_json_set_num(data, "workers", workers);
+    zerg_json_set_str(data, "mode", l->ops->name);
+    zerg_json_set_str(data, "run_id", s->run_id);
+    zerg_json_set_bool(data, "resume", ro->resume);
+    zerg_json_set_bool(data, "resilience", cfg->resilience_enabled);
+    zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "rush_start", NULL,
+                   data, "Rush %s%s: %zu tasks in %d levels on %d %s "
+                   "worker%s", feature, ro->resume ? " resumed" : " started",
+                   g->ntasks, g->nlevels, workers, l->ops->name,
+                   workers == 1 ? "" : "s");
+
+    struct zerg_orch_opts oo = {
+        .project = cli->project, .feature = feature, .zerg_bin = self,
+        .cfg = cfg, .graph = g, .state = s, .policy = pol, .launcher = l,
+        .log = log, .workers = workers, .resume = ro->resume,
+    };
+    struct zerg_orch *o =
+        zerg_orch_new(&oo, zerg_clock_mono(&zerg_clock_system), &err);
+    if (!o) {
+        zerg_cli_error("rush", "%s", err.msg);
+        l->ops->free(l);
+        return ZERG_EXIT_FAIL;
+    }
+    struct zerg_view *view = zerg_view_new(cli, g, s, log);
+    int rc = zerg_orch_run(o, &zerg_clock_system);
+    zerg_orch_summary(o, summary, sizeof summary);
+    zerg_view_free(view);
+    printf("%s %s\n", rc == ZERG_EXIT_OK ? "Rush complete:" : "Rush failed:",
+           summary);
+    l->ops->cleanup(l, feature, "");
+    zerg_orch_free(o);
+    l->ops->free(l);
+    return rc;
+}
+
+int zerg_cmd_rush(struct zerg_cli *cli, int argc, char **argv)
+{
+    struct rush_opts ro = {0};
+    struct zerg_config cfg;
+    struct zerg_err err = {0};
+    struct zerg_graph *g = NULL;
+    struct zerg_state s = {0};
+    struct zerg_lock lk = {.fd = -1};
+    struct zerg_log *log = NULL;
+    struct zerg_policy *pol = NULL;
+    char feature[ZERG_ID_MAX + 1], path[PATH_MAX];
+    int rc = parse_opts(argc, argv, &ro);
+
+    if (rc)
+        return rc < 0 ? ZERG_EXIT_OK : rc;
+    zerg_config_defaults(&cfg);
+    if (zerg_cli_feature(cli, feature, sizeof feature, &err) < 0 ||
+        zerg_cli_config(cli, &cfg, &err) < 0) {
+        zerg_cli_error("rush", "%s", err.msg);
+        rc = ZERG_EXIT_USAGE;
+        goto out;
+    }
+    zerg_cli_path(cli, path, sizeof path, ".gsd/specs/%s/task-graph.json",
+                  feature);
+    if (zerg_graph_load(&g, path, &err) < 0) {
+        zerg_cli_error("rush", "%s", err.msg);
+        rc = ZERG_EXIT_USAGE;
+        goto out;
+    }
+    if (ro.dry_run) {
+        int w = ro.workers ? ro.workers : cfg.workers_max_concurrent;
+        rc = zerg_cli_print_plan(stdout, g, w, cli->color) < 0
+                 ? ZERG_EXIT_FAIL
+                 : ZERG_EXIT_OK;
+        goto out;
+    }
+    zerg_cli_path(cli, path, sizeof path, ".zerg/policies");
+    if (!(pol = zerg_policy_new(path, &cfg, NULL, &err))) {
+        zerg_cli_error("rush", "%s", err.msg);
+        rc = ZERG_EXIT_USAGE;
+        goto out;
+    }
+    zerg_cli_path(cli, path, sizeof path, ".zerg/state/%s.lock", feature);
+    if (zerg_lock_probe(path, NULL) == 1) {
+        zerg_lock_acquire(&lk, path, &err); /* for the message */
+        zerg_cli_error("rush", "%s", err.msg[0] ? err.msg
+                                                : "another rush is running");
+        rc = ZERG_EXIT_LOCKED;
+        goto out;
+    }
+    if ((rc = prepare_state(cli, feature, g, &ro, &s)))
+        goto out;
+    /* From here on we write: directories, lock, logs. */
+    zerg_cli_path(cli, path, sizeof path, ".zerg/state");
+    zerg_fsio_mkdirs(path, 0755);
+    zerg_cli_path(cli, path, sizeof path, ".zerg/logs/tasks");
+    zerg_fsio_mkdirs(path, 0755);
+    zerg_cli_path(cli, path, sizeof path, ".zerg/state/%s.lock", feature);
+    if (zerg_lock_acquire(&lk, path, &err) < 0) {
+        zerg_cli_error("rush", "%s", err.msg);
+        rc = err.code == ZERG_ELOCKED ? ZERG_EXIT_LOCKED : ZERG_EXIT_FAIL;
+        goto out;
+    }
+    zerg_cli_path(cli, path, sizeof path, ".zerg");
+    if (!(log = zerg_log_open(path, NULL, &err))) {
+        zerg_cli_error("rush", "%s", err.msg);
+        rc = ZERG_EXIT_FAIL;
+        goto out;
+    }
+    zerg_log_set_level(log, (enum zerg_log_level)cfg.log_level);
+    zerg_policy_free(pol);
+    zerg_cli_path(cli, path, sizeof path, ".zerg/policies");
+    if (!(pol = zerg_policy_new(path, &cfg, log, &err))) {
+        zerg_cli_error("rush", "%s", err.msg);
+        rc = ZERG_EXIT_USAGE;
+        goto out;
+    }
+    rc = run(cli, feature, &cfg, g, &s, &ro, log, pol);
+out:
+    zerg_policy_free(pol);
+    zerg_log_close(log);
+    zerg_lock_release(&lk);
+    zerg_state_close(&s);
+    zerg_graph_free(g);
+    zerg_config_free(&cfg);
+    return rc;
+}

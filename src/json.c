@@ -1,0 +1,315 @@
+/* json.c - the plain C JSON value tree (see zerg/json.h).
+ *
+ * Only the tree lives here: building, reading, copying, freeing.  Text is
+ * parsed and produced by lua-cjson in src/lua/json.c.  Objects are two
+ * parallel arrays in insertion order with linear lookup: documents zerg
+ * reads key by key are small, and big ones are indexed once by the caller. */
+#include "zerg/json.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static zerg_json *json_new(enum zerg_json_type type)
+{
+    zerg_json *v = calloc(1, sizeof *v);
+    if (v)
+        v->type = type;
+    return v;
+}
+
+void zerg_json_free(zerg_json *v)
+{
+    if (!v)
+        return;
+    switch (v->type) {
+    case ZERG_JSON_STRING:
+        free(v->u.str.s);
+        break;
+    case ZERG_JSON_ARRAY:
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            zerg_json_free(v->u.arr.items[i]);
+        free(v->u.arr.items);
+        break;
+    case ZERG_JSON_OBJECT:
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            free(v->u.obj.keys[i]);
+            zerg_json_free(v->u.obj.vals[i]);
+        }
+        free(v->u.obj.keys);
+        free(v->u.obj.vals);
+        break;
+    default:
+        break;
+    }
+    free(v);
+}
+
+zerg_json *zerg_json_null(void)
+{
+    return json_new(ZERG_JSON_NULL);
+}
+
+zerg_json *zerg_json_bool(int b)
+{
+    zerg_json *v = json_new(ZERG_JSON_BOOL);
+    if (v)
+        v->u.boolean = b != 0;
+    return v;
+}
+
+zerg_json *zerg_json_num(double n)
+{
+    zerg_json *v = json_new(ZERG_JSON_NUMBER);
+    if (v)
+        v->u.number = n;
+    return v;
+}
+
+zerg_json *zerg_json_strn(const char *s, size_t len)
+{
+    zerg_json *v = json_new(ZERG_JSON_STRING);
+    if (!v)
+        return NULL;
+    v->u.str.s = malloc(len + 1);
+    if (!v->u.str.s) {
+        free(v);
+        return NULL;
+    }
+    if (len)
+        memcpy(v->u.str.s, s, len);
+    v->u.str.s[len] = '\0';
+    v->u.str.len = len;
+    return v;
+}
+
+zerg_json *zerg_json_str(const char *s)
+{
+    return s ? zerg_json_strn(s, strlen(s)) : zerg_json_null();
+}
+
+zerg_json *zerg_json_arr(void)
+{
+    return json_new(ZERG_JSON_ARRAY);
+}
+
+zerg_json *zerg_json_obj(void)
+{
+    return json_new(ZERG_JSON_OBJECT);
+}
+
+/* Grows *arr (of elem-sized slots) so one more fits; 0 or -ENOMEM. */
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 4;
+    if (ncap > SIZE_MAX / elem)
+        return -ENOMEM;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p)
+        return -ENOMEM;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+int zerg_json_push(zerg_json *arr, zerg_json *v)
+{
+    if (!v || !arr || arr->type != ZERG_JSON_ARRAY) {
+        zerg_json_free(v);
+        return v ? -EINVAL : -ENOMEM;
+    }
+    size_t cap = arr->u.arr.cap;
+    if (grow((void **)&arr->u.arr.items, &cap, arr->u.arr.n,
+             sizeof *arr->u.arr.items) < 0) {
+        zerg_json_free(v);
+        return -ENOMEM;
+    }
+    arr->u.arr.cap = cap;
+    arr->u.arr.items[arr->u.arr.n++] = v;
+    return 0;
+}
+
+static long obj_find(const zerg_json *obj, const char *key)
+{
+    for (size_t i = 0; i < obj->u.obj.n; i++)
+        if (strcmp(obj->u.obj.keys[i], key) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* Appends a new key; keys and vals share one capacity. */
+static int obj_append(zerg_json *obj, char *key, zerg_json *v)
+{
+    size_t cap = obj->u.obj.cap;
+    if (grow((void **)&obj->u.obj.keys, &cap, obj->u.obj.n,
+             sizeof *obj->u.obj.keys) < 0)
+        return -ENOMEM;
+    cap = obj->u.obj.cap;
+    if (grow((void **)&obj->u.obj.vals, &cap, obj->u.obj.n,
+             sizeof *obj->u.obj.vals) < 0)
+        return -ENOMEM;
+    obj->u.obj.cap = cap;
+    obj->u.obj.keys[obj->u.obj.n] = key;
+    obj->u.obj.vals[obj->u.obj.n++] = v;
+    return 0;
+}
+
+int zerg_json_set(zerg_json *obj, const char *key, zerg_json *v)
+{
+    if (!v || !obj || !key || obj->type != ZERG_JSON_OBJECT) {
+        zerg_json_free(v);
+        return v ? -EINVAL : -ENOMEM;
+    }
+    long at = obj_find(obj, key);
+    if (at >= 0) {
+        zerg_json_free(obj->u.obj.vals[at]);
+        obj->u.obj.vals[at] = v;
+        return 0;
+    }
+    char *k = strdup(key);
+    if (!k || obj_append(obj, k, v) < 0) {
+        free(k);
+        zerg_json_free(v);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+int zerg_json_set_str(zerg_json *obj, const char *key, const char *s)
+{
+    return zerg_json_set(obj, key, zerg_json_str(s));
+}
+
+int zerg_json_set_num(zerg_json *obj, const char *key, double n)
+{
+    return zerg_json_set(obj, key, zerg_json_num(n));
+}
+
+int zerg_json_set_bool(zerg_json *obj, const char *key, int b)
+{
+    return zerg_json_set(obj, key, zerg_json_bool(b));
+}
+
+int zerg_json_set_null(zerg_json *obj, const char *key)
+{
+    return zerg_json_set(obj, key, zerg_json_null());
+}
+
+const zerg_json *zerg_json_get(const zerg_json *obj, const char *key)
+{
+    if (!obj || !key || obj->type != ZERG_JSON_OBJECT)
+        return NULL;
+    long at = obj_find(obj, key);
+    return at >= 0 ? obj->u.obj.vals[at] : NULL;
+}
+
+size_t zerg_json_len(const zerg_json *v)
+{
+    if (!v)
+        return 0;
+    if (v->type == ZERG_JSON_ARRAY)
+        return v->u.arr.n;
+    if (v->type == ZERG_JSON_OBJECT)
+        return v->u.obj.n;
+    return 0;
+}
+
+const zerg_json *zerg_json_at(const zerg_json *v, size_t i)
+{
+    if (!v || i >= zerg_json_len(v))
+        return NULL;
+    return v->type == ZERG_JSON_ARRAY ? v->u.arr.items[i] : v->u.obj.vals[i];
+}
+
+const char *zerg_json_key_at(const zerg_json *obj, size_t i)
+{
+    if (!obj || obj->type != ZERG_JSON_OBJECT || i >= obj->u.obj.n)
+        return NULL;
+    return obj->u.obj.keys[i];
+}
+
+const char *zerg_json_as_str(const zerg_json *v)
+{
+    return v && v->type == ZERG_JSON_STRING ? v->u.str.s : NULL;
+}
+
+double zerg_json_as_num(const zerg_json *v, double dflt)
+{
+    return v && v->type == ZERG_JSON_NUMBER ? v->u.number : dflt;
+}
+
+int zerg_json_is(const zerg_json *v, enum zerg_json_type t)
+{
+    return v && v->type == t;
+}
+
+const char *zerg_json_type_name(enum zerg_json_type t)
+{
+    switch (t) {
+    case ZERG_JSON_NULL:
+        return "null";
+    case ZERG_JSON_BOOL:
+        return "boolean";
+    case ZERG_JSON_NUMBER:
+        return "number";
+    case ZERG_JSON_STRING:
+        return "string";
+    case ZERG_JSON_ARRAY:
+        return "array";
+    case ZERG_JSON_OBJECT:
+        return "object";
+    }
+    return "unknown";
+}
+
+static zerg_json *dup_array(const zerg_json *v)
+{
+    zerg_json *out = zerg_json_arr();
+    for (size_t i = 0; out && i < v->u.arr.n; i++) {
+        if (zerg_json_push(out, zerg_json_dup(v->u.arr.items[i])) < 0) {
+            zerg_json_free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+static zerg_json *dup_object(const zerg_json *v)
+{
+    zerg_json *out = zerg_json_obj();
+    for (size_t i = 0; out && i < v->u.obj.n; i++) {
+        zerg_json *val = zerg_json_dup(v->u.obj.vals[i]);
+        char *key = val ? strdup(v->u.obj.keys[i]) : NULL;
+        /* Keys of a valid tree are unique: append, skip the lookup. */
+        if (!key || obj_append(out, key, val) < 0) {
+            free(key);
+            zerg_json_free(val);
+            zerg_json_free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+zerg_json *zerg_json_dup(const zerg_json *v)
+{
+    if (!v)
+        return NULL;
+    switch (v->type) {
+    case ZERG_JSON_NULL:
+        return zerg_json_null();
+    case ZERG_JSON_BOOL:
+        return zerg_json_bool(v->u.boolean);
+    case ZERG_JSON_NUMBER:
+        return zerg_json_num(v->u.number);
+    case ZERG_JSON_STRING:
+        return zerg_json_strn(v->u.str.s, v->u.str.len);
+    case ZERG_JSON_ARRAY:
+        return dup_array(v);
+    case ZERG_JSON_OBJECT:
+        return dup_object(v);
+    }
+    return NULL;
+}

@@ -1,0 +1,106 @@
+/* orch_internal.h - the orchestrator's private state, shared by
+ * orchestrator.c (events and dispatch), orch_reconcile.c (state
+ * reconciliation) and orch_loop.c (the real event loop). */
+#ifndef ZERG_ORCH_INTERNAL_H
+#define ZERG_ORCH_INTERNAL_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "zerg/config.h"
+#include "zerg/graph.h"
+#include "zerg/launcher.h"
+#include "zerg/log.h"
+#include "zerg/orchestrator.h"
+#include "zerg/policy.h"
+#include "zerg/protocol.h"
+#include "zerg/state.h"
+
+/* Why the orchestrator itself killed a worker: decides how its exit is
+ * handled. */
+enum kill_reason {
+    KILL_NONE,
+    KILL_READY_TIMEOUT, /* never reported ready: a failed spawn */
+    KILL_HB_STALE,      /* heartbeat stale: handled as a crash (FR-3) */
+    KILL_TASK_TIMEOUT,  /* task stale: charged failure (FR-2) */
+    KILL_STOP,          /* the rush is ending */
+};
+
+struct slot {
+    int id;
+    struct zerg_proc proc;
+    int alive;               /* child not reaped yet */
+    int ready;               /* first heartbeat seen */
+    int want;                /* should be running (not retired/stopped) */
+    enum kill_reason killed;
+    int64_t spawned_at;      /* mono */
+    int64_t spawn_at;        /* mono: next spawn allowed (backoff) */
+    int64_t hb_seq;
+    int64_t hb_change_at;    /* mono: last time the seq changed */
+    char hb_step[24];
+    int hb_pct;
+    int hb_task_pgid;
+    int64_t assigned_at;     /* mono: task assigned */
+    int64_t progress_at;     /* mono: task start or last progress */
+    int task;                /* graph index, -1 when idle */
+    char last_error[256];
+};
+
+struct zerg_orch {
+    struct zerg_orch_opts o;
+    const struct zerg_config *cfg;
+    const struct zerg_graph *g;
+    struct zerg_state *s;
+    char state_dir[PATH_MAX];
+    char state_path[PATH_MAX];
+
+    struct slot *slots;
+    int nslots;
+
+    int64_t *retry_at;       /* mono time a waiting_retry task may run */
+    size_t *level_cursor;    /* per level: first maybe-unfinished index */
+    char (*pending_unlink)[PATH_MAX]; /* applied results to delete */
+    size_t nunlink, unlink_cap;
+
+    int dirty;
+    int64_t last_save;
+    int64_t next_reconcile;
+    int64_t next_lease;
+    int64_t lease_seq;
+    int64_t next_reload;
+    int64_t next_hb_scan;
+    int64_t started_mono;
+
+    int stopping;            /* 1 graceful, 2 forced */
+    int64_t stop_deadline;
+    int finishing;           /* all work terminal: stopping workers */
+    int finished;            /* final state written */
+    int failed_run;          /* runtime failure (no workers left, ...) */
+    char run_error[512];
+    int warned_conflicts;
+};
+
+/* orchestrator.c */
+void orch_requeue(struct zerg_orch *o, size_t t, const char *why);
+void orch_block_dependents(struct zerg_orch *o, size_t t);
+int orch_worker_alive(const struct zerg_orch *o, int worker);
+void orch_mark_dirty(struct zerg_orch *o);
+void orch_checkpoint(struct zerg_orch *o, int64_t now, int force);
+
+/* Applies a result file if it matches the live assignment (1), else
+ * fences it (0). */
+int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now);
+
+/* orch_reconcile.c: applies every result-*.json in the state dir; returns
+ * how many were applied. */
+int orch_scan_results(struct zerg_orch *o, int64_t now);
+/* Applies and removes a `zerg retry` request file. */
+void orch_apply_retry_request(struct zerg_orch *o, const char *path,
+                              int64_t now);
+
+/* orch_reconcile.c: light (periodic) or thorough (level transition,
+ * resume) reconciliation; returns the number of fixes applied. */
+int orch_reconcile(struct zerg_orch *o, int thorough, int64_t now);
+
+#endif

@@ -1,0 +1,446 @@
+/* protocol.c - the small JSON files the orchestrator and its workers
+ * exchange in .zerg/state/ (see zerg/protocol.h for the contract).
+ *
+ * Every file is built as a zerg_json tree, encoded by lua-cjson and
+ * written with the atomic replace: results durably (the orchestrator treats
+ * them as its journal), assignments, heartbeats and the lease without fsync
+ * (they are rewritten every few seconds and a lost one costs nothing).
+ * Readers check every field's type and range, so a file another program
+ * wrote badly is ZERG_ECORRUPT, never a half-filled struct. */
+#include "zerg/protocol.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zerg/clock.h"
+#include "zerg/err.h"
+#include "zerg/fsio.h"
+#include "zerg/json.h"
+
+/* These files hold a handful of fields; anything bigger is not ours. */
+#define PROTO_MAX_BYTES (64u << 10)
+/* Integral JSON numbers are exact up to 2^53. */
+#define PROTO_INT_LIMIT 9007199254740992.0
+
+/* ---- paths ---------------------------------------------------------- */
+
+int zerg_proto_assign_path(char *buf, size_t n, const char *dir, int slot)
+{
+    return zerg_fsio_path(buf, n, "%s/assign-%d.json", dir, slot);
+}
+
+int zerg_proto_heartbeat_path(char *buf, size_t n, const char *dir, int slot)
+{
+    return zerg_fsio_path(buf, n, "%s/heartbeat-%d.json", dir, slot);
+}
+
+int zerg_proto_result_path(char *buf, size_t n, const char *dir,
+                           const char *task, int attempt)
+{
+    return zerg_fsio_path(buf, n, "%s/result-%s-%d.json", dir, task, attempt);
+}
+
+int zerg_proto_lease_path(char *buf, size_t n, const char *dir,
+                          const char *feature)
+{
+    return zerg_fsio_path(buf, n, "%s/lease-%s.json", dir, feature);
+}
+
+/* ---- reading fields ------------------------------------------------- */
+
+/* An integral number in [lo, hi]. */
+static int get_i64(const zerg_json *o, const char *key, int64_t lo,
+                   int64_t hi, int64_t *out)
+{
+    const zerg_json *v = zerg_json_get(o, key);
+    if (!zerg_json_is(v, ZERG_JSON_NUMBER))
+        return ZERG_ECORRUPT;
+    double d = v->u.number;
+    if (!isfinite(d) || d != floor(d) || fabs(d) > PROTO_INT_LIMIT ||
+        d < (double)lo || d > (double)hi)
+        return ZERG_ECORRUPT;
+    *out = (int64_t)d;
+    return 0;
+}
+
+static int get_int(const zerg_json *o, const char *key, int lo, int hi,
+                   int *out)
+{
+    int64_t v;
+    int rc = get_i64(o, key, lo, hi, &v);
+    if (rc == 0)
+        *out = (int)v;
+    return rc;
+}
+
+static int get_u64(const zerg_json *o, const char *key, uint64_t *out)
+{
+    int64_t v;
+    int rc = get_i64(o, key, 0, INT64_MAX, &v);
+    if (rc == 0)
+        *out = (uint64_t)v;
+    return rc;
+}
+
+static int get_bool(const zerg_json *o, const char *key, int *out)
+{
+    const zerg_json *v = zerg_json_get(o, key);
+    if (!zerg_json_is(v, ZERG_JSON_BOOL))
+        return ZERG_ECORRUPT;
+    *out = v->u.boolean != 0;
+    return 0;
+}
+
+/* A string that fits buf; with nullable, JSON null reads as "". */
+static int get_str(const zerg_json *o, const char *key, int nullable,
+                   char *buf, size_t size)
+{
+    const zerg_json *v = zerg_json_get(o, key);
+    if (nullable && zerg_json_is(v, ZERG_JSON_NULL)) {
+        buf[0] = '\0';
+        return 0;
+    }
+    if (!zerg_json_is(v, ZERG_JSON_STRING) || v->u.str.len >= size ||
+        strlen(v->u.str.s) != v->u.str.len)
+        return ZERG_ECORRUPT;
+    memcpy(buf, v->u.str.s, v->u.str.len + 1);
+    return 0;
+}
+
+/* A task id: a safe id, or "" (null) where nullable. */
+static int get_id(const zerg_json *o, const char *key, int nullable,
+                  char buf[ZERG_ID_MAX + 1])
+{
+    int rc = get_str(o, key, nullable, buf, ZERG_ID_MAX + 1);
+    if (rc == 0 && buf[0] && !zerg_id_valid(buf))
+        rc = ZERG_ECORRUPT;
+    if (rc == 0 && !buf[0] && !nullable)
+        rc = ZERG_ECORRUPT;
+    return rc;
+}
+
+/* Reads and parses path; the tree must be an object.  -ENOENT when
+ * missing, ZERG_ECORRUPT when not JSON or not an object. */
+static int read_doc(const char *path, zerg_json **out)
+{
+    struct zerg_err err = {0};
+    char *text = NULL;
+    size_t len = 0;
+    int rc = zerg_fsio_read_all(path, PROTO_MAX_BYTES, &text, &len, &err);
+    if (rc == -EFBIG)
+        return ZERG_ECORRUPT;
+    if (rc < 0)
+        return rc;
+    zerg_json *doc = zerg_json_parse(text, len, &err);
+    free(text);
+    if (!doc)
+        return err.code == -ENOMEM ? -ENOMEM : ZERG_ECORRUPT;
+    if (!zerg_json_is(doc, ZERG_JSON_OBJECT)) {
+        zerg_json_free(doc);
+        return ZERG_ECORRUPT;
+    }
+    *out = doc;
+    return 0;
+}
+
+/* ---- writing -------------------------------------------------------- */
+
+/* Encodes doc (freed here) and replaces path with it. */
+static int write_doc(const char *path, zerg_json *doc, int build_rc,
+                     int flags, struct zerg_err *err)
+{
+    int rc = build_rc;
+    char *text = NULL;
+    size_t len = 0;
+    if (!doc || rc < 0) {
+        rc = zerg_err_set(err, -ENOMEM, "cannot write %s: out of memory",
+                          path);
+        goto out;
+    }
+    text = zerg_json_encode(doc, &len, err);
+    if (!text) {
+        rc = err && err->code ? err->code : -ENOMEM;
+        zerg_err_prefix(err, "cannot write %s", path);
+        goto out;
+    }
+    rc = zerg_fsio_write_atomic(path, text, len, flags, err);
+out:
+    free(text);
+    zerg_json_free(doc);
+    return rc;
+}
+
+static int path_error(struct zerg_err *err, const char *dir, const char *what)
+{
+    return zerg_err_set(err, -ENAMETOOLONG, "cannot write %s in %s: %s",
+                        what, dir, zerg_strerror(-ENAMETOOLONG));
+}
+
+/* ---- assignment ----------------------------------------------------- */
+
+int zerg_proto_write_assign(const char *dir, int slot,
+                            const struct zerg_assign *a, struct zerg_err *err)
+{
+    char path[PATH_MAX];
+    if (zerg_proto_assign_path(path, sizeof path, dir, slot) < 0)
+        return path_error(err, dir, "an assignment");
+    if (a->task[0] && !zerg_id_valid(a->task))
+        return zerg_err_set(err, -EINVAL, "cannot write %s: bad task id "
+                            "\"%s\"", path, a->task);
+    zerg_json *o = zerg_json_obj();
+    int rc = -ENOMEM;
+    if (o)
+        rc = zerg_json_set_num(o, "epoch", (double)a->epoch) ||
+             zerg_json_set_str(o, "task", a->task[0] ? a->task : NULL) ||
+             zerg_json_set_num(o, "attempt", a->attempt) ||
+             zerg_json_set_bool(o, "stop", a->stop) ? -ENOMEM : 0;
+    return write_doc(path, o, rc, ZERG_FSIO_NOSYNC, err);
+}
+
+int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)
+{
+    char path[PATH_MAX];
+    if (zerg_proto_assign_path(path, sizeof path, dir, slot) < 0)
+        return -ENAMETOOLONG;
+    zerg_json *o = NULL;
+    int rc = read_doc(path, &o);
+    if (rc < 0)
+        return rc;
+    struct zerg_assign v = {0};
+    if (get_u64(o, "epoch", &v.epoch) || get_id(o, "task", 1, v.task) ||
+        get_int(o, "attempt", 0, INT_MAX, &v.attempt) ||
+        get_bool(o, "stop", &v.stop))
+        rc = ZERG_ECORRUPT;
+    else
+        *a = v;
+    zerg_json_free(o);
+    return rc;
+}
+
+/* ---- heartbeat ------------------------------------------------------ */
+
+int zerg_proto_write_heartbeat(const char *dir,
+                               const struct zerg_heartbeat *hb,
+                               struct zerg_err *err)
+{
+    char path[PATH_MAX], ts[ZERG_TS_MAX];
+    if (zerg_proto_heartbeat_path(path, sizeof path, dir, hb->worker_id) < 0)
+        return path_error(err, dir, "a heartbeat");
+    zerg_clock_iso8601(hb->timestamp_ns, ts);
+    zerg_json *o = zerg_json_obj();
+    int rc = -ENOMEM;
+    if (o)
+        rc = zerg_json_set_num(o, "worker_id", hb->worker_id) ||
+             zerg_json_set_num(o, "epoch", (double)hb->epoch) ||
+             zerg_json_set_num(o, "seq", (double)hb->seq) ||
+             zerg_json_set_str(o, "timestamp", ts) ||
+             zerg_json_set_str(o, "task_id",
+                               hb->task_id[0] ? hb->task_id : NULL) ||
+             zerg_json_set_num(o, "attempt", hb->attempt) ||
+             zerg_json_set_str(o, "step", hb->step) ||
+             zerg_json_set_num(o, "progress_pct", hb->progress_pct) ||
+             zerg_json_set_num(o, "pid", hb->pid) ||
+             zerg_json_set_num(o, "task_pgid", hb->task_pgid) ? -ENOMEM : 0;
+    return write_doc(path, o, rc, ZERG_FSIO_NOSYNC, err);
+}
+
+int zerg_proto_read_heartbeat(const char *path, struct zerg_heartbeat *hb)
+{
+    zerg_json *o = NULL;
+    int rc = read_doc(path, &o);
+    if (rc < 0)
+        return rc;
+    struct zerg_heartbeat v = {0};
+    const char *ts = zerg_json_as_str(zerg_json_get(o, "timestamp"));
+    if (get_int(o, "worker_id", 0, INT_MAX, &v.worker_id) ||
+        get_u64(o, "epoch", &v.epoch) ||
+        get_i64(o, "seq", 0, INT64_MAX, &v.seq) || !ts ||
+        zerg_clock_parse_iso8601(ts, &v.timestamp_ns) < 0 ||
+        get_id(o, "task_id", 1, v.task_id) ||
+        get_int(o, "attempt", 0, INT_MAX, &v.attempt) ||
+        get_str(o, "step", 0, v.step, sizeof v.step) ||
+        get_int(o, "progress_pct", 0, 100, &v.progress_pct) ||
+        get_int(o, "pid", 0, INT_MAX, &v.pid) ||
+        get_int(o, "task_pgid", 0, INT_MAX, &v.task_pgid))
+        rc = ZERG_ECORRUPT;
+    else
+        *hb = v;
+    zerg_json_free(o);
+    return rc;
+}
+
+/* ---- result --------------------------------------------------------- */
+
+static const char *outcome_name(enum zerg_outcome o)
+{
+    return o == ZERG_OUTCOME_COMPLETE ? "complete" : "failed";
+}
+
+static int outcome_parse(const zerg_json *o, enum zerg_outcome *out)
+{
+    const char *s = zerg_json_as_str(zerg_json_get(o, "outcome"));
+    if (s && strcmp(s, "complete") == 0)
+        *out = ZERG_OUTCOME_COMPLETE;
+    else if (s && strcmp(s, "failed") == 0)
+        *out = ZERG_OUTCOME_FAILED;
+    else
+        return ZERG_ECORRUPT;
+    return 0;
+}
+
+int zerg_proto_write_result(const char *dir, const struct zerg_result *r,
+                            struct zerg_err *err)
+{
+    char path[PATH_MAX];
+    if (!zerg_id_valid(r->task))
+        return zerg_err_set(err, -EINVAL, "cannot write a result in %s: "
+                            "bad task id \"%s\"", dir, r->task);
+    if (zerg_proto_result_path(path, sizeof path, dir, r->task,
+                               r->attempt) < 0)
+        return path_error(err, dir, "a result");
+    zerg_json *o = zerg_json_obj();
+    int rc = -ENOMEM;
+    if (o)
+        rc = zerg_json_set_num(o, "epoch", (double)r->epoch) ||
+             zerg_json_set_num(o, "worker_id", r->worker_id) ||
+             zerg_json_set_str(o, "task", r->task) ||
+             zerg_json_set_num(o, "attempt", r->attempt) ||
+             zerg_json_set_str(o, "outcome", outcome_name(r->outcome)) ||
+             zerg_json_set_str(o, "stage", r->stage) ||
+             zerg_json_set_num(o, "exit_code", r->exit_code) ||
+             zerg_json_set_num(o, "signal", r->signal) ||
+             zerg_json_set_bool(o, "timed_out", r->timed_out) ||
+             zerg_json_set_num(o, "duration_ms", (double)r->duration_ms) ||
+             zerg_json_set_str(o, "error", r->error) ? -ENOMEM : 0;
+    return write_doc(path, o, rc, ZERG_FSIO_DURABLE, err);
+}
+
+int zerg_proto_read_result(const char *path, struct zerg_result *r)
+{
+    zerg_json *o = NULL;
+    int rc = read_doc(path, &o);
+    if (rc < 0)
+        return rc;
+    struct zerg_result v = {0};
+    if (get_u64(o, "epoch", &v.epoch) ||
+        get_int(o, "worker_id", 0, INT_MAX, &v.worker_id) ||
+        get_id(o, "task", 0, v.task) ||
+        get_int(o, "attempt", 0, INT_MAX, &v.attempt) ||
+        outcome_parse(o, &v.outcome) ||
+        get_str(o, "stage", 0, v.stage, sizeof v.stage) ||
+        get_int(o, "exit_code", -1, 255, &v.exit_code) ||
+        get_int(o, "signal", 0, 128, &v.signal) ||
+        get_bool(o, "timed_out", &v.timed_out) ||
+        get_i64(o, "duration_ms", 0, INT64_MAX, &v.duration_ms) ||
+        get_str(o, "error", 1, v.error, sizeof v.error))
+        rc = ZERG_ECORRUPT;
+    else
+        *r = v;
+    zerg_json_free(o);
+    return rc;
+}
+
+/* ---- lease ---------------------------------------------------------- */
+
+int zerg_proto_write_lease(const char *dir, const char *feature, int pid,
+                           const char *run_id, int64_t seq,
+                           struct zerg_err *err)
+{
+    char path[PATH_MAX];
+    if (zerg_proto_lease_path(path, sizeof path, dir, feature) < 0)
+        return path_error(err, dir, "the lease");
+    zerg_json *o = zerg_json_obj();
+    int rc = -ENOMEM;
+    if (o)
+        rc = zerg_json_set_num(o, "pid", pid) ||
+             zerg_json_set_str(o, "run_id", run_id ? run_id : "") ||
+             zerg_json_set_num(o, "seq", (double)seq) ? -ENOMEM : 0;
+    return write_doc(path, o, rc, ZERG_FSIO_NOSYNC, err);
+}
+
+int zerg_proto_read_lease(const char *dir, const char *feature, int *pid,
+                          char *run_id, size_t run_id_size, int64_t *seq)
+{
+    char path[PATH_MAX], rid[128];
+    if (zerg_proto_lease_path(path, sizeof path, dir, feature) < 0)
+        return -ENAMETOOLONG;
+    zerg_json *o = NULL;
+    int rc = read_doc(path, &o);
+    if (rc < 0)
+        return rc;
+    int p;
+    int64_t s;
+    if (get_int(o, "pid", 0, INT_MAX, &p) ||
+        get_str(o, "run_id", 0, rid, sizeof rid) ||
+        get_i64(o, "seq", 0, INT64_MAX, &s) ||
+        (run_id && strlen(rid) >= run_id_size)) {
+        rc = ZERG_ECORRUPT;
+    } else {
+        if (pid)
+            *pid = p;
+        if (seq)
+            *seq = s;
+        if (run_id)
+            memcpy(run_id, rid, strlen(rid) + 1);
+    }
+    zerg_json_free(o);
+    return rc;
+}
+
+/* ---- names ---------------------------------------------------------- */
+
+/* If name is prefix + rest + ".json" with a non-empty rest, returns rest's
+ * start and sets *len; else NULL. */
+static const char *name_body(const char *name, const char *prefix,
+                             size_t *len)
+{
+    size_t pl = strlen(prefix), nl = strlen(name), sl = strlen(".json");
+    if (nl <= pl + sl || strncmp(name, prefix, pl) != 0 ||
+        strcmp(name + nl - sl, ".json") != 0)
+        return NULL;
+    *len = nl - pl - sl;
+    return name + pl;
+}
+
+/* The slot number of body (digits only, no sign or leading zero), or -1. */
+static int parse_slot(const char *body, size_t len)
+{
+    if (len == 0 || len > 9 || (body[0] == '0' && len > 1))
+        return -1;
+    int v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (body[i] < '0' || body[i] > '9')
+            return -1;
+        v = v * 10 + (body[i] - '0');
+    }
+    return v;
+}
+
+int zerg_proto_classify(const char *name, int *slot)
+{
+    static const struct { const char *prefix; int kind; } kinds[] = {
+        {"heartbeat-", 'h'}, {"assign-", 'a'}, {"result-", 'r'},
+        {"lease-", 'l'},     {"retry-", 'q'},
+    };
+    /* Temp files of the atomic replace start with '.' (".x.tmp.123"). */
+    if (!name || name[0] == '.' || strstr(name, ".tmp."))
+        return 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        size_t len;
+        const char *body = name_body(name, kinds[i].prefix, &len);
+        if (!body)
+            continue;
+        if (kinds[i].kind != 'h' && kinds[i].kind != 'a')
+            return kinds[i].kind;
+        int s = parse_slot(body, len);
+        if (s < 0)
+            return 0;
+        if (slot)
+            *slot = s;
+        return kinds[i].kind;
+    }
+    return 0;
+}

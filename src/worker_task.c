@@ -1,0 +1,182 @@
+/* worker_task.c - the pure parts of running a task on a worker: what an
+ * assignment means, the executor prompt and argv, the stage environment
+ * and the progress file format.  No I/O here, so all of it is unit-tested
+ * by passing values (tests/unit/test_worker.c); src/worker.c does the
+ * processes and files. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zerg/worker.h"
+
+enum zerg_assign_action zerg_worker_decide(const struct zerg_assign *a,
+                                           uint64_t epoch,
+                                           const char *last_task,
+                                           int last_attempt)
+{
+    /* Fencing on this side too: an assignment written for an earlier or a
+     * later incarnation of this slot is not ours to act on. */
+    if (a->epoch != epoch)
+        return ZERG_ASSIGN_IGNORE;
+    if (a->task[0] && (strcmp(a->task, last_task ? last_task : "") != 0 ||
+                       a->attempt != last_attempt))
+        return ZERG_ASSIGN_RUN;
+    return a->stop ? ZERG_ASSIGN_STOP : ZERG_ASSIGN_IGNORE;
+}
+
+/* ---- prompt --------------------------------------------------------- */
+
+static void put_section(FILE *f, const char *heading, const char *text)
+{
+    if (text && *text)
+        fprintf(f, "\n%s:\n%s\n", heading, text);
+}
+
+static void put_files(FILE *f, const char *heading,
+                      const struct zerg_strlist *l)
+{
+    if (!l->n)
+        return;
+    fprintf(f, "\n%s:\n", heading);
+    for (size_t i = 0; i < l->n; i++)
+        fprintf(f, "  - %s\n", l->v[i]);
+}
+
+char *zerg_worker_prompt(const struct zerg_task *t, const char *feature)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fprintf(f, "You are implementing task %s of the feature \"%s\".\n\n",
+            t->id, feature ? feature : "");
+    fprintf(f, "Task %s: %s\n", t->id, t->title && *t->title ? t->title
+                                                             : "(untitled)");
+    put_section(f, "Description", t->description);
+    put_section(f, "Context", t->context);
+    put_files(f, "Files to create", &t->files_create);
+    put_files(f, "Files to modify", &t->files_modify);
+    put_files(f, "Files to read (do not change them)", &t->files_read);
+    if (t->verify_command && *t->verify_command)
+        fprintf(f, "\nVerification: when you are done, this command must "
+                "exit 0 when run from the project root:\n  %s\n",
+                t->verify_command);
+    fprintf(f, "\nWork only on this task: change only the files it names, "
+            "and finish with the work complete and the verification "
+            "passing.\n");
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* ---- argv and environment ------------------------------------------- */
+
+void zerg_worker_argv_free(char **argv)
+{
+    if (!argv)
+        return;
+    for (char **p = argv; *p; p++)
+        free(*p);
+    free(argv);
+}
+
+char **zerg_worker_executor_argv(const struct zerg_argv *executor,
+                                 const char *prompt)
+{
+    if (!executor || executor->n == 0 || !prompt)
+        return NULL;
+    char **v = calloc(executor->n + 2, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < executor->n; i++) {
+        if (!(v[i] = strdup(executor->v[i])))
+            goto oom;
+    }
+    if (!(v[executor->n] = strdup(prompt)))
+        goto oom;
+    return v;
+oom:
+    zerg_worker_argv_free(v);
+    return NULL;
+}
+
+static const char *const task_env_names[] = {
+    "ZERG_TASK_ID", "ZERG_WORKER_ID", "ZERG_FEATURE", "ZERG_ATTEMPT",
+    "ZERG_EPOCH",   "ZERG_RUN_ID",    "ZERG_PROGRESS_FILE",
+};
+#define TASK_ENV_N (sizeof task_env_names / sizeof task_env_names[0])
+
+/* 1 if entry ("NAME=value") sets one of the task variables. */
+static int is_task_var(const char *entry)
+{
+    for (size_t i = 0; i < TASK_ENV_N; i++) {
+        size_t n = strlen(task_env_names[i]);
+        if (strncmp(entry, task_env_names[i], n) == 0 && entry[n] == '=')
+            return 1;
+    }
+    return 0;
+}
+
+static char *env_entry(const char *name, const char *value)
+{
+    char *s = NULL;
+    return asprintf(&s, "%s=%s", name, value ? value : "") < 0 ? NULL : s;
+}
+
+char **zerg_worker_task_env(char *const *base, const struct zerg_task_env *e)
+{
+    char num[3][24];
+    snprintf(num[0], sizeof num[0], "%d", e->worker_id);
+    snprintf(num[1], sizeof num[1], "%d", e->attempt);
+    snprintf(num[2], sizeof num[2], "%" PRIu64, e->epoch);
+    const char *values[TASK_ENV_N] = {
+        e->task_id, num[0], e->feature, num[1], num[2], e->run_id,
+        e->progress_file,
+    };
+    size_t nbase = 0, n = 0;
+    while (base && base[nbase])
+        nbase++;
+    char **v = calloc(nbase + TASK_ENV_N + 1, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < nbase; i++) {
+        if (is_task_var(base[i]))
+            continue;
+        if (!(v[n++] = strdup(base[i])))
+            goto oom;
+    }
+    for (size_t i = 0; i < TASK_ENV_N; i++) {
+        if (!(v[n++] = env_entry(task_env_names[i], values[i])))
+            goto oom;
+    }
+    return v;
+oom:
+    zerg_worker_argv_free(v);
+    return NULL;
+}
+
+/* ---- progress ------------------------------------------------------- */
+
+int zerg_worker_parse_progress(const char *text)
+{
+    if (!text)
+        return -1;
+    while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')
+        text++;
+    if (*text < '0' || *text > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end - text > 3)
+        return -1;
+    while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+        end++;
+    return *end || v > 100 ? -1 : (int)v;
+}

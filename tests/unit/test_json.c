@@ -1,0 +1,361 @@
+/* test_json.c - the JSON tree (src/json.c) and its cjson text layer
+ * (src/lua/json.c): round trips, types, empty containers, escapes, unicode,
+ * the depth limit, syntax errors and big strings. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zerg/err.h"
+#include "zerg/json.h"
+
+static zerg_json *parse_ok(const char *text)
+{
+    struct zerg_err err = {0};
+    zerg_json *v = zerg_json_parse(text, strlen(text), &err);
+    if (!v)
+        fail_msg("parse of %s failed: %s", text, err.msg);
+    return v;
+}
+
+static char *encode_ok(const zerg_json *v)
+{
+    struct zerg_err err = {0};
+    size_t len = 0;
+    char *s = zerg_json_encode(v, &len, &err);
+    if (!s)
+        fail_msg("encode failed: %s", err.msg);
+    assert_int_equal(len, strlen(s));
+    return s;
+}
+
+/* Parses text, encodes it back and compares with want. */
+static void assert_roundtrip(const char *text, const char *want)
+{
+    zerg_json *v = parse_ok(text);
+    char *out = encode_ok(v);
+    assert_string_equal(out, want);
+    free(out);
+    zerg_json_free(v);
+}
+
+static void assert_parse_error(const char *text, const char *words)
+{
+    struct zerg_err err = {0};
+    zerg_json *v = zerg_json_parse(text, strlen(text), &err);
+    assert_null(v);
+    assert_int_equal(err.code, ZERG_ECORRUPT);
+    assert_true(tu_contains(err.msg, words));
+}
+
+static void test_builders_and_accessors(void **state)
+{
+    zerg_json *o = zerg_json_obj();
+    assert_int_equal(zerg_json_set_str(o, "name", "zerg"), 0);
+    assert_int_equal(zerg_json_set_num(o, "n", 3), 0);
+    assert_int_equal(zerg_json_set_bool(o, "ok", 1), 0);
+    assert_int_equal(zerg_json_set_null(o, "none"), 0);
+    assert_int_equal(zerg_json_set_str(o, "nul", NULL), 0);
+    zerg_json *a = zerg_json_arr();
+    assert_int_equal(zerg_json_push(a, zerg_json_num(1)), 0);
+    assert_int_equal(zerg_json_push(a, zerg_json_str("x")), 0);
+    assert_int_equal(zerg_json_set(o, "list", a), 0);
+
+    assert_int_equal(zerg_json_len(o), 6);
+    assert_string_equal(zerg_json_as_str(zerg_json_get(o, "name")), "zerg");
+    assert_true(zerg_json_as_num(zerg_json_get(o, "n"), -1) == 3);
+    assert_true(zerg_json_is(zerg_json_get(o, "ok"), ZERG_JSON_BOOL));
+    assert_true(zerg_json_get(o, "ok")->u.boolean);
+    assert_true(zerg_json_is(zerg_json_get(o, "nul"), ZERG_JSON_NULL));
+    assert_string_equal(zerg_json_key_at(o, 5), "list");
+    assert_int_equal(zerg_json_len(zerg_json_get(o, "list")), 2);
+    assert_string_equal(zerg_json_as_str(zerg_json_at(a, 1)), "x");
+
+    /* Wrong types and ranges give the defaults. */
+    assert_null(zerg_json_get(o, "missing"));
+    assert_null(zerg_json_get(a, "name"));
+    assert_null(zerg_json_as_str(zerg_json_get(o, "n")));
+    assert_true(zerg_json_as_num(zerg_json_get(o, "name"), 7.5) == 7.5);
+    assert_null(zerg_json_at(a, 2));
+    assert_null(zerg_json_key_at(a, 0));
+    assert_int_equal(zerg_json_len(zerg_json_get(o, "name")), 0);
+    assert_int_equal(zerg_json_push(o, zerg_json_null()), -EINVAL);
+    assert_int_equal(zerg_json_set(a, "k", zerg_json_null()), -EINVAL);
+    assert_string_equal(zerg_json_type_name(ZERG_JSON_STRING), "string");
+    assert_string_equal(zerg_json_type_name(ZERG_JSON_OBJECT), "object");
+    zerg_json_free(o);
+    zerg_json_free(NULL);
+}
+
+static void test_set_replaces_and_keeps_order(void **state)
+{
+    zerg_json *o = zerg_json_obj();
+    zerg_json_set_num(o, "z", 1);
+    zerg_json_set_num(o, "a", 2);
+    zerg_json_set_num(o, "m", 3);
+    zerg_json_set_str(o, "a", "two");
+    assert_int_equal(zerg_json_len(o), 3);
+    char *s = encode_ok(o);
+    assert_string_equal(s, "{\"z\":1,\"a\":\"two\",\"m\":3}");
+    free(s);
+    zerg_json_free(o);
+}
+
+static void test_dup_is_deep(void **state)
+{
+    zerg_json *v = parse_ok("{\"a\":[1,{\"b\":\"c\"},[]],\"d\":null}");
+    zerg_json *c = zerg_json_dup(v);
+    zerg_json_free(v);
+    char *s = encode_ok(c);
+    assert_string_equal(s, "{\"a\":[1,{\"b\":\"c\"},[]],\"d\":null}");
+    free(s);
+    zerg_json_free(c);
+}
+
+static void test_roundtrip_types(void **state)
+{
+    assert_roundtrip("null", "null");
+    assert_roundtrip("true", "true");
+    assert_roundtrip("false", "false");
+    assert_roundtrip("\"hi\"", "\"hi\"");
+    assert_roundtrip(" [1, 2.5, -3, \"x\", null, true] ",
+                     "[1,2.5,-3,\"x\",null,true]");
+    /* Parsed objects come out with their keys sorted. */
+    assert_roundtrip("{\"b\":1,\"a\":{\"d\":[],\"c\":{}}}",
+                     "{\"a\":{\"c\":{},\"d\":[]},\"b\":1}");
+}
+
+static void test_empty_containers(void **state)
+{
+    assert_roundtrip("[]", "[]");
+    assert_roundtrip("{}", "{}");
+    assert_roundtrip("[ [ ], { }, [\n] ]", "[[],{},[]]");
+    assert_roundtrip("{\"deps\":[],\"files\":{\"create\":[]}}",
+                     "{\"deps\":[],\"files\":{\"create\":[]}}");
+    /* Brackets inside strings are text, not arrays. */
+    assert_roundtrip("[\"[]\",\"a\\\"[]\",[]]", "[\"[]\",\"a\\\"[]\",[]]");
+
+    zerg_json *v = parse_ok("{\"a\":[],\"o\":{}}");
+    assert_true(zerg_json_is(zerg_json_get(v, "a"), ZERG_JSON_ARRAY));
+    assert_true(zerg_json_is(zerg_json_get(v, "o"), ZERG_JSON_OBJECT));
+    assert_int_equal(zerg_json_len(zerg_json_get(v, "a")), 0);
+    zerg_json_free(v);
+
+    zerg_json *a = zerg_json_arr();
+    char *s = encode_ok(a);
+    assert_string_equal(s, "[]");
+    free(s);
+    zerg_json_free(a);
+}
+
+static void test_numbers(void **state)
+{
+    zerg_json *a = zerg_json_arr();
+    double nums[] = {
+        123, 0,   -7,    1700000000123.0,       99999999999999.0,
+        0.1, 1.5, 1e300, 1700000000123456789.0, 4503599627370497.0};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        zerg_json_push(a, zerg_json_num(nums[i]));
+    char *s = encode_ok(a);
+    assert_string_equal(s, "[123,0,-7,1700000000123,99999999999999,0.1,1.5,"
+                           "1e+300,1.7000000001235e+18,4503599627370497]");
+    free(s);
+    zerg_json_free(a);
+
+    zerg_json *v = parse_ok("[1e3, -0.25, 12345678901234]");
+    assert_true(zerg_json_as_num(zerg_json_at(v, 0), 0) == 1000);
+    assert_true(zerg_json_as_num(zerg_json_at(v, 1), 0) == -0.25);
+    assert_true(zerg_json_as_num(zerg_json_at(v, 2), 0) == 12345678901234.0);
+    zerg_json_free(v);
+}
+
+static void test_nan_is_an_encode_error(void **state)
+{
+    zerg_json *v = zerg_json_num(NAN);
+    struct zerg_err err = {0};
+    assert_null(zerg_json_encode(v, NULL, &err));
+    assert_int_equal(err.code, -EINVAL);
+    assert_true(tu_contains(err.msg, "must not be NaN or Inf"));
+    zerg_json_free(v);
+    assert_parse_error("[NaN]",
+                       "Expected value but found invalid token at character 2");
+}
+
+static void test_escapes_and_unicode(void **state)
+{
+    zerg_json *v =
+        parse_ok("\"a\\\"b\\\\c\\n\\t\\u00e9\\u20ac\\ud83d\\ude00\"");
+    assert_string_equal(zerg_json_as_str(v),
+                        "a\"b\\c\n\t\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+    char *s = encode_ok(v);
+    /* UTF-8 passes through; control characters and quotes are escaped. */
+    assert_string_equal(s, "\"a\\\"b\\\\c\\n\\t\xc3\xa9\xe2\x82\xac"
+                           "\xf0\x9f\x98\x80\"");
+    free(s);
+    zerg_json_free(v);
+
+    zerg_json *n = zerg_json_strn("a\0b\x01", 4);
+    s = encode_ok(n);
+    assert_string_equal(s, "\"a\\u0000b\\u0001\"");
+    zerg_json *back = parse_ok(s);
+    assert_int_equal(back->u.str.len, 4);
+    assert_memory_equal(back->u.str.s, "a\0b\x01", 4);
+    free(s);
+    zerg_json_free(n);
+    zerg_json_free(back);
+
+    zerg_json *o = zerg_json_obj();
+    zerg_json_set_str(o, "k\"ey", "v");
+    s = encode_ok(o);
+    assert_string_equal(s, "{\"k\\\"ey\":\"v\"}");
+    free(s);
+    zerg_json_free(o);
+}
+
+/* "[[[...1...]]]" nested depth deep. */
+static char *nested(int depth)
+{
+    char *s = malloc((size_t)depth * 2 + 2);
+    memset(s, '[', (size_t)depth);
+    s[depth] = '1';
+    memset(s + depth + 1, ']', (size_t)depth);
+    s[depth * 2 + 1] = '\0';
+    return s;
+}
+
+static void test_depth_limit(void **state)
+{
+    char *ok = nested(1000);
+    zerg_json *v = parse_ok(ok);
+    char *out = encode_ok(v);
+    assert_string_equal(out, ok);
+    free(out);
+
+    /* One more level in the tree is refused by the encoder. */
+    zerg_json *outer = zerg_json_arr();
+    zerg_json_push(outer, v);
+    struct zerg_err err = {0};
+    assert_null(zerg_json_encode(outer, NULL, &err));
+    assert_true(tu_contains(err.msg, "excessive nesting (1001)"));
+    zerg_json_free(outer);
+    free(ok);
+
+    char *deep = nested(1001);
+    assert_parse_error(deep, "Found too many nested data structures (1001)");
+    free(deep);
+}
+
+static void test_syntax_errors(void **state)
+{
+    assert_parse_error("[1,2", "Expected comma or array end but found T_END "
+                               "at character 5");
+    assert_parse_error("{\"a\":1,}", "Expected object key string but found "
+                                     "T_OBJ_END at character 8");
+    assert_parse_error("", "Expected value but found T_END at character 1");
+    assert_parse_error("[1] x", "Expected the end but found invalid token at "
+                                "character 5");
+    assert_parse_error("{\"a\" 1}", "Expected colon but found T_NUMBER at "
+                                    "character 6");
+    assert_parse_error("\"abc", "Expected value but found unexpected end of "
+                                "string at character 5");
+    /* Positions refer to the caller's text even when it has empty arrays. */
+    assert_parse_error("[[], [], {\"a\":[] x}]",
+                       "Expected comma or object end but found invalid token "
+                       "at character 18");
+}
+
+static void test_truncated_document(void **state)
+{
+    const char *doc = "{\"tasks\":[{\"id\":\"A-L1-001\",\"deps\":[]}]}";
+    for (size_t n = 0; n < strlen(doc); n++) {
+        struct zerg_err err = {0};
+        zerg_json *v = zerg_json_parse(doc, n, &err);
+        assert_null(v);
+        assert_true(tu_contains(err.msg, "Expected"));
+        assert_true(tu_contains(err.msg, "at character"));
+    }
+}
+
+static void test_big_string(void **state)
+{
+    size_t n = 5u << 20;
+    char *big = malloc(n + 3);
+    big[0] = '"';
+    for (size_t i = 1; i <= n; i++)
+        big[i] = (char)('a' + i % 26);
+    big[n + 1] = '"';
+    big[n + 2] = '\0';
+
+    struct zerg_err err = {0};
+    zerg_json *v = zerg_json_parse(big, n + 2, &err);
+    assert_non_null(v);
+    assert_int_equal(v->u.str.len, n);
+    assert_memory_equal(v->u.str.s, big + 1, n);
+    size_t len = 0;
+    char *out = zerg_json_encode(v, &len, &err);
+    assert_non_null(out);
+    assert_int_equal(len, n + 2);
+    assert_memory_equal(out, big, n + 2);
+    free(out);
+    zerg_json_free(v);
+    free(big);
+}
+
+static void test_key_with_nul_is_rejected(void **state)
+{
+    assert_parse_error("{\"a\\u0000b\":1}", "key contains a NUL character");
+}
+
+static void test_large_object(void **state)
+{
+    /* A state-sized object: 5000 keys parse, stay sorted, encode back. */
+    zerg_json *o = zerg_json_obj();
+    char key[32];
+    for (int i = 4999; i >= 0; i--) {
+        snprintf(key, sizeof key, "T-%05d", i);
+        zerg_json *t = zerg_json_obj();
+        zerg_json_set_str(t, "status", "pending");
+        zerg_json_set_num(t, "level", i % 7);
+        zerg_json_set(t, "deps", zerg_json_arr());
+        zerg_json_set(o, key, t);
+    }
+    char *s = encode_ok(o);
+    assert_true(strncmp(s,
+                        "{\"T-04999\":{\"status\":\"pending\",\"level\":1,"
+                        "\"deps\":[]}",
+                        47) == 0);
+    zerg_json *back = parse_ok(s);
+    assert_int_equal(zerg_json_len(back), 5000);
+    assert_string_equal(zerg_json_key_at(back, 0), "T-00000");
+    assert_string_equal(zerg_json_key_at(back, 4999), "T-04999");
+    const zerg_json *t = zerg_json_get(back, "T-01234");
+    assert_true(zerg_json_as_num(zerg_json_get(t, "level"), -1) == 1234 % 7);
+    assert_true(zerg_json_is(zerg_json_get(t, "deps"), ZERG_JSON_ARRAY));
+    free(s);
+    zerg_json_free(back);
+    zerg_json_free(o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_builders_and_accessors),
+        cmocka_unit_test(test_set_replaces_and_keeps_order),
+        cmocka_unit_test(test_dup_is_deep),
+        cmocka_unit_test(test_roundtrip_types),
+        cmocka_unit_test(test_empty_containers),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_nan_is_an_encode_error),
+        cmocka_unit_test(test_escapes_and_unicode),
+        cmocka_unit_test(test_depth_limit),
+        cmocka_unit_test(test_syntax_errors),
+        cmocka_unit_test(test_truncated_document),
+        cmocka_unit_test(test_big_string),
+        cmocka_unit_test(test_key_with_nul_is_rejected),
+        cmocka_unit_test(test_large_object),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

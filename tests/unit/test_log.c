@@ -1,0 +1,390 @@
+/* test_log.c - the monitor log (src/log.c): exact line formats, the JSON
+ * record, level filtering, the observer, and whole lines when several
+ * processes append at once. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "zerg/err.h"
+#include "zerg/log.h"
+
+/* 2026-02-03T05:41:55.123Z */
+#define T_2026 (INT64_C(1770097315) * ZERG_NS_PER_S + 123 * ZERG_NS_PER_MS)
+#define CHILD_TIMEOUT_S 60
+
+/* DESIGN.md section 11, with \d spelled for POSIX regex. */
+#define LINE_RE                                                                \
+    "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z "      \
+    "\\[(W[0-9]+|ORCH)\\] \\[(DEBUG|INFO|WARN|ERROR)\\] .+$"
+
+static char dir[PATH_MAX];
+static char log_path[PATH_MAX + 32], jsonl_path[PATH_MAX + 32];
+static struct zerg_clock_fake fake;
+static struct zerg_clock clock_;
+
+static int setup(void **state)
+{
+    snprintf(dir, sizeof dir, "%s", tu_mkdtemp());
+    snprintf(log_path, sizeof log_path, "%s/.zerg/monitor.log", dir);
+    snprintf(jsonl_path, sizeof jsonl_path, "%s/.zerg/monitor.jsonl", dir);
+    fake = (struct zerg_clock_fake){.mono_ns = 0, .wall_ns = T_2026};
+    clock_ = zerg_clock_fake(&fake);
+    unsetenv("ZERG_DEBUG");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    tu_rmtree(dir);
+    return 0;
+}
+
+static struct zerg_log *open_log(void)
+{
+    char zdir[PATH_MAX + 8];
+    snprintf(zdir, sizeof zdir, "%s/.zerg", dir);
+    struct zerg_err err = {0};
+    struct zerg_log *lg = zerg_log_open(zdir, &clock_, &err);
+    if (!lg)
+        fail_msg("zerg_log_open: %s", err.msg);
+    return lg;
+}
+
+static int matches(const char *line)
+{
+    regex_t re;
+    assert_int_equal(regcomp(&re, LINE_RE, REG_EXTENDED | REG_NOSUB), 0);
+    int ok = regexec(&re, line, 0, NULL, 0) == 0;
+    regfree(&re);
+    return ok;
+}
+
+/* Splits text into lines (modifies it); returns the count. */
+static size_t split_lines(char *text, char **lines, size_t max)
+{
+    size_t n = 0;
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save)) {
+        if (n < max)
+            lines[n] = l;
+        n++;
+    }
+    return n;
+}
+
+static zerg_json *parse_line(const char *line)
+{
+    struct zerg_err err = {0};
+    zerg_json *v = zerg_json_parse(line, strlen(line), &err);
+    if (!v)
+        fail_msg("bad JSON line (%s): %s", err.msg, line);
+    return v;
+}
+
+static void test_exact_text_lines(void **state)
+{
+    struct zerg_log *lg = open_log();
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", "A-L1-002", NULL,
+                   "Worker %d claimed task %s", 0, "A-L1-002");
+    fake.wall_ns += 1877 * ZERG_NS_PER_MS;
+    zerg_log_event(lg, ZERG_LOG_ORCH, ZERG_LOG_WARN, "heartbeat_stale", NULL,
+                   NULL, "Worker 12 heartbeat stale");
+    zerg_log_event(lg, 12, ZERG_LOG_ERROR, "worker_crash", NULL, NULL,
+                   "two\nlines\r");
+    zerg_log_close(lg);
+
+    char *text = tu_read(log_path);
+    assert_string_equal(text,
+                        "2026-02-03T05:41:55.123Z [W0] [INFO] Worker 0 "
+                        "claimed task A-L1-002\n"
+                        "2026-02-03T05:41:57.000Z [ORCH] [WARN] Worker 12 "
+                        "heartbeat stale\n"
+                        "2026-02-03T05:41:57.000Z [W12] [ERROR] two lines \n");
+    char *lines[4];
+    assert_int_equal(split_lines(text, lines, 4), 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(matches(lines[i]));
+    free(text);
+}
+
+static void test_jsonl_record(void **state)
+{
+    struct zerg_log *lg = open_log();
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "attempt", 2);
+    zerg_json_set_num(data, "delay", 4.5);
+    zerg_json_set_str(data, "policy", "backoff");
+    zerg_log_event(lg, 3, ZERG_LOG_INFO, "worker_spawn_retry", "A-L1-002", data,
+                   "Retrying spawn of worker %d", 3);
+    zerg_log_event(lg, ZERG_LOG_ORCH, ZERG_LOG_INFO, "rush_start", NULL, NULL,
+                   "Rush started \"quoted\"\nnext");
+    zerg_log_close(lg);
+
+    char *text = tu_read(jsonl_path);
+    char *lines[3];
+    assert_int_equal(split_lines(text, lines, 3), 2);
+    assert_string_equal(lines[0],
+                        "{\"ts\":\"2026-02-03T05:41:55.123Z\",\"worker\":3,"
+                        "\"level\":\"INFO\",\"event\":\"worker_spawn_retry\","
+                        "\"task\":\"A-L1-002\",\"msg\":\"Retrying spawn of "
+                        "worker 3\",\"data\":{\"attempt\":2,\"delay\":4.5,"
+                        "\"policy\":\"backoff\"}}");
+
+    zerg_json *v = parse_line(lines[1]);
+    const char *keys[] = {"ts",   "worker", "level", "event",
+                          "task", "msg",    "data"};
+    assert_int_equal(zerg_json_len(v), 7);
+    for (size_t i = 0; i < 7; i++)
+        assert_non_null(zerg_json_get(v, keys[i]));
+    assert_true(zerg_json_is(zerg_json_get(v, "worker"), ZERG_JSON_NULL));
+    assert_true(zerg_json_is(zerg_json_get(v, "task"), ZERG_JSON_NULL));
+    assert_true(zerg_json_is(zerg_json_get(v, "data"), ZERG_JSON_OBJECT));
+    assert_int_equal(zerg_json_len(zerg_json_get(v, "data")), 0);
+    assert_string_equal(zerg_json_as_str(zerg_json_get(v, "event")),
+                        "rush_start");
+    assert_string_equal(zerg_json_as_str(zerg_json_get(v, "msg")),
+                        "Rush started \"quoted\"\nnext");
+    zerg_json_free(v);
+    free(text);
+}
+
+static void test_unencodable_data_keeps_event(void **state)
+{
+    struct zerg_log *lg = open_log();
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "elapsed", NAN);
+    zerg_log_event(lg, 1, ZERG_LOG_WARN, "task_timeout", "T1", data,
+                   "Task T1 timed out");
+    zerg_log_close(lg);
+
+    char *text = tu_read(jsonl_path);
+    zerg_json *v = parse_line(text);
+    assert_string_equal(zerg_json_as_str(zerg_json_get(v, "event")),
+                        "task_timeout");
+    const zerg_json *why =
+        zerg_json_get(zerg_json_get(v, "data"), "encode_error");
+    assert_true(tu_contains(zerg_json_as_str(why), "NaN or Inf"));
+    zerg_json_free(v);
+    free(text);
+}
+
+static int count_lines(const char *path)
+{
+    char *text = tu_read(path);
+    int n = 0;
+    for (char *p = text; p && *p; p++)
+        n += *p == '\n';
+    free(text);
+    return n;
+}
+
+static void test_level_filter(void **state)
+{
+    struct zerg_log *lg = open_log();
+    zerg_log_event(lg, 0, ZERG_LOG_DEBUG, "level_check", NULL, NULL, "hidden");
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "level_check", NULL, NULL, "shown");
+    assert_int_equal(count_lines(log_path), 1);
+    zerg_log_set_level(lg, ZERG_LOG_DEBUG);
+    zerg_log_event(lg, 0, ZERG_LOG_DEBUG, "level_check", NULL, zerg_json_obj(),
+                   "now shown");
+    zerg_log_set_level(lg, ZERG_LOG_ERROR);
+    zerg_log_event(lg, 0, ZERG_LOG_WARN, "level_check", NULL, zerg_json_obj(),
+                   "dropped (data freed)");
+    zerg_log_close(lg);
+    assert_int_equal(count_lines(log_path), 2);
+    assert_int_equal(count_lines(jsonl_path), 2);
+    char *text = tu_read(log_path);
+    assert_true(tu_contains(text, "[W0] [DEBUG] now shown\n"));
+    free(text);
+}
+
+static void test_zerg_debug_env(void **state)
+{
+    setenv("ZERG_DEBUG", "1", 1);
+    struct zerg_log *lg = open_log();
+    unsetenv("ZERG_DEBUG");
+    zerg_log_event(lg, 0, ZERG_LOG_DEBUG, "level_check", NULL, NULL, "dbg");
+    zerg_log_close(lg);
+    assert_int_equal(count_lines(log_path), 1);
+}
+
+static void test_level_names(void **state)
+{
+    enum zerg_log_level lv;
+    assert_int_equal(zerg_log_level_parse("warn", &lv), 0);
+    assert_int_equal(lv, ZERG_LOG_WARN);
+    assert_int_equal(zerg_log_level_parse("DEBUG", &lv), 0);
+    assert_int_equal(lv, ZERG_LOG_DEBUG);
+    assert_int_equal(zerg_log_level_parse("verbose", &lv), -EINVAL);
+    assert_string_equal(zerg_log_level_name(ZERG_LOG_ERROR), "ERROR");
+}
+
+struct seen {
+    int calls;
+    int64_t wall_ns;
+    int worker;
+    char event[32], task[32], msg[64];
+    double attempt;
+};
+
+static void observer(void *ud, const struct zerg_log_rec *rec)
+{
+    struct seen *s = ud;
+    s->calls++;
+    s->wall_ns = rec->wall_ns;
+    s->worker = rec->worker;
+    snprintf(s->event, sizeof s->event, "%s", rec->event);
+    snprintf(s->task, sizeof s->task, "%s", rec->task ? rec->task : "-");
+    snprintf(s->msg, sizeof s->msg, "%s", rec->msg);
+    s->attempt = zerg_json_as_num(zerg_json_get(rec->data, "attempt"), -1);
+}
+
+static void test_observer(void **state)
+{
+    struct zerg_log *lg = open_log();
+    struct seen s = {0};
+    zerg_log_set_observer(lg, observer, &s);
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "attempt", 3);
+    zerg_log_event(lg, 2, ZERG_LOG_INFO, "task_failed", "B-L2-001", data,
+                   "Task %s failed", "B-L2-001");
+    assert_int_equal(s.calls, 1);
+    assert_int_equal(s.wall_ns, T_2026);
+    assert_int_equal(s.worker, 2);
+    assert_string_equal(s.event, "task_failed");
+    assert_string_equal(s.task, "B-L2-001");
+    assert_string_equal(s.msg, "Task B-L2-001 failed");
+    assert_true(s.attempt == 3);
+    /* Filtered events do not reach the observer. */
+    zerg_log_event(lg, 2, ZERG_LOG_DEBUG, "task_failed", NULL, NULL, "x");
+    assert_int_equal(s.calls, 1);
+    zerg_log_close(lg);
+}
+
+static void test_open_failure(void **state)
+{
+    char bad[PATH_MAX + 32];
+    snprintf(bad, sizeof bad, "%s/file", dir);
+    tu_write(dir, "file", "not a directory");
+    struct zerg_err err = {0};
+    assert_null(zerg_log_open(bad, NULL, &err));
+    assert_true(tu_contains(err.msg, "cannot create"));
+    assert_true(tu_contains(err.msg, "Not a directory"));
+    zerg_log_close(NULL);
+    zerg_log_event(NULL, 0, ZERG_LOG_INFO, "x", NULL, zerg_json_obj(), "y");
+}
+
+#define WRITERS 4
+#define LINES_EACH 500
+
+/* Each writer opens its own descriptors, like separate zerg processes. */
+static void writer(int id)
+{
+    alarm(CHILD_TIMEOUT_S);
+    struct zerg_log *lg = open_log();
+    char pad[400];
+    memset(pad, 'a' + id, sizeof pad - 1);
+    pad[sizeof pad - 1] = '\0';
+    for (int i = 0; i < LINES_EACH; i++) {
+        zerg_json *data = zerg_json_obj();
+        zerg_json_set_num(data, "seq", i);
+        zerg_json_set_str(data, "pad", pad);
+        zerg_log_event(lg, id, ZERG_LOG_INFO, "task_started", "T", data,
+                       "w%d seq %d %s", id, i, pad);
+    }
+    zerg_log_close(lg);
+    _exit(0);
+}
+
+/* Checks every line of both files is whole and every (writer, seq) pair
+ * appears exactly once. */
+static void check_concurrent_files(void)
+{
+    static char seen[WRITERS][LINES_EACH];
+    memset(seen, 0, sizeof seen);
+    char *text = tu_read(log_path);
+    char **lines = malloc(sizeof *lines * WRITERS * LINES_EACH);
+    assert_int_equal(split_lines(text, lines, WRITERS * LINES_EACH),
+                     WRITERS * LINES_EACH);
+    for (int i = 0; i < WRITERS * LINES_EACH; i++) {
+        int w, seq;
+        assert_true(matches(lines[i]));
+        char *m = strstr(lines[i], "] w");
+        assert_non_null(m);
+        assert_int_equal(sscanf(m, "] w%d seq %d", &w, &seq), 2);
+        assert_true(strlen(m) == strlen("] w0 seq  ") + 399 +
+                                     (seq >= 100  ? 3
+                                      : seq >= 10 ? 2
+                                                  : 1));
+        seen[w][seq]++;
+    }
+    for (int w = 0; w < WRITERS; w++)
+        for (int s = 0; s < LINES_EACH; s++)
+            assert_int_equal(seen[w][s], 1);
+    free(text);
+
+    text = tu_read(jsonl_path);
+    assert_int_equal(split_lines(text, lines, WRITERS * LINES_EACH),
+                     WRITERS * LINES_EACH);
+    for (int i = 0; i < WRITERS * LINES_EACH; i++) {
+        zerg_json *v = parse_line(lines[i]);
+        assert_int_equal(zerg_json_len(v), 7);
+        const zerg_json *d = zerg_json_get(v, "data");
+        int w = (int)zerg_json_as_num(zerg_json_get(v, "worker"), -1);
+        int s = (int)zerg_json_as_num(zerg_json_get(d, "seq"), -1);
+        assert_in_range(w, 0, WRITERS - 1);
+        assert_in_range(s, 0, LINES_EACH - 1);
+        assert_int_equal(strlen(zerg_json_as_str(zerg_json_get(d, "pad"))),
+                         399);
+        seen[w][s]++;
+        zerg_json_free(v);
+    }
+    for (int w = 0; w < WRITERS; w++)
+        for (int s = 0; s < LINES_EACH; s++)
+            assert_int_equal(seen[w][s], 2);
+    free(lines);
+    free(text);
+}
+
+static void test_concurrent_writers(void **state)
+{
+    pid_t pids[WRITERS];
+    for (int i = 0; i < WRITERS; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0)
+            writer(i);
+    }
+    for (int i = 0; i < WRITERS; i++) {
+        int st;
+        assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    check_concurrent_files();
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_exact_text_lines),
+        T(test_jsonl_record),
+        T(test_unencodable_data_keeps_event),
+        T(test_level_filter),
+        T(test_zerg_debug_env),
+        T(test_level_names),
+        T(test_observer),
+        T(test_open_failure),
+        T(test_concurrent_writers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,606 @@
+/* test_orchestrator.c - the rush state machine, stepped by hand.
+ *
+ * A fake launcher (no processes) and a fake monotonic clock: the tests
+ * spawn, write heartbeats and results into a temp state dir, report child
+ * exits and advance time by numbers, then check what the orchestrator
+ * decided.  Covers FR-1 (spawn retry + backoff), FR-2 (task timeout,
+ * charged), FR-3 (stale heartbeat -> crash), FR-5 (crash reassign,
+ * uncharged, crash_loop cap), FR-6 (respawn cap), fencing and resume. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "orch_internal.h"
+#include "zerg/clock.h"
+#include "zerg/config.h"
+#include "zerg/err.h"
+#include "zerg/fsio.h"
+#include "zerg/graph.h"
+#include "zerg/launcher.h"
+#include "zerg/log.h"
+#include "zerg/orchestrator.h"
+#include "zerg/policy.h"
+#include "zerg/protocol.h"
+#include "zerg/state.h"
+
+#define S(x) ((int64_t)((x) * 1e9))
+
+/* ---- fake launcher ---- */
+struct fake {
+    struct zerg_launcher base;
+    int spawns, kills, last_sig;
+    int fail_spawns;     /* next N spawns fail at once */
+    int permanent;
+    pid_t next_pid;
+    int64_t spawn_times[64];
+    int64_t *now;
+};
+
+static int f_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
+                   struct zerg_proc *out, int *cls, struct zerg_err *err)
+{
+    struct fake *f = (struct fake *)l;
+    if (f->spawns < 64)
+        f->spawn_times[f->spawns] = *f->now;
+    f->spawns++;
+    if (f->fail_spawns > 0) {
+        f->fail_spawns--;
+        *cls = f->permanent ? ZERG_SPAWN_PERMANENT : ZERG_SPAWN_TRANSIENT;
+        return zerg_err_set(err, -EAGAIN, "fake spawn failure");
+    }
+    memset(out, 0, sizeof *out);
+    out->pid = f->next_pid++;
+    out->slot = req->slot;
+    out->epoch = req->epoch;
+    return 0;
+}
+
+static int f_kill(struct zerg_launcher *l, const struct zerg_proc *p, int sig)
+{
+    struct fake *f = (struct fake *)l;
+    (void)p;
+    f->kills++;
+    f->last_sig = sig;
+    return 0;
+}
+
+static void f_reaped(struct zerg_launcher *l, const struct zerg_proc *p,
+                     int wstatus, struct zerg_exit_info *info)
+{
+    (void)l, (void)p;
+    zerg_exit_info_from_status(wstatus, info);
+}
+
+static int f_cleanup(struct zerg_launcher *l, const char *f, const char *r)
+{
+    (void)l, (void)f, (void)r;
+    return 0;
+}
+
+static void f_free(struct zerg_launcher *l)
+{
+    (void)l;
+}
+
+static const struct zerg_launcher_ops fake_ops = {
+    "fake", f_spawn, f_kill, f_reaped, f_cleanup, f_free,
+};
+
+/* ---- fixture ---- */
+struct fx {
+    char dir[256];
+    char state_dir[300];
+    struct zerg_config cfg;
+    struct zerg_graph *g;
+    struct zerg_state s;
+    struct zerg_log *log;
+    struct zerg_policy *pol;
+    struct fake fake;
+    struct zerg_orch *o;
+    int64_t now;
+};
+
+static const char graph3[] =
+    "{\"feature\":\"t\",\"tasks\":["
+    "{\"id\":\"A-L1-001\",\"level\":1,\"command\":\"true\"},"
+    "{\"id\":\"A-L1-002\",\"level\":1,\"command\":\"true\"},"
+    "{\"id\":\"A-L2-001\",\"level\":2,\"dependencies\":[\"A-L1-001\"],"
+    "\"command\":\"true\"}]}";
+
+static struct fx *fx_new(const char *graph, int workers, int resume)
+{
+    struct fx *x = calloc(1, sizeof *x);
+    struct zerg_err err = {0};
+    char path[400];
+
+    snprintf(x->dir, sizeof x->dir, "%s", tu_mkdtemp());
+    snprintf(x->state_dir, sizeof x->state_dir, "%s/.zerg/state", x->dir);
+    zerg_fsio_mkdirs(x->state_dir, 0755);
+    zerg_config_defaults(&x->cfg);
+    x->cfg.heartbeat_interval_ns = S(1);
+    x->cfg.heartbeat_stale_threshold_ns = S(5);
+    x->cfg.task_stale_timeout_ns = S(20);
+    x->cfg.spawn_ready_timeout_ns = S(10);
+    x->cfg.reconcile_interval_ns = S(60);
+    assert_int_equal(zerg_graph_parse(&x->g, "graph", graph, strlen(graph),
+                                      &err), 0);
+    snprintf(path, sizeof path, "%s/.zerg", x->dir);
+    x->log = zerg_log_open(path, NULL, &err);
+    assert_non_null(x->log);
+    x->pol = zerg_policy_new(NULL, &x->cfg, x->log, &err);
+    assert_non_null(x->pol);
+    snprintf(path, sizeof path, "%s/t.json", x->state_dir);
+    if (resume) {
+        assert_int_equal(zerg_state_load(&x->s, x->g, path, NULL, &err), 0);
+    } else {
+        assert_int_equal(zerg_state_init(&x->s, x->g, "t", 0), 0);
+        snprintf(x->s.run_id, sizeof x->s.run_id, "run1");
+    }
+    x->fake.base.ops = &fake_ops;
+    x->fake.base.cfg = &x->cfg;
+    x->fake.next_pid = 1000;
+    x->fake.now = &x->now;
+    x->now = S(100);
+    struct zerg_orch_opts oo = {
+        .project = x->dir, .feature = "t", .zerg_bin = "zerg",
+        .cfg = &x->cfg, .graph = x->g, .state = &x->s, .policy = x->pol,
+        .launcher = &x->fake.base, .log = x->log, .workers = workers,
+        .resume = resume, .checkpoint_ns = 1,
+    };
+    x->o = zerg_orch_new(&oo, x->now, &err);
+    assert_non_null(x->o);
+    return x;
+}
+
+static void fx_free(struct fx *x)
+{
+    zerg_orch_free(x->o);
+    zerg_policy_free(x->pol);
+    zerg_log_close(x->log);
+    zerg_state_close(&x->s);
+    zerg_graph_free(x->g);
+    zerg_config_free(&x->cfg);
+    tu_rmtree(x->dir);
+    free(x);
+}
+
+static void tick(struct fx *x)
+{
+    zerg_orch_tick(x->o, x->now);
+}
+
+static void advance(struct fx *x, double seconds)
+{
+    x->now += S(seconds);
+    tick(x);
+}
+
+static int64_t hb_seq[16];
+
+static void heartbeat(struct fx *x, int slot, const char *task, int attempt,
+                      const char *step, int pct)
+{
+    struct zerg_heartbeat hb = {0};
+    char name[64];
+    hb.worker_id = slot;
+    hb.epoch = x->o->slots[slot].proc.epoch;
+    hb.seq = ++hb_seq[slot];
+    snprintf(hb.task_id, sizeof hb.task_id, "%s", task ? task : "");
+    hb.attempt = attempt;
+    snprintf(hb.step, sizeof hb.step, "%s", step);
+    hb.progress_pct = pct;
+    assert_int_equal(zerg_proto_write_heartbeat(x->state_dir, &hb, NULL), 0);
+    snprintf(name, sizeof name, "heartbeat-%d.json", slot);
+    zerg_orch_file_changed(x->o, name, x->now);
+}
+
+static void result(struct fx *x, int slot, uint64_t epoch, const char *task,
+                   int attempt, int ok)
+{
+    struct zerg_result r = {0};
+    char name[128];
+    r.epoch = epoch;
+    r.worker_id = slot;
+    snprintf(r.task, sizeof r.task, "%s", task);
+    r.attempt = attempt;
+    r.outcome = ok ? ZERG_OUTCOME_COMPLETE : ZERG_OUTCOME_FAILED;
+    snprintf(r.stage, sizeof r.stage, "%s", "command");
+    r.exit_code = ok ? 0 : 1;
+    assert_int_equal(zerg_proto_write_result(x->state_dir, &r, NULL), 0);
+    snprintf(name, sizeof name, "result-%s-%d.json", task, attempt);
+    zerg_orch_file_changed(x->o, name, x->now);
+}
+
+static void exited(struct fx *x, int slot, int wstatus)
+{
+    zerg_orch_child_exited(x->o, x->o->slots[slot].proc.pid, wstatus, x->now);
+}
+
+static enum zerg_task_status status_of(struct fx *x, const char *id)
+{
+    return x->s.tasks[zerg_graph_find(x->g, id)].status;
+}
+
+static struct zerg_task_state *task_of(struct fx *x, const char *id)
+{
+    return &x->s.tasks[zerg_graph_find(x->g, id)];
+}
+
+/* Spawns all slots and makes them ready. */
+static void start_ready(struct fx *x)
+{
+    tick(x);
+    for (int i = 0; i < x->o->nslots; i++) {
+        assert_true(x->o->slots[i].alive);
+        heartbeat(x, i, NULL, 0, "ready", 0);
+        assert_true(x->o->slots[i].ready);
+    }
+    tick(x);
+}
+
+/* Runs the assigned task of slot to completion. */
+static void complete_slot(struct fx *x, int slot)
+{
+    int t = x->o->slots[slot].task;
+    assert_true(t >= 0);
+    const char *id = x->g->tasks[t].id;
+    int attempt = x->s.tasks[t].attempt;
+    heartbeat(x, slot, id, attempt, "command", 10);
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_IN_PROGRESS);
+    result(x, slot, x->o->slots[slot].proc.epoch, id, attempt, 1);
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_COMPLETE);
+}
+
+static void finish_workers(struct fx *x)
+{
+    for (int i = 0; i < x->o->nslots; i++)
+        if (x->o->slots[i].alive)
+            exited(x, i, 0);
+    tick(x);
+}
+
+/* ---- tests ---- */
+
+static void test_happy_path_levels_in_order(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 2, 0);
+    start_ready(x);
+    /* Level 1 tasks go out; the level-2 task waits for level 1. */
+    assert_int_equal(status_of(x, "A-L1-001"), ZERG_TASK_CLAIMED);
+    assert_int_equal(status_of(x, "A-L1-002"), ZERG_TASK_CLAIMED);
+    assert_int_equal(status_of(x, "A-L2-001"), ZERG_TASK_PENDING);
+    assert_int_equal(x->s.current_level, 1);
+    complete_slot(x, 0);
+    tick(x);
+    assert_int_equal(status_of(x, "A-L2-001"), ZERG_TASK_PENDING);
+    complete_slot(x, 1);
+    tick(x);
+    assert_int_equal(x->s.current_level, 2);
+    assert_int_equal(x->s.levels[1].status, ZERG_LEVEL_COMPLETE);
+    int slot = x->o->slots[0].task >= 0 ? 0 : 1;
+    complete_slot(x, slot);
+    tick(x); /* all terminal: workers are told to stop */
+    assert_false(zerg_orch_done(x->o));
+    finish_workers(x);
+    assert_true(zerg_orch_done(x->o));
+    assert_int_equal(zerg_orch_exit_code(x->o), ZERG_EXIT_OK);
+    assert_string_equal(x->s.status, "complete");
+    /* The state on disk says the same. */
+    char path[400];
+    snprintf(path, sizeof path, "%s/t.json", x->state_dir);
+    char *doc = tu_read(path);
+    assert_true(tu_contains(doc, "\"complete\""));
+    free(doc);
+    fx_free(x);
+}
+
+static void test_spawn_retry_with_backoff(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    x->fake.fail_spawns = 2;
+    tick(x);
+    assert_int_equal(x->fake.spawns, 1);
+    assert_int_equal(x->s.metrics.spawn_retries, 1);
+    advance(x, 1.9); /* exponential: 2 s before retry 1 */
+    assert_int_equal(x->fake.spawns, 1);
+    advance(x, 0.1);
+    assert_int_equal(x->fake.spawns, 2);
+    advance(x, 3.9); /* 4 s before retry 2 */
+    assert_int_equal(x->fake.spawns, 2);
+    advance(x, 0.1);
+    assert_int_equal(x->fake.spawns, 3);
+    assert_true(x->o->slots[0].alive);
+    assert_int_equal(x->s.metrics.spawn_retries, 2);
+    /* The worker exits before it is ready: that is a failed spawn too. */
+    exited(x, 0, 1 << 8);
+    assert_int_equal(x->s.metrics.spawn_retries, 3);
+    assert_int_equal(x->s.workers[0].status, ZERG_WORKER_BACKOFF);
+    fx_free(x);
+}
+
+static void test_spawn_retries_exhausted_fails_run(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    x->fake.fail_spawns = 100;
+    for (int i = 0; i < 10 && !zerg_orch_done(x->o); i++)
+        advance(x, 31);
+    assert_int_equal(x->fake.spawns, 4); /* 1 + 3 retries */
+    assert_true(zerg_orch_done(x->o));
+    assert_int_equal(zerg_orch_exit_code(x->o), ZERG_EXIT_FAIL);
+    assert_int_equal(x->s.workers[0].status, ZERG_WORKER_RETIRED);
+    assert_true(tu_contains(x->s.error, "no worker is left"));
+    fx_free(x);
+}
+
+static void test_permanent_spawn_failure_not_retried(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 2, 0);
+    x->fake.fail_spawns = 100;
+    x->fake.permanent = 1;
+    tick(x);
+    tick(x);
+    assert_int_equal(x->fake.spawns, 2);
+    assert_int_equal(x->s.metrics.spawn_retries, 0);
+    assert_true(zerg_orch_done(x->o) || (tick(x), zerg_orch_done(x->o)));
+    fx_free(x);
+}
+
+static void test_crash_reassigns_uncharged_and_respawns(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    start_ready(x);
+    int t = x->o->slots[0].task;
+    const char *id = x->g->tasks[t].id;
+    heartbeat(x, 0, id, 1, "command", 10);
+    exited(x, 0, SIGKILL); /* kill -9 */
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_PENDING);
+    assert_int_equal(x->s.tasks[t].retry_count, 0);
+    assert_int_equal(x->s.tasks[t].crash_count, 1);
+    assert_int_equal(x->s.metrics.task_reassignments, 1);
+    assert_int_equal(x->s.metrics.worker_respawns, 1);
+    assert_int_equal(x->s.workers[0].respawn_count, 1);
+    tick(x);
+    assert_int_equal(x->fake.spawns, 2);
+    heartbeat(x, 0, NULL, 0, "ready", 0);
+    tick(x);
+    assert_int_equal(x->o->slots[0].task, t); /* same task, new worker */
+    assert_int_equal(x->s.tasks[t].attempt, 2);
+    fx_free(x);
+}
+
+static void test_crash_loop_cap(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    x->cfg.max_task_crashes = 2;
+    x->cfg.max_respawn_attempts = 10;
+    start_ready(x);
+    int t = x->o->slots[0].task;
+    for (int i = 0; i < 2; i++) {
+        heartbeat(x, 0, x->g->tasks[t].id, x->s.tasks[t].attempt, "command",
+                  10);
+        exited(x, 0, SIGKILL);
+        tick(x);
+        heartbeat(x, 0, NULL, 0, "ready", 0);
+        tick(x);
+        assert_int_equal(x->o->slots[0].task, t);
+    }
+    exited(x, 0, SIGKILL);
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_FAILED);
+    assert_string_equal(x->s.tasks[t].reason, "crash_loop");
+    assert_int_equal(x->s.tasks[t].retry_count, 0);
+    fx_free(x);
+}
+
+static void test_stale_heartbeat_kills_and_reassigns(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    start_ready(x);
+    int t = x->o->slots[0].task;
+    heartbeat(x, 0, x->g->tasks[t].id, 1, "command", 10);
+    advance(x, 4.9);
+    assert_int_equal(x->fake.kills, 0);
+    advance(x, 0.2); /* past the 5 s threshold */
+    assert_int_equal(x->fake.kills, 1);
+    assert_int_equal(x->fake.last_sig, SIGKILL);
+    assert_int_equal(x->s.metrics.stale_detections, 1);
+    exited(x, 0, SIGKILL);
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_PENDING);
+    assert_int_equal(x->s.tasks[t].retry_count, 0);
+    assert_int_equal(x->s.metrics.task_reassignments, 1);
+    fx_free(x);
+}
+
+static void test_task_timeout_is_charged(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    start_ready(x);
+    int t = x->o->slots[0].task;
+    const char *id = x->g->tasks[t].id;
+    heartbeat(x, 0, id, 1, "command", 10);
+    /* Heartbeats keep coming (the worker is alive) but no progress. */
+    for (int i = 0; i < 19; i++) {
+        advance(x, 1);
+        heartbeat(x, 0, id, 1, "command", 10);
+    }
+    assert_int_equal(x->fake.kills, 0);
+    advance(x, 1.1);
+    assert_int_equal(x->fake.kills, 1);
+    assert_int_equal(x->s.metrics.task_timeouts, 1);
+    exited(x, 0, SIGKILL);
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_WAITING_RETRY);
+    assert_int_equal(x->s.tasks[t].retry_count, 1);
+    assert_string_equal(x->s.tasks[t].reason, "timeout");
+    assert_int_equal(x->s.workers[0].respawn_count, 0);
+    fx_free(x);
+}
+
+static void test_failure_retries_then_blocks_dependents(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    x->cfg.retry_attempts = 1;
+    x->cfg.backoff_base_ns = S(1);
+    start_ready(x);
+    /* Fail A-L1-001 until it is permanently failed. */
+    for (int round = 0; round < 2; round++) {
+        while (x->o->slots[0].task >= 0 &&
+               strcmp(x->g->tasks[x->o->slots[0].task].id, "A-L1-001"))
+            complete_slot(x, 0), tick(x);
+        if (x->o->slots[0].task < 0)
+            advance(x, 1.5);
+        int t = x->o->slots[0].task;
+        assert_string_equal(x->g->tasks[t].id, "A-L1-001");
+        result(x, 0, x->o->slots[0].proc.epoch, "A-L1-001",
+               x->s.tasks[t].attempt, 0);
+        tick(x);
+    }
+    assert_int_equal(status_of(x, "A-L1-001"), ZERG_TASK_FAILED);
+    assert_int_equal(task_of(x, "A-L1-001")->retry_count, 1);
+    assert_int_equal(status_of(x, "A-L2-001"), ZERG_TASK_BLOCKED);
+    while (x->o->slots[0].task >= 0)
+        complete_slot(x, 0), tick(x);
+    finish_workers(x);
+    assert_true(zerg_orch_done(x->o));
+    assert_int_equal(zerg_orch_exit_code(x->o), ZERG_EXIT_FAIL);
+    fx_free(x);
+}
+
+static void test_result_from_dead_epoch_is_fenced(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    start_ready(x);
+    int t = x->o->slots[0].task;
+    uint64_t old_epoch = x->o->slots[0].proc.epoch;
+    heartbeat(x, 0, x->g->tasks[t].id, 1, "command", 10);
+    exited(x, 0, SIGKILL);
+    tick(x);
+    heartbeat(x, 0, NULL, 0, "ready", 0);
+    tick(x);
+    /* The dead incarnation's late result must not complete the task. */
+    result(x, 0, old_epoch, x->g->tasks[t].id, 1, 1);
+    assert_int_equal(x->s.metrics.results_fenced, 1);
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_CLAIMED);
+    fx_free(x);
+}
+
+static void test_respawn_cap_retires_slot(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    x->cfg.max_respawn_attempts = 1;
+    start_ready(x);
+    exited(x, 0, SIGKILL);
+    assert_int_equal(x->s.workers[0].respawn_count, 1);
+    tick(x);
+    heartbeat(x, 0, NULL, 0, "ready", 0);
+    tick(x);
+    exited(x, 0, SIGKILL);
+    assert_int_equal(x->s.workers[0].status, ZERG_WORKER_RETIRED);
+    tick(x);
+    tick(x);
+    assert_true(zerg_orch_done(x->o));
+    assert_int_equal(zerg_orch_exit_code(x->o), ZERG_EXIT_FAIL);
+    fx_free(x);
+}
+
+static void test_resume_applies_journal_and_requeues(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 2, 0);
+    start_ready(x);
+    int t0 = x->o->slots[0].task, t1 = x->o->slots[1].task;
+    heartbeat(x, 0, x->g->tasks[t0].id, 1, "command", 10);
+    heartbeat(x, 1, x->g->tasks[t1].id, 1, "command", 10);
+    orch_checkpoint(x->o, x->now, 1);
+    /* Worker 0 finishes while the orchestrator is "down": its result is
+     * on disk but nobody applied it. */
+    struct zerg_result r = {0};
+    r.epoch = x->o->slots[0].proc.epoch;
+    r.worker_id = 0;
+    snprintf(r.task, sizeof r.task, "%s", x->g->tasks[t0].id);
+    r.attempt = 1;
+    r.outcome = ZERG_OUTCOME_COMPLETE;
+    snprintf(r.stage, sizeof r.stage, "command");
+    assert_int_equal(zerg_proto_write_result(x->state_dir, &r, NULL), 0);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s", x->dir);
+    zerg_orch_free(x->o);
+    x->o = NULL;
+    zerg_state_close(&x->s);
+
+    /* A new orchestrator on the same directory. */
+    struct zerg_state s2 = {0};
+    char path[400];
+    struct zerg_err err = {0};
+    snprintf(path, sizeof path, "%s/t.json", x->state_dir);
+    assert_int_equal(zerg_state_load(&s2, x->g, path, NULL, &err), 0);
+    struct zerg_orch_opts oo = {
+        .project = dir, .feature = "t", .zerg_bin = "zerg", .cfg = &x->cfg,
+        .graph = x->g, .state = &s2, .policy = x->pol,
+        .launcher = &x->fake.base, .log = x->log, .workers = 2, .resume = 1,
+        .checkpoint_ns = 1,
+    };
+    x->o = zerg_orch_new(&oo, x->now, &err);
+    assert_non_null(x->o);
+    assert_int_equal(s2.tasks[t0].status, ZERG_TASK_COMPLETE);
+    assert_int_equal(s2.tasks[t1].status, ZERG_TASK_PENDING);
+    assert_int_equal(s2.tasks[t1].retry_count, 0);
+    x->s = s2;
+    fx_free(x);
+}
+
+static void test_reconcile_reopens_level(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    start_ready(x);
+    complete_slot(x, 0);
+    tick(x);
+    complete_slot(x, 0);
+    tick(x);
+    assert_int_equal(x->s.current_level, 2);
+    /* Corrupt the state by hand: level 1 done but a task pending again,
+     * and a null level. */
+    task_of(x, "A-L1-002")->status = ZERG_TASK_PENDING;
+    task_of(x, "A-L1-002")->level = 0;
+    int fixes = orch_reconcile(x->o, 1, x->now);
+    assert_true(fixes >= 2);
+    assert_int_equal(x->s.levels[1].status, ZERG_LEVEL_RUNNING);
+    assert_int_equal(x->s.current_level, 1);
+    assert_int_equal(task_of(x, "A-L1-002")->level, 1);
+    fx_free(x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_happy_path_levels_in_order),
+        cmocka_unit_test(test_spawn_retry_with_backoff),
+        cmocka_unit_test(test_spawn_retries_exhausted_fails_run),
+        cmocka_unit_test(test_permanent_spawn_failure_not_retried),
+        cmocka_unit_test(test_crash_reassigns_uncharged_and_respawns),
+        cmocka_unit_test(test_crash_loop_cap),
+        cmocka_unit_test(test_stale_heartbeat_kills_and_reassigns),
+        cmocka_unit_test(test_task_timeout_is_charged),
+        cmocka_unit_test(test_failure_retries_then_blocks_dependents),
+        cmocka_unit_test(test_result_from_dead_epoch_is_fenced),
+        cmocka_unit_test(test_respawn_cap_retires_slot),
+        cmocka_unit_test(test_resume_applies_journal_and_requeues),
+        cmocka_unit_test(test_reconcile_reopens_level),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,390 @@
+/* test_protocol.c - the orchestrator <-> worker files (src/protocol.c):
+ * every kind round-trips, null task ids stay empty, garbage and truncated
+ * files are ZERG_ECORRUPT, missing ones -ENOENT, and state-dir names are
+ * classified, temp files of the atomic replace included. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zerg/err.h"
+#include "zerg/protocol.h"
+
+struct fx {
+    char dir[PATH_MAX / 2];
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "%s", tu_mkdtemp());
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    tu_rmtree(f->dir);
+    free(f);
+    return 0;
+}
+
+static void test_paths(void **state)
+{
+    char buf[PATH_MAX], tiny[8];
+    assert_int_equal(zerg_proto_assign_path(buf, sizeof buf, "/s", 3), 0);
+    assert_string_equal(buf, "/s/assign-3.json");
+    assert_int_equal(zerg_proto_heartbeat_path(buf, sizeof buf, "/s", 12), 0);
+    assert_string_equal(buf, "/s/heartbeat-12.json");
+    assert_int_equal(zerg_proto_result_path(buf, sizeof buf, "/s", "A-L1-1",
+                                            2), 0);
+    assert_string_equal(buf, "/s/result-A-L1-1-2.json");
+    assert_int_equal(zerg_proto_lease_path(buf, sizeof buf, "/s", "feat"), 0);
+    assert_string_equal(buf, "/s/lease-feat.json");
+    assert_int_equal(zerg_proto_lease_path(tiny, sizeof tiny, "/s", "feat"),
+                     -ENAMETOOLONG);
+}
+
+static void test_assign_roundtrip(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    struct zerg_assign a = {.epoch = 42, .attempt = 2}, b;
+    strcpy(a.task, "A-L1-001");
+    assert_int_equal(zerg_proto_write_assign(f->dir, 1, &a, &err), 0);
+    memset(&b, 0x55, sizeof b);
+    assert_int_equal(zerg_proto_read_assign(f->dir, 1, &b), 0);
+    assert_true(b.epoch == 42);
+    assert_string_equal(b.task, "A-L1-001");
+    assert_int_equal(b.attempt, 2);
+    assert_int_equal(b.stop, 0);
+
+    /* idle + stop: task is JSON null on disk */
+    struct zerg_assign idle = {.epoch = 43, .stop = 1};
+    assert_int_equal(zerg_proto_write_assign(f->dir, 1, &idle, &err), 0);
+    char path[PATH_MAX];
+    zerg_proto_assign_path(path, sizeof path, f->dir, 1);
+    char *text = tu_read(path);
+    assert_true(tu_contains(text, "\"task\":null"));
+    assert_true(tu_contains(text, "\"stop\":true"));
+    free(text);
+    assert_int_equal(zerg_proto_read_assign(f->dir, 1, &b), 0);
+    assert_string_equal(b.task, "");
+    assert_int_equal(b.stop, 1);
+    assert_true(b.epoch == 43);
+}
+
+static void test_assign_rejects_bad_id(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    struct zerg_assign a = {.epoch = 1, .attempt = 1};
+    strcpy(a.task, "../evil");
+    assert_int_equal(zerg_proto_write_assign(f->dir, 0, &a, &err), -EINVAL);
+    assert_true(tu_contains(err.msg, "bad task id"));
+}
+
+static void test_heartbeat_roundtrip(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    struct zerg_heartbeat hb = {
+        .worker_id = 3, .epoch = 9, .seq = 17,
+        .timestamp_ns = INT64_C(1770097315123000000), .attempt = 1,
+        .progress_pct = 80, .pid = 1234, .task_pgid = 1300,
+    }, got;
+    strcpy(hb.task_id, "T-1");
+    strcpy(hb.step, "verification");
+    assert_int_equal(zerg_proto_write_heartbeat(f->dir, &hb, &err), 0);
+    char path[PATH_MAX];
+    zerg_proto_heartbeat_path(path, sizeof path, f->dir, 3);
+    char *text = tu_read(path);
+    assert_true(tu_contains(text, "\"timestamp\":\"2026-02-03T05:41:55.123Z\""));
+    free(text);
+    assert_int_equal(zerg_proto_read_heartbeat(path, &got), 0);
+    assert_int_equal(got.worker_id, 3);
+    assert_true(got.epoch == 9);
+    assert_true(got.seq == 17);
+    assert_true(got.timestamp_ns == hb.timestamp_ns);
+    assert_string_equal(got.task_id, "T-1");
+    assert_int_equal(got.attempt, 1);
+    assert_string_equal(got.step, "verification");
+    assert_int_equal(got.progress_pct, 80);
+    assert_int_equal(got.pid, 1234);
+    assert_int_equal(got.task_pgid, 1300);
+
+    /* idle: task_id null */
+    hb.task_id[0] = '\0';
+    strcpy(hb.step, "idle");
+    assert_int_equal(zerg_proto_write_heartbeat(f->dir, &hb, &err), 0);
+    text = tu_read(path);
+    assert_true(tu_contains(text, "\"task_id\":null"));
+    free(text);
+    assert_int_equal(zerg_proto_read_heartbeat(path, &got), 0);
+    assert_string_equal(got.task_id, "");
+    assert_string_equal(got.step, "idle");
+}
+
+static void test_result_roundtrip(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    struct zerg_result r = {
+        .epoch = 5, .worker_id = 2, .attempt = 3,
+        .outcome = ZERG_OUTCOME_FAILED, .exit_code = -1, .signal = 9,
+        .timed_out = 1, .duration_ms = 30012,
+    }, got;
+    strcpy(r.task, "B-L2-007");
+    strcpy(r.stage, "verification");
+    strcpy(r.error, "verification timed out after 30.0 s");
+    assert_int_equal(zerg_proto_write_result(f->dir, &r, &err), 0);
+    char path[PATH_MAX];
+    zerg_proto_result_path(path, sizeof path, f->dir, "B-L2-007", 3);
+    char *text = tu_read(path);
+    assert_true(tu_contains(text, "\"outcome\":\"failed\""));
+    assert_true(tu_contains(text, "\"timed_out\":true"));
+    free(text);
+    assert_int_equal(zerg_proto_read_result(path, &got), 0);
+    assert_true(got.epoch == 5);
+    assert_int_equal(got.worker_id, 2);
+    assert_string_equal(got.task, "B-L2-007");
+    assert_int_equal(got.attempt, 3);
+    assert_int_equal(got.outcome, ZERG_OUTCOME_FAILED);
+    assert_string_equal(got.stage, "verification");
+    assert_int_equal(got.exit_code, -1);
+    assert_int_equal(got.signal, 9);
+    assert_int_equal(got.timed_out, 1);
+    assert_true(got.duration_ms == 30012);
+    assert_string_equal(got.error, r.error);
+
+    r.outcome = ZERG_OUTCOME_COMPLETE;
+    r.exit_code = 0, r.signal = 0, r.timed_out = 0, r.error[0] = '\0';
+    assert_int_equal(zerg_proto_write_result(f->dir, &r, &err), 0);
+    assert_int_equal(zerg_proto_read_result(path, &got), 0);
+    assert_int_equal(got.outcome, ZERG_OUTCOME_COMPLETE);
+    assert_string_equal(got.error, "");
+}
+
+static void test_result_rejects_bad_id(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    struct zerg_result r = {.attempt = 1};
+    strcpy(r.task, "a/b");
+    strcpy(r.stage, "command");
+    assert_int_equal(zerg_proto_write_result(f->dir, &r, &err), -EINVAL);
+    assert_true(tu_contains(err.msg, "bad task id \"a/b\""));
+    assert_int_equal(tu_count_entries(f->dir), 0);
+}
+
+static void test_lease_roundtrip(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    int pid = 0;
+    int64_t seq = 0;
+    char run[64];
+    assert_int_equal(zerg_proto_write_lease(f->dir, "feat", 777, "run-1", 12,
+                                            &err), 0);
+    assert_int_equal(zerg_proto_read_lease(f->dir, "feat", &pid, run,
+                                           sizeof run, &seq), 0);
+    assert_int_equal(pid, 777);
+    assert_string_equal(run, "run-1");
+    assert_true(seq == 12);
+    /* NULL outputs are allowed; a too-small run_id buffer is not */
+    assert_int_equal(zerg_proto_read_lease(f->dir, "feat", NULL, NULL, 0,
+                                           &seq), 0);
+    assert_int_equal(zerg_proto_read_lease(f->dir, "feat", &pid, run, 3,
+                                           &seq), ZERG_ECORRUPT);
+}
+
+static void test_missing_files(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_assign a;
+    struct zerg_heartbeat hb;
+    struct zerg_result r;
+    int64_t seq;
+    char path[PATH_MAX];
+    assert_int_equal(zerg_proto_read_assign(f->dir, 0, &a), -ENOENT);
+    zerg_proto_heartbeat_path(path, sizeof path, f->dir, 0);
+    assert_int_equal(zerg_proto_read_heartbeat(path, &hb), -ENOENT);
+    zerg_proto_result_path(path, sizeof path, f->dir, "T", 1);
+    assert_int_equal(zerg_proto_read_result(path, &r), -ENOENT);
+    assert_int_equal(zerg_proto_read_lease(f->dir, "x", NULL, NULL, 0, &seq),
+                     -ENOENT);
+}
+
+/* Each text must be ZERG_ECORRUPT as every kind of file. */
+static void expect_corrupt(const char *dir, const char *text)
+{
+    struct zerg_assign a;
+    struct zerg_heartbeat hb;
+    struct zerg_result r;
+    int64_t seq;
+    char path[PATH_MAX];
+    tu_write(dir, "assign-0.json", text);
+    assert_int_equal(zerg_proto_read_assign(dir, 0, &a), ZERG_ECORRUPT);
+    tu_write(dir, "heartbeat-0.json", text);
+    snprintf(path, sizeof path, "%s/heartbeat-0.json", dir);
+    assert_int_equal(zerg_proto_read_heartbeat(path, &hb), ZERG_ECORRUPT);
+    tu_write(dir, "result-T-1.json", text);
+    snprintf(path, sizeof path, "%s/result-T-1.json", dir);
+    assert_int_equal(zerg_proto_read_result(path, &r), ZERG_ECORRUPT);
+    tu_write(dir, "lease-f.json", text);
+    assert_int_equal(zerg_proto_read_lease(dir, "f", NULL, NULL, 0, &seq),
+                     ZERG_ECORRUPT);
+}
+
+static void test_garbage_is_corrupt(void **state)
+{
+    struct fx *f = *state;
+    expect_corrupt(f->dir, "");
+    expect_corrupt(f->dir, "not json at all");
+    expect_corrupt(f->dir, "[1,2,3]");
+    expect_corrupt(f->dir, "\"string\"");
+    expect_corrupt(f->dir, "{}");
+    expect_corrupt(f->dir, "{\"epoch\":1,\"task\":");
+}
+
+/* A real file cut at every length is never accepted. */
+static void test_truncated_is_corrupt(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    struct zerg_result r = {.epoch = 1, .attempt = 1, .duration_ms = 5};
+    strcpy(r.task, "T");
+    strcpy(r.stage, "command");
+    assert_int_equal(zerg_proto_write_result(f->dir, &r, &err), 0);
+    char path[PATH_MAX];
+    zerg_proto_result_path(path, sizeof path, f->dir, "T", 1);
+    char *full = tu_read(path);
+    size_t n = strlen(full);
+    for (size_t cut = 0; cut < n; cut++) {
+        char *part = strndup(full, cut);
+        tu_write(f->dir, "result-T-1.json", part);
+        assert_int_equal(zerg_proto_read_result(path, &r), ZERG_ECORRUPT);
+        free(part);
+    }
+    free(full);
+}
+
+/* Right syntax, wrong types or ranges. */
+static void test_wrong_types_are_corrupt(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_assign a;
+    struct zerg_heartbeat hb;
+    struct zerg_result r;
+    char path[PATH_MAX];
+    static const char *assigns[] = {
+        "{\"epoch\":\"1\",\"task\":\"T\",\"attempt\":1,\"stop\":false}",
+        "{\"epoch\":-1,\"task\":\"T\",\"attempt\":1,\"stop\":false}",
+        "{\"epoch\":1.5,\"task\":\"T\",\"attempt\":1,\"stop\":false}",
+        "{\"epoch\":1,\"task\":7,\"attempt\":1,\"stop\":false}",
+        "{\"epoch\":1,\"task\":\"../x\",\"attempt\":1,\"stop\":false}",
+        "{\"epoch\":1,\"task\":\"T\",\"attempt\":1,\"stop\":1}",
+        "{\"epoch\":1,\"task\":\"T\",\"stop\":false}",
+    };
+    for (size_t i = 0; i < sizeof assigns / sizeof *assigns; i++) {
+        tu_write(f->dir, "assign-0.json", assigns[i]);
+        assert_int_equal(zerg_proto_read_assign(f->dir, 0, &a),
+                         ZERG_ECORRUPT);
+    }
+    tu_write(f->dir, "assign-0.json",
+             "{\"epoch\":1,\"task\":\"T\",\"attempt\":1,\"stop\":false,"
+             "\"extra\":[1]}");
+    assert_int_equal(zerg_proto_read_assign(f->dir, 0, &a), 0);
+
+    snprintf(path, sizeof path, "%s/heartbeat-0.json", f->dir);
+    tu_write(f->dir, "heartbeat-0.json",
+             "{\"worker_id\":0,\"epoch\":1,\"seq\":1,\"timestamp\":\"never\","
+             "\"task_id\":null,\"attempt\":0,\"step\":\"idle\","
+             "\"progress_pct\":0,\"pid\":1,\"task_pgid\":0}");
+    assert_int_equal(zerg_proto_read_heartbeat(path, &hb), ZERG_ECORRUPT);
+    tu_write(f->dir, "heartbeat-0.json",
+             "{\"worker_id\":0,\"epoch\":1,\"seq\":1,"
+             "\"timestamp\":\"2026-02-03T05:41:55.123Z\",\"task_id\":null,"
+             "\"attempt\":0,\"step\":\"idle\",\"progress_pct\":101,"
+             "\"pid\":1,\"task_pgid\":0}");
+    assert_int_equal(zerg_proto_read_heartbeat(path, &hb), ZERG_ECORRUPT);
+
+    snprintf(path, sizeof path, "%s/result-T-1.json", f->dir);
+    tu_write(f->dir, "result-T-1.json",
+             "{\"epoch\":1,\"worker_id\":0,\"task\":\"T\",\"attempt\":1,"
+             "\"outcome\":\"maybe\",\"stage\":\"command\",\"exit_code\":0,"
+             "\"signal\":0,\"timed_out\":false,\"duration_ms\":1,"
+             "\"error\":\"\"}");
+    assert_int_equal(zerg_proto_read_result(path, &r), ZERG_ECORRUPT);
+}
+
+static void test_classify(void **state)
+{
+    static const struct {
+        const char *name;
+        int kind, slot;
+    } rows[] = {
+        {"heartbeat-3.json", 'h', 3},
+        {"heartbeat-0.json", 'h', 0},
+        {"heartbeat-12.json", 'h', 12},
+        {"assign-3.json", 'a', 3},
+        {"result-A-L1-001-2.json", 'r', -1},
+        {"lease-feat.json", 'l', -1},
+        {"retry-A-L1-001.json", 'q', -1},
+        {".heartbeat-3.json.tmp.1234", 0, -1},
+        {".result-T-1.json.tmp.99", 0, -1},
+        {"heartbeat-3.json.tmp.77", 0, -1},
+        {"heartbeat-x.json", 0, -1},
+        {"heartbeat-.json", 0, -1},
+        {"heartbeat-03.json", 0, -1},
+        {"heartbeat--1.json", 0, -1},
+        {"heartbeat-3.jsonx", 0, -1},
+        {"heartbeat-3", 0, -1},
+        {"result-.json", 0, -1},
+        {"feat.json", 0, -1},
+        {"feat.json.bak", 0, -1},
+        {"", 0, -1},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        int slot = -1;
+        int kind = zerg_proto_classify(rows[i].name, &slot);
+        if (kind != rows[i].kind || slot != rows[i].slot)
+            fail_msg("%s: got %d slot %d, want %d slot %d", rows[i].name,
+                     kind, slot, rows[i].kind, rows[i].slot);
+    }
+    assert_int_equal(zerg_proto_classify("assign-1.json", NULL), 'a');
+    assert_int_equal(zerg_proto_classify(NULL, NULL), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_paths),
+        cmocka_unit_test_setup_teardown(test_assign_roundtrip, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_assign_rejects_bad_id, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_roundtrip, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_result_roundtrip, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_result_rejects_bad_id, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lease_roundtrip, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_missing_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_is_corrupt, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_is_corrupt, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_types_are_corrupt, setup,
+                                        teardown),
+        cmocka_unit_test(test_classify),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
