@@ -68,7 +68,13 @@ done
 # --- zerg and its shared libraries, at the paths the loader expects ---
 cp "$bin" "$root/usr/local/bin/zerg"
 chmod 0755 "$root/usr/local/bin/zerg"
-libs=$(ldd "$bin") || die "ldd $bin failed"
+# A static build (or a script) has no libraries to copy.
+if ! libs=$(ldd "$bin" 2>&1); then
+    case $libs in
+    *"not a dynamic executable"* | *"statically linked"*) libs="" ;;
+    *) die "ldd $bin failed: $libs" ;;
+    esac
+fi
 if echo "$libs" | grep -q "not found"; then
     die "ldd $bin: missing libraries:
 $(echo "$libs" | grep "not found")"

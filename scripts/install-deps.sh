@@ -7,7 +7,9 @@
 set -eu
 
 build="build-essential cmake pkg-config liblua5.4-dev lua-cjson-dev libyaml-dev libedit-dev"
-test="$build libcmocka-dev clang python3 procps util-linux"
+# libclang-rt-dev: libFuzzer and the sanitizer runtimes (clang only
+# recommends it, and recommends are not installed here).
+test="$build libcmocka-dev clang libclang-rt-dev python3 procps util-linux"
 container="$test podman runc busybox-static"
 
 case "${1:-build}" in

@@ -140,13 +140,12 @@ static int collect(pid_t pid, int pfd, int fds[2], struct capture cap[2],
             exited = waitpid(pid, wstatus, 0) == pid;
             break;
         }
-        struct pollfd p[3] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0},
-                              {pfd, POLLIN, 0}};
+        struct pollfd p[3] = {
+            {fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}, {pfd, POLLIN, 0}};
         int64_t left = deadline - mono_ns();
         if (left <= 0)
             break;
-        if (poll(p, 3, (int)(left / ZERG_NS_PER_MS) + 1) < 0 &&
-            errno != EINTR)
+        if (poll(p, 3, (int)(left / ZERG_NS_PER_MS) + 1) < 0 && errno != EINTR)
             break;
         for (int i = 0; i < 2; i++)
             if (fds[i] >= 0 && p[i].revents && drain(fds[i], &cap[i]) == 0)
@@ -274,16 +273,16 @@ static void rt_fill(struct zerg_container_rt *rt, const char *argv0)
 
 /* Probes one candidate: `--version` (found? which flavour?) then `info`
  * (does its engine answer?).  0, or ZERG_ENOTFOUND with why set. */
-static int probe_one(const char *argv0, struct zerg_container_rt *rt,
-                     char *why, size_t why_size)
+static int probe_one(const char *argv0, struct zerg_container_rt *rt, char *why,
+                     size_t why_size)
 {
     char out[512], errout[2048], text[600];
     int st = 0;
 
     rt_fill(rt, argv0);
     char *ver[] = {rt->path, "--version", NULL};
-    int rc = zerg_container_exec(ver, PROBE_TIMEOUT_NS, out, sizeof out,
-                                 errout, sizeof errout, &st);
+    int rc = zerg_container_exec(ver, PROBE_TIMEOUT_NS, out, sizeof out, errout,
+                                 sizeof errout, &st);
     if (rc == -ENOENT || rc == -EACCES) {
         snprintf(why, why_size, "%s: %s", rt->name,
                  rc == -ENOENT ? (strchr(argv0, '/') ? "no such file"
@@ -337,8 +336,8 @@ int zerg_container_resolve(const char *setting, struct zerg_container_rt *rt,
             return 0;
         }
     }
-    snprintf(why, why_size, "no working container runtime: %s; %s",
-             reasons[0], reasons[1]);
+    snprintf(why, why_size, "no working container runtime: %s; %s", reasons[0],
+             reasons[1]);
     return ZERG_ENOTFOUND;
 }
 
@@ -360,14 +359,12 @@ static int says_missing(const char *errout)
 }
 
 int zerg_container_image_exists(const struct zerg_container_rt *rt,
-                                const char *image, char *why,
-                                size_t why_size)
+                                const char *image, char *why, size_t why_size)
 {
     char errout[2048], text[600];
     int st = 0;
-    char *argv[] = {(char *)rt->path, "image",       "inspect",
-                    "--format",       "{{.Id}}",     (char *)image,
-                    NULL};
+    char *argv[] = {(char *)rt->path, "image",       "inspect", "--format",
+                    "{{.Id}}",        (char *)image, NULL};
     int rc = zerg_container_exec(argv, IMAGE_TIMEOUT_NS, NULL, 0, errout,
                                  sizeof errout, &st);
     if (ok_status(rc, st)) {
@@ -396,15 +393,15 @@ int zerg_container_available(const struct zerg_config *cfg, char *why,
                             ? cfg->container_image
                             : "zerg-worker";
 
-    if (zerg_container_resolve(cfg->container_runtime, &rt, text,
-                               sizeof text) < 0) {
+    if (zerg_container_resolve(cfg->container_runtime, &rt, text, sizeof text) <
+        0) {
         snprintf(why, why_size, "%s", text);
         return 0;
     }
     int r = zerg_container_image_exists(&rt, image, text, sizeof text);
     if (r == 1)
-        snprintf(why, why_size, "%s works and image '%s' is present",
-                 rt.name, image);
+        snprintf(why, why_size, "%s works and image '%s' is present", rt.name,
+                 image);
     else
         snprintf(why, why_size, "%s works but %s", rt.name, text);
     return r == 1;

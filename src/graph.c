@@ -11,9 +11,11 @@
  * - A level comes from `level` (an integral number, so 2.0 is 2), else from
  *   an id containing `-L{n}-` or starting with `L{n}-`.
  * - Two real graphs number levels from 0 and say so with a "0" entry in
- *   their top-level `levels` map.  Such a file is shifted up by one (its
- *   level 0 runs as level 1) with a warning; without that entry, level 0 is
- *   an error like any level below 1.
+ *   their top-level `levels` map.  Every level of such a file (from
+ *   `level` or from an id) is shifted up by one, with a warning: its level
+ *   0 runs as level 1.  Without that entry, level 0 is an error.
+ * - The id pattern is case-sensitive (`-l2-` is not a level) and its n
+ *   must be >= 1; `X-L0-Y-L4-1` gives 4 (the first usable match).
  * - Descriptive fields (title, description, context, estimate_minutes) of
  *   the wrong type are ignored; fields zerg acts on (id, level,
  *   dependencies, files, verification, command) are errors. */
@@ -311,22 +313,25 @@ static int parse_level(struct parse_ctx *c, size_t i, const zerg_json *t)
         if (!isfinite(lv) || floor(lv) != lv)
             return task_err(c, i, "level must be an integer >= 1, not %g", lv);
     }
-    if (c->zero_based)
-        lv += 1;
-    if (lv < 1)
+    if (c->zero_based && lv < 0)
         return task_err(c, i,
-                        "level must be an integer >= 1, not %g (a graph "
-                        "numbered from 0 declares level \"0\" in its "
-                        "top-level \"levels\")",
-                        c->zero_based ? lv - 1 : lv);
-    if (lv > GRAPH_MAX_LEVEL)
+                        "level must be an integer >= 0 (this graph numbers "
+                        "levels from 0), not %g",
+                        lv);
+    if (!c->zero_based && lv < 1)
+        return task_err(c, i, "level must be an integer >= 1, not %g%s", lv,
+                        lv == 0 ? " (a graph numbered from 0 declares level "
+                                  "\"0\" in its top-level \"levels\")"
+                                : "");
+    if (lv > GRAPH_MAX_LEVEL - c->zero_based)
         return task_err(c, i, "level %g is too large (at most %d)", lv,
-                        GRAPH_MAX_LEVEL);
-    task->level = (int)lv;
+                        GRAPH_MAX_LEVEL - c->zero_based);
+    task->level = (int)lv + c->zero_based;
     return 0;
 }
 
-/* A list of strings under key `what` of obj (absent/null = empty). */
+/* The strings under obj[key] (absent/null = none); `what` names the field
+ * in messages. */
 static int parse_strlist(struct parse_ctx *c, size_t i, const zerg_json *obj,
                          const char *key, const char *what,
                          struct zerg_strlist *out)
@@ -733,17 +738,43 @@ static int warn_conflict(struct zerg_graph *g, const struct write *x, size_t b,
     return strlist_push(&g->warnings, line);
 }
 
-/* Pairs of distinct tasks sharing a (level, path) group, one warning each. */
-static int collect_pairs(struct zerg_graph *g, const struct write *w, size_t nw,
-                         struct pair **out, size_t *np)
+/* End of the (level, path) group starting at s. */
+static size_t group_end(const struct write *w, size_t nw, size_t s)
 {
-    size_t cap = 0, n = 0, nwarn = 0;
-    struct pair *p = NULL;
+    size_t e = s + 1;
+    while (e < nw && w[e].level == w[s].level &&
+           strcmp(w[e].path, w[s].path) == 0)
+        e++;
+    return e;
+}
+
+struct pairs {
+    struct pair *v;
+    size_t n, cap;
+};
+
+static int pairs_push(struct pairs *p, size_t a, size_t b)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        struct pair *v = realloc(p->v, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        p->v = v;
+        p->cap = cap;
+    }
+    p->v[p->n++] = (struct pair){a, b};
+    return 0;
+}
+
+/* Pairs of distinct tasks sharing a (level, path) group, one warning each;
+ * past the warning cap, one summary line. */
+static int collect_pairs(struct zerg_graph *g, const struct write *w, size_t nw,
+                         struct pairs *p)
+{
+    size_t nwarn = 0;
     for (size_t s = 0, e; s < nw; s = e) {
-        for (e = s + 1; e < nw && w[e].level == w[s].level &&
-                        strcmp(w[e].path, w[s].path) == 0;
-             e++)
-            ;
+        e = group_end(w, nw, s);
         for (size_t x = s; x < e; x++)
             for (size_t y = x + 1; y < e; y++) {
                 /* A task listing a path twice (create and modify) sorts
@@ -751,31 +782,17 @@ static int collect_pairs(struct zerg_graph *g, const struct write *w, size_t nw,
                 if ((x > s && w[x].task == w[x - 1].task) ||
                     w[y].task == w[y - 1].task)
                     continue;
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 16;
-                    struct pair *q = realloc(p, cap * sizeof *p);
-                    if (!q)
-                        goto oom;
-                    p = q;
-                }
-                p[n++] = (struct pair){w[x].task, w[y].task};
-                if (warn_conflict(g, &w[x], w[y].task, &nwarn) < 0)
-                    goto oom;
+                if (pairs_push(p, w[x].task, w[y].task) < 0 ||
+                    warn_conflict(g, &w[x], w[y].task, &nwarn) < 0)
+                    return -ENOMEM;
             }
     }
-    if (nwarn > GRAPH_MAX_CONFLICT_WARNINGS) {
-        char line[128];
-        snprintf(line, sizeof line, "... and %zu more same-file pairs",
-                 nwarn - GRAPH_MAX_CONFLICT_WARNINGS);
-        if (strlist_push(&g->warnings, line) < 0)
-            goto oom;
-    }
-    *out = p;
-    *np = n;
-    return 0;
-oom:
-    free(p);
-    return -ENOMEM;
+    if (nwarn <= GRAPH_MAX_CONFLICT_WARNINGS)
+        return 0;
+    char line[128];
+    snprintf(line, sizeof line, "... and %zu more same-file pairs",
+             nwarn - GRAPH_MAX_CONFLICT_WARNINGS);
+    return strlist_push(&g->warnings, line);
 }
 
 /* Writes each unique pair into both tasks' sorted conflict lists. */
@@ -811,14 +828,14 @@ static int fill_conflicts(struct zerg_graph *g, struct pair *p, size_t n)
 
 static int find_conflicts(struct parse_ctx *c)
 {
-    size_t nw = 0, np = 0;
-    struct pair *p = NULL;
+    size_t nw = 0;
+    struct pairs p = {0};
     int rc = -ENOMEM;
     struct write *w = collect_writes(c->g, &nw);
-    if (w && collect_pairs(c->g, w, nw, &p, &np) == 0)
-        rc = fill_conflicts(c->g, p, np);
+    if (w && collect_pairs(c->g, w, nw, &p) == 0)
+        rc = fill_conflicts(c->g, p.v, p.n);
     free(w);
-    free(p);
+    free(p.v);
     return rc < 0 ? nomem(c) : 0;
 }
 

@@ -25,6 +25,6 @@ void zerg_exit_info_from_status(int wstatus, struct zerg_exit_info *info)
     }
     /* Stopped/continued statuses are not exits; say so rather than guess. */
     info->exit_code = -1;
-    snprintf(info->detail, sizeof info->detail,
-             "unexpected wait status 0x%x", (unsigned)wstatus);
+    snprintf(info->detail, sizeof info->detail, "unexpected wait status 0x%x",
+             (unsigned)wstatus);
 }

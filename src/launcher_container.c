@@ -59,9 +59,9 @@ enum { IMAGE_UNKNOWN, IMAGE_PRESENT, IMAGE_MISSING };
 struct container {
     struct zerg_launcher base;
     struct zerg_container_rt rt;
-    int image_state;            /* probed by the first spawn only */
+    int image_state; /* probed by the first spawn only */
     char image_why[512];
-    char project[PATH_MAX];     /* "" until set_project or a spawn */
+    char project[PATH_MAX]; /* "" until set_project or a spawn */
 };
 
 static const char *image_of(const struct zerg_config *cfg)
@@ -152,8 +152,7 @@ void zerg_container_name(char *buf, size_t size,
              run_hash(req->run_id), req->slot, req->epoch);
     /* "zerg-" + feature + tail; the feature part gives way if needed. */
     int room = (int)size - 1 - 5 - (int)strlen(tail);
-    snprintf(buf, size, "zerg-%.*s%s", room > 0 ? room : 0, req->feature,
-             tail);
+    snprintf(buf, size, "zerg-%.*s%s", room > 0 ? room : 0, req->feature, tail);
 }
 
 /* `-v SRC:DST[:MODE]` splits on ':', so a path holding one cannot be
@@ -222,8 +221,8 @@ static void push_command(struct argv_buf *b, const struct zerg_config *cfg,
                          const struct zerg_spawn_req *r)
 {
     push(b, image_of(cfg));
-    const char *fixed[] = {"zerg", "worker", "-C", "/workspace", "--feature",
-                           r->feature, "--slot"};
+    const char *fixed[] = {"zerg",      "worker",   "-C",    "/workspace",
+                           "--feature", r->feature, "--slot"};
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         push(b, fixed[i]);
     pushf(b, "%d", r->slot);
@@ -239,7 +238,7 @@ int zerg_container_run_argv(const struct zerg_config *cfg,
                             struct zerg_err *err)
 {
     struct argv_buf b = {{NULL, 0}, 0, 0};
-    char name[sizeof ((struct zerg_proc *)0)->name];
+    char name[sizeof((struct zerg_proc *)0)->name];
 
     out->v = NULL;
     out->n = 0;
@@ -255,8 +254,9 @@ int zerg_container_run_argv(const struct zerg_config *cfg,
     push_command(&b, cfg, req);
     if (b.oom) {
         zerg_container_argv_free(&b.a);
-        return zerg_err_set(err, -ENOMEM, "out of memory building the "
-                                          "container command");
+        return zerg_err_set(err, -ENOMEM,
+                            "out of memory building the "
+                            "container command");
     }
     *out = b.a;
     return 0;
@@ -288,9 +288,8 @@ static void runtime_failure(int code, const char *line,
                line[0] ? ": " : "", line);
 }
 
-void zerg_container_exit_info(int wstatus, int oom_killed,
-                              const char *memory, const char *log_tail,
-                              struct zerg_exit_info *info)
+void zerg_container_exit_info(int wstatus, int oom_killed, const char *memory,
+                              const char *log_tail, struct zerg_exit_info *info)
 {
     char line[sizeof info->detail];
 
@@ -311,8 +310,9 @@ void zerg_container_exit_info(int wstatus, int oom_killed,
     int limited = memory && memory[0];
     if (oom_killed) {
         info->oom_killed = 1;
-        set_detail(info, "killed by the kernel OOM killer "
-                         "(container.memory %s)",
+        set_detail(info,
+                   "killed by the kernel OOM killer "
+                   "(container.memory %s)",
                    limited ? memory : "unset");
     } else if (info->signal == SIGKILL && limited) {
         /* Some runtime/cgroup combinations never report OOMKilled. */
@@ -354,8 +354,7 @@ static int rt_call(struct container *c, const char *const *args,
     for (; args[n - 1] && n < 15; n++)
         argv[n] = (char *)args[n - 1];
     argv[n] = NULL;
-    int rc = zerg_container_exec(argv, timeout_ns, out, out_size, NULL, 0,
-                                 &st);
+    int rc = zerg_container_exec(argv, timeout_ns, out, out_size, NULL, 0, &st);
     if (rc < 0)
         return rc;
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
@@ -499,8 +498,8 @@ static int ct_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
     int rc = check_image(c, cls, err);
     if (rc < 0)
         goto out;
-    rc = zerg_container_run_argv(l->cfg, &c->rt, req, getuid(), getgid(),
-                                 &argv, err);
+    rc = zerg_container_run_argv(l->cfg, &c->rt, req, getuid(), getgid(), &argv,
+                                 err);
     if (rc < 0) {
         *cls = rc == ZERG_EINVAL_INPUT ? ZERG_SPAWN_PERMANENT : *cls;
         goto out;
@@ -513,8 +512,7 @@ static int ct_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
     if (rc < 0) {
         *cls = rc == -ENOENT || rc == -EACCES ? ZERG_SPAWN_PERMANENT
                                               : ZERG_SPAWN_TRANSIENT;
-        zerg_err_set(err, rc, "cannot start %s: %s", c->rt.path,
-                     strerror(-rc));
+        zerg_err_set(err, rc, "cannot start %s: %s", c->rt.path, strerror(-rc));
         goto out;
     }
     memset(out, 0, sizeof *out);
@@ -567,8 +565,8 @@ static char *log_since_marker(const char *project, const struct zerg_proc *p)
     char *buf = malloc(LOG_TAIL_BYTES + 1);
     ssize_t n = -1;
     if (buf && fstat(fd, &st) == 0) {
-        off_t from = st.st_size > LOG_TAIL_BYTES ? st.st_size - LOG_TAIL_BYTES
-                                                 : 0;
+        off_t from =
+            st.st_size > LOG_TAIL_BYTES ? st.st_size - LOG_TAIL_BYTES : 0;
         n = pread(fd, buf, LOG_TAIL_BYTES, from);
     }
     close(fd);
@@ -593,8 +591,8 @@ static char *log_since_marker(const char *project, const struct zerg_proc *p)
 static int oom_killed(struct container *c, const char *name)
 {
     char out[64];
-    const char *args[] = {"container", "inspect",   "--format",
-                          "{{.State.OOMKilled}}", name, NULL};
+    const char *args[] = {
+        "container", "inspect", "--format", "{{.State.OOMKilled}}", name, NULL};
     if (rt_call(c, args, INSPECT_TIMEOUT_NS, out, sizeof out) < 0)
         return 0;
     return strncmp(out, "true", 4) == 0;
@@ -618,8 +616,6 @@ static void ct_reaped(struct zerg_launcher *l, const struct zerg_proc *p,
          * leaves the container running). */
         remove_container(c, p->name);
     }
-    if (p->pid > 0)
-        kill(-p->pid, SIGKILL); /* anything left in the client's group */
     char *tail = log_since_marker(c->project, p);
     zerg_container_exit_info(wstatus, oom, l->cfg->container_memory, tail,
                              info);
@@ -676,11 +672,14 @@ static int ct_cleanup(struct zerg_launcher *l, const char *feature,
     char *all = malloc(LIST), *mine = malloc(LIST);
     int removed = 0;
 
+    /* The CLI runs from the project root: without set_project, that is
+     * the project whose leftovers are ours to remove. */
+    if (!c->project[0] && !getcwd(c->project, sizeof c->project))
+        c->project[0] = '\0';
     if (!all || !mine || list_names(c, feature, NULL, all, LIST) < 0)
         goto out;
     mine[0] = '\0';
-    if (run_id && run_id[0] &&
-        list_names(c, feature, run_id, mine, LIST) < 0)
+    if (run_id && run_id[0] && list_names(c, feature, run_id, mine, LIST) < 0)
         goto out;
     for (char *s = strtok(all, "\n"); s; s = strtok(NULL, "\n")) {
         if (!s[0] || listed(mine, s))
@@ -710,9 +709,9 @@ static const struct zerg_launcher_ops container_ops = {
     .free = ct_free,
 };
 
-struct zerg_launcher *zerg_launcher_container_new(
-    const struct zerg_config *cfg, struct zerg_log *log,
-    struct zerg_err *err)
+struct zerg_launcher *zerg_launcher_container_new(const struct zerg_config *cfg,
+                                                  struct zerg_log *log,
+                                                  struct zerg_err *err)
 {
     char why[1024];
     struct container *c = calloc(1, sizeof *c);

@@ -65,6 +65,7 @@ struct zerg_orch {
 
     int dirty;
     int64_t last_save;
+    int64_t save_cost;       /* how long the last state write took */
     int64_t next_reconcile;
     int64_t next_lease;
     int64_t lease_seq;

@@ -135,8 +135,10 @@ static int apply_fix(struct zerg_orch *o, const struct zerg_fix *f)
         return 1;
     }
     if (!strcmp(f->fix, "complete_level")) {
+        /* The current level is completed by the level transition itself;
+         * this fix is for lower levels whose mark was lost. */
         if (!done || ls->status == ZERG_LEVEL_COMPLETE ||
-            f->level > s->current_level)
+            f->level >= s->current_level)
             return 0;
         ls->status = ZERG_LEVEL_COMPLETE;
         return 1;

@@ -73,18 +73,29 @@ static void sync_workers(struct zerg_orch *o)
     }
 }
 
+static int64_t checkpoint_gap(const struct zerg_orch *o)
+{
+    int64_t gap = 4 * o->save_cost;
+    return gap > o->o.checkpoint_ns ? gap : o->o.checkpoint_ns;
+}
+
 void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
 {
     struct zerg_err err = {0};
 
     if (!o->dirty && !force)
         return;
-    if (!force && now - o->last_save < o->o.checkpoint_ns)
+    if (!force && now - o->last_save < checkpoint_gap(o))
         return;
     sync_workers(o);
     o->s->updated_at = wall_now();
     o->s->metrics.policy_errors = zerg_policy_error_count(o->o.policy);
-    if (zerg_state_save(o->s, o->g, o->state_path, &err) < 0) {
+    int64_t t0 = zerg_clock_mono(&zerg_clock_system);
+    int rc = zerg_state_save(o->s, o->g, o->state_path, &err);
+    /* Keep checkpoints under ~20 % of the loop's time however large the
+     * state grows: the next one waits at least 4x what this one cost. */
+    o->save_cost = zerg_clock_mono(&zerg_clock_system) - t0;
+    if (rc < 0) {
         /* The old file is intact; keep the results on disk (they are the
          * journal) and try again at the next checkpoint. */
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_ERROR,
@@ -224,12 +235,17 @@ static void task_failure(struct zerg_orch *o, size_t t, const char *kind,
         return;
     }
     zerg_policy_retry(o->o.policy, &in, &out, &why);
-    if (out.charge)
-        st->retry_count++;
-    else
+    /* retry_count counts retries granted; crash_count counts crashes. */
+    if (!out.charge)
         st->crash_count++;
+    else if (out.retry)
+        st->retry_count++;
     if (!out.retry) {
-        const char *reason = out.reason[0] ? out.reason : kind;
+        /* A charged failure keeps its kind ("timeout", "verification",
+         * "exit") as the reason; an uncharged one says why the policy
+         * stopped it (e.g. "crash_loop"). */
+        const char *reason =
+            !out.charge && out.reason[0] ? out.reason : kind;
         fail_permanently(o, t, reason, error);
         zerg_log_event(o->o.log, worker, ZERG_LOG_ERROR, "task_failed",
                        tid(o, t), why,
@@ -438,13 +454,14 @@ static void respawn_or_retire(struct zerg_orch *o, struct slot *sl,
 static void describe_exit(const struct zerg_exit_info *info, char *buf,
                           size_t n)
 {
-    if (info->signal)
-        snprintf(buf, n, "killed by signal %d%s%s%s", info->signal,
-                 info->oom_killed ? " (out of memory)" : "",
-                 info->detail[0] ? ": " : "", info->detail);
+    if (info->detail[0])
+        snprintf(buf, n, "%s", info->detail);
+    else if (info->signal)
+        snprintf(buf, n, "killed by signal %d", info->signal);
     else
-        snprintf(buf, n, "exit code %d%s%s", info->exit_code,
-                 info->detail[0] ? ": " : "", info->detail);
+        snprintf(buf, n, "exit code %d", info->exit_code);
+    if (info->oom_killed && strlen(buf) + 20 < n)
+        strcat(buf, " (out of memory)");
 }
 
 void zerg_orch_child_exited(struct zerg_orch *o, pid_t pid, int wstatus,
@@ -1081,7 +1098,7 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
     dispatch(o, now, &wake);
     orch_checkpoint(o, now, 0);
     if (o->dirty) {
-        int64_t w = o->last_save + o->o.checkpoint_ns;
+        int64_t w = o->last_save + checkpoint_gap(o);
         if (w < wake)
             wake = w;
     }

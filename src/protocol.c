@@ -52,8 +52,8 @@ int zerg_proto_lease_path(char *buf, size_t n, const char *dir,
 /* ---- reading fields ------------------------------------------------- */
 
 /* An integral number in [lo, hi]. */
-static int get_i64(const zerg_json *o, const char *key, int64_t lo,
-                   int64_t hi, int64_t *out)
+static int get_i64(const zerg_json *o, const char *key, int64_t lo, int64_t hi,
+                   int64_t *out)
 {
     const zerg_json *v = zerg_json_get(o, key);
     if (!zerg_json_is(v, ZERG_JSON_NUMBER))
@@ -95,8 +95,8 @@ static int get_bool(const zerg_json *o, const char *key, int *out)
 }
 
 /* A string that fits buf; with nullable, JSON null reads as "". */
-static int get_str(const zerg_json *o, const char *key, int nullable,
-                   char *buf, size_t size)
+static int get_str(const zerg_json *o, const char *key, int nullable, char *buf,
+                   size_t size)
 {
     const zerg_json *v = zerg_json_get(o, key);
     if (nullable && zerg_json_is(v, ZERG_JSON_NULL)) {
@@ -149,15 +149,14 @@ static int read_doc(const char *path, zerg_json **out)
 /* ---- writing -------------------------------------------------------- */
 
 /* Encodes doc (freed here) and replaces path with it. */
-static int write_doc(const char *path, zerg_json *doc, int build_rc,
-                     int flags, struct zerg_err *err)
+static int write_doc(const char *path, zerg_json *doc, int build_rc, int flags,
+                     struct zerg_err *err)
 {
     int rc = build_rc;
     char *text = NULL;
     size_t len = 0;
     if (!doc || rc < 0) {
-        rc = zerg_err_set(err, -ENOMEM, "cannot write %s: out of memory",
-                          path);
+        rc = zerg_err_set(err, -ENOMEM, "cannot write %s: out of memory", path);
         goto out;
     }
     text = zerg_json_encode(doc, &len, err);
@@ -175,8 +174,8 @@ out:
 
 static int path_error(struct zerg_err *err, const char *dir, const char *what)
 {
-    return zerg_err_set(err, -ENAMETOOLONG, "cannot write %s in %s: %s",
-                        what, dir, zerg_strerror(-ENAMETOOLONG));
+    return zerg_err_set(err, -ENAMETOOLONG, "cannot write %s in %s: %s", what,
+                        dir, zerg_strerror(-ENAMETOOLONG));
 }
 
 /* ---- assignment ----------------------------------------------------- */
@@ -188,15 +187,18 @@ int zerg_proto_write_assign(const char *dir, int slot,
     if (zerg_proto_assign_path(path, sizeof path, dir, slot) < 0)
         return path_error(err, dir, "an assignment");
     if (a->task[0] && !zerg_id_valid(a->task))
-        return zerg_err_set(err, -EINVAL, "cannot write %s: bad task id "
-                            "\"%s\"", path, a->task);
+        return zerg_err_set(err, -EINVAL, "cannot write %s: bad task id \"%s\"",
+                            path, a->task);
     zerg_json *o = zerg_json_obj();
     int rc = -ENOMEM;
     if (o)
-        rc = zerg_json_set_num(o, "epoch", (double)a->epoch) ||
-             zerg_json_set_str(o, "task", a->task[0] ? a->task : NULL) ||
-             zerg_json_set_num(o, "attempt", a->attempt) ||
-             zerg_json_set_bool(o, "stop", a->stop) ? -ENOMEM : 0;
+        rc =
+            zerg_json_set_num(o, "epoch", (double)a->epoch) ||
+                    zerg_json_set_str(o, "task", a->task[0] ? a->task : NULL) ||
+                    zerg_json_set_num(o, "attempt", a->attempt) ||
+                    zerg_json_set_bool(o, "stop", a->stop)
+                ? -ENOMEM
+                : 0;
     return write_doc(path, o, rc, ZERG_FSIO_NOSYNC, err);
 }
 
@@ -222,8 +224,7 @@ int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)
 
 /* ---- heartbeat ------------------------------------------------------ */
 
-int zerg_proto_write_heartbeat(const char *dir,
-                               const struct zerg_heartbeat *hb,
+int zerg_proto_write_heartbeat(const char *dir, const struct zerg_heartbeat *hb,
                                struct zerg_err *err)
 {
     char path[PATH_MAX], ts[ZERG_TS_MAX];
@@ -234,16 +235,18 @@ int zerg_proto_write_heartbeat(const char *dir,
     int rc = -ENOMEM;
     if (o)
         rc = zerg_json_set_num(o, "worker_id", hb->worker_id) ||
-             zerg_json_set_num(o, "epoch", (double)hb->epoch) ||
-             zerg_json_set_num(o, "seq", (double)hb->seq) ||
-             zerg_json_set_str(o, "timestamp", ts) ||
-             zerg_json_set_str(o, "task_id",
-                               hb->task_id[0] ? hb->task_id : NULL) ||
-             zerg_json_set_num(o, "attempt", hb->attempt) ||
-             zerg_json_set_str(o, "step", hb->step) ||
-             zerg_json_set_num(o, "progress_pct", hb->progress_pct) ||
-             zerg_json_set_num(o, "pid", hb->pid) ||
-             zerg_json_set_num(o, "task_pgid", hb->task_pgid) ? -ENOMEM : 0;
+                     zerg_json_set_num(o, "epoch", (double)hb->epoch) ||
+                     zerg_json_set_num(o, "seq", (double)hb->seq) ||
+                     zerg_json_set_str(o, "timestamp", ts) ||
+                     zerg_json_set_str(o, "task_id",
+                                       hb->task_id[0] ? hb->task_id : NULL) ||
+                     zerg_json_set_num(o, "attempt", hb->attempt) ||
+                     zerg_json_set_str(o, "step", hb->step) ||
+                     zerg_json_set_num(o, "progress_pct", hb->progress_pct) ||
+                     zerg_json_set_num(o, "pid", hb->pid) ||
+                     zerg_json_set_num(o, "task_pgid", hb->task_pgid)
+                 ? -ENOMEM
+                 : 0;
     return write_doc(path, o, rc, ZERG_FSIO_NOSYNC, err);
 }
 
@@ -296,25 +299,29 @@ int zerg_proto_write_result(const char *dir, const struct zerg_result *r,
 {
     char path[PATH_MAX];
     if (!zerg_id_valid(r->task))
-        return zerg_err_set(err, -EINVAL, "cannot write a result in %s: "
-                            "bad task id \"%s\"", dir, r->task);
-    if (zerg_proto_result_path(path, sizeof path, dir, r->task,
-                               r->attempt) < 0)
+        return zerg_err_set(err, -EINVAL,
+                            "cannot write a result in %s: bad task id \"%s\"",
+                            dir, r->task);
+    if (zerg_proto_result_path(path, sizeof path, dir, r->task, r->attempt) < 0)
         return path_error(err, dir, "a result");
     zerg_json *o = zerg_json_obj();
     int rc = -ENOMEM;
     if (o)
-        rc = zerg_json_set_num(o, "epoch", (double)r->epoch) ||
-             zerg_json_set_num(o, "worker_id", r->worker_id) ||
-             zerg_json_set_str(o, "task", r->task) ||
-             zerg_json_set_num(o, "attempt", r->attempt) ||
-             zerg_json_set_str(o, "outcome", outcome_name(r->outcome)) ||
-             zerg_json_set_str(o, "stage", r->stage) ||
-             zerg_json_set_num(o, "exit_code", r->exit_code) ||
-             zerg_json_set_num(o, "signal", r->signal) ||
-             zerg_json_set_bool(o, "timed_out", r->timed_out) ||
-             zerg_json_set_num(o, "duration_ms", (double)r->duration_ms) ||
-             zerg_json_set_str(o, "error", r->error) ? -ENOMEM : 0;
+        rc =
+            zerg_json_set_num(o, "epoch", (double)r->epoch) ||
+                    zerg_json_set_num(o, "worker_id", r->worker_id) ||
+                    zerg_json_set_str(o, "task", r->task) ||
+                    zerg_json_set_num(o, "attempt", r->attempt) ||
+                    zerg_json_set_str(o, "outcome", outcome_name(r->outcome)) ||
+                    zerg_json_set_str(o, "stage", r->stage) ||
+                    zerg_json_set_num(o, "exit_code", r->exit_code) ||
+                    zerg_json_set_num(o, "signal", r->signal) ||
+                    zerg_json_set_bool(o, "timed_out", r->timed_out) ||
+                    zerg_json_set_num(o, "duration_ms",
+                                      (double)r->duration_ms) ||
+                    zerg_json_set_str(o, "error", r->error)
+                ? -ENOMEM
+                : 0;
     return write_doc(path, o, rc, ZERG_FSIO_DURABLE, err);
 }
 
@@ -356,8 +363,10 @@ int zerg_proto_write_lease(const char *dir, const char *feature, int pid,
     int rc = -ENOMEM;
     if (o)
         rc = zerg_json_set_num(o, "pid", pid) ||
-             zerg_json_set_str(o, "run_id", run_id ? run_id : "") ||
-             zerg_json_set_num(o, "seq", (double)seq) ? -ENOMEM : 0;
+                     zerg_json_set_str(o, "run_id", run_id ? run_id : "") ||
+                     zerg_json_set_num(o, "seq", (double)seq)
+                 ? -ENOMEM
+                 : 0;
     return write_doc(path, o, rc, ZERG_FSIO_NOSYNC, err);
 }
 
@@ -394,8 +403,7 @@ int zerg_proto_read_lease(const char *dir, const char *feature, int *pid,
 
 /* If name is prefix + rest + ".json" with a non-empty rest, returns rest's
  * start and sets *len; else NULL. */
-static const char *name_body(const char *name, const char *prefix,
-                             size_t *len)
+static const char *name_body(const char *name, const char *prefix, size_t *len)
 {
     size_t pl = strlen(prefix), nl = strlen(name), sl = strlen(".json");
     if (nl <= pl + sl || strncmp(name, prefix, pl) != 0 ||
@@ -421,7 +429,10 @@ static int parse_slot(const char *body, size_t len)
 
 int zerg_proto_classify(const char *name, int *slot)
 {
-    static const struct { const char *prefix; int kind; } kinds[] = {
+    static const struct {
+        const char *prefix;
+        int kind;
+    } kinds[] = {
         {"heartbeat-", 'h'}, {"assign-", 'a'}, {"result-", 'r'},
         {"lease-", 'l'},     {"retry-", 'q'},
     };

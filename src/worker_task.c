@@ -51,22 +51,22 @@ char *zerg_worker_prompt(const struct zerg_task *t, const char *feature)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return NULL;
-    fprintf(f, "You are implementing task %s of the feature \"%s\".\n\n",
-            t->id, feature ? feature : "");
-    fprintf(f, "Task %s: %s\n", t->id, t->title && *t->title ? t->title
-                                                             : "(untitled)");
+    fprintf(f, "You are implementing task %s of the feature \"%s\".\n\n", t->id,
+            feature ? feature : "");
+    fprintf(f, "Task %s: %s\n", t->id,
+            t->title && *t->title ? t->title : "(untitled)");
     put_section(f, "Description", t->description);
     put_section(f, "Context", t->context);
     put_files(f, "Files to create", &t->files_create);
     put_files(f, "Files to modify", &t->files_modify);
     put_files(f, "Files to read (do not change them)", &t->files_read);
     if (t->verify_command && *t->verify_command)
-        fprintf(f, "\nVerification: when you are done, this command must "
-                "exit 0 when run from the project root:\n  %s\n",
+        fprintf(f,
+                "\nVerification: when you are done, this command must exit 0 "
+                "when run from the project root:\n  %s\n",
                 t->verify_command);
-    fprintf(f, "\nWork only on this task: change only the files it names, "
-            "and finish with the work complete and the verification "
-            "passing.\n");
+    fprintf(f, "\nWork only on this task: change only the files it names, and "
+               "finish with the work complete and the verification passing.\n");
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         free(buf);
@@ -107,7 +107,7 @@ oom:
 }
 
 static const char *const task_env_names[] = {
-    "ZERG_TASK_ID", "ZERG_WORKER_ID", "ZERG_FEATURE", "ZERG_ATTEMPT",
+    "ZERG_TASK_ID", "ZERG_WORKER_ID", "ZERG_FEATURE",       "ZERG_ATTEMPT",
     "ZERG_EPOCH",   "ZERG_RUN_ID",    "ZERG_PROGRESS_FILE",
 };
 #define TASK_ENV_N (sizeof task_env_names / sizeof task_env_names[0])
@@ -136,8 +136,8 @@ char **zerg_worker_task_env(char *const *base, const struct zerg_task_env *e)
     snprintf(num[1], sizeof num[1], "%d", e->attempt);
     snprintf(num[2], sizeof num[2], "%" PRIu64, e->epoch);
     const char *values[TASK_ENV_N] = {
-        e->task_id, num[0], e->feature, num[1], num[2], e->run_id,
-        e->progress_file,
+        e->task_id, num[0],    e->feature,       num[1],
+        num[2],     e->run_id, e->progress_file,
     };
     size_t nbase = 0, n = 0;
     while (base && base[nbase])

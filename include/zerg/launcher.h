@@ -170,8 +170,8 @@ void zerg_container_last_line(const char *text, char *buf, size_t size);
 
 /* The project whose containers cleanup may remove (label zerg.project):
  * call before cleanup so two projects with the same feature name never
- * remove each other's workers.  spawn sets it too.  Without it cleanup
- * matches on the feature label only. */
+ * remove each other's workers.  spawn sets it too; until then cleanup
+ * takes the working directory (the CLI runs from the project root). */
 void zerg_container_set_project(struct zerg_launcher *l, const char *project);
 
 /* The runtime a container launcher drives ("podman"), for messages. */

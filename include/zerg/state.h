@@ -1,8 +1,9 @@
 /* state.h - the run's state document: .zerg/state/{feature}.json.
  *
  * Written only by the orchestrator, only whole: zerg_state_save goes through
- * zerg_fsio_write_atomic and keeps the previous good file as
- * {feature}.json.bak.  A corrupt or truncated file is never overwritten:
+ * zerg_fsio_write_atomic (durable) and then writes the same bytes to
+ * {feature}.json.bak, a separate file, so damage done to the live file by
+ * hand never reaches the last good copy.  A corrupt or truncated file is never overwritten:
  * loading it fails with a message naming the file and the way back.
  *
  * The in-memory form is indexed like the graph: s->tasks[i] is the state of
@@ -135,7 +136,7 @@ void zerg_state_close(struct zerg_state *s);
 int zerg_state_load(struct zerg_state *s, const struct zerg_graph *g,
                     const char *path, size_t *dropped, struct zerg_err *err);
 
-/* Atomically replaces path (durable) and keeps the old file as path.bak. */
+/* Atomically replaces path (durable), then refreshes path.bak. */
 int zerg_state_save(const struct zerg_state *s, const struct zerg_graph *g,
                     const char *path, struct zerg_err *err);
 

@@ -32,20 +32,20 @@ enum {
 };
 
 struct zerg_worker_opts {
-    const char *project;  /* absolute project root: tasks run here */
+    const char *project; /* absolute project root: tasks run here */
     const char *feature;
-    int slot;             /* worker id */
-    uint64_t epoch;       /* this incarnation (fencing) */
+    int slot;       /* worker id */
+    uint64_t epoch; /* this incarnation (fencing) */
     const char *run_id;
     /* Overrides; 0 / NULL means the default shown. */
-    const char *config_path;   /* {project}/.zerg/config.yaml */
-    const char *graph_path;    /* {project}/.gsd/specs/{feature}/
-                                  task-graph.json */
-    const char *state_dir;     /* {project}/.zerg/state */
-    pid_t orch_pid;            /* none: $ZERG_ORCH_PID is the CLI's job */
-    int64_t lease_stale_ns;    /* ZERG_LEASE_STALE_NS */
+    const char *config_path;       /* {project}/.zerg/config.yaml */
+    const char *graph_path;        /* {project}/.gsd/specs/{feature}/
+                                      task-graph.json */
+    const char *state_dir;         /* {project}/.zerg/state */
+    pid_t orch_pid;                /* none: $ZERG_ORCH_PID is the CLI's job */
+    int64_t lease_stale_ns;        /* ZERG_LEASE_STALE_NS */
     int64_t heartbeat_interval_ns; /* workers.heartbeat_interval_seconds */
-    int64_t poll_ns;           /* 500 ms: assignment mtime, lease, progress */
+    int64_t poll_ns; /* 500 ms: assignment mtime, lease, progress */
     const struct zerg_clock *clock; /* the system clock */
 };
 

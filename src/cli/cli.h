@@ -31,7 +31,10 @@ int zerg_cli_feature(struct zerg_cli *cli, char *out, size_t size,
 int zerg_cli_path(const struct zerg_cli *cli, char *out, size_t size,
                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* Loads .zerg/config.yaml (warnings to stderr).  0 or ZERG_EINVAL_INPUT. */
+/* Loads .zerg/config.yaml over cfg, which must hold the defaults
+ * (zerg_config_defaults); warnings go to stderr as "zerg: warning: ...".
+ * Like zerg_config_load, a failure leaves cfg as it was: the caller frees
+ * it with zerg_config_free either way.  0 or ZERG_EINVAL_INPUT. */
 int zerg_cli_config(const struct zerg_cli *cli, struct zerg_config *cfg,
                     struct zerg_err *err);
 

@@ -89,7 +89,9 @@ int zerg_cli_path(const struct zerg_cli *cli, char *out, size_t size,
     va_end(ap);
     if (n < 0 || (size_t)n >= sizeof rel)
         return -ENAMETOOLONG;
-    return zerg_fsio_path(out, size, "%s/%s", cli->project, rel);
+    /* "/" as the project would otherwise give "//.zerg". */
+    const char *root = strcmp(cli->project, "/") == 0 ? "" : cli->project;
+    return zerg_fsio_path(out, size, "%s/%s", root, rel);
 }
 
 static void warn_stderr(void *ud, const char *msg)
@@ -102,19 +104,11 @@ int zerg_cli_config(const struct zerg_cli *cli, struct zerg_config *cfg,
                     struct zerg_err *err)
 {
     char path[PATH_MAX];
-    zerg_config_defaults(cfg);
-    int rc = zerg_cli_path(cli, path, sizeof path, ".zerg/config.yaml");
-    if (rc) {
-        zerg_config_free(cfg);
+    if (zerg_cli_path(cli, path, sizeof path, ".zerg/config.yaml"))
         return zerg_err_set(err, ZERG_EINVAL_INPUT,
                             "the project path is too long");
-    }
-    rc = zerg_config_load(cfg, path, warn_stderr, NULL, err);
-    if (rc) {
-        zerg_config_free(cfg);
-        memset(cfg, 0, sizeof *cfg);
+    if (zerg_config_load(cfg, path, warn_stderr, NULL, err))
         return ZERG_EINVAL_INPUT;
-    }
     return 0;
 }
 

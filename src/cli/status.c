@@ -285,9 +285,11 @@ static void fmt_age(char *buf, size_t size, int64_t age_ns)
     else if (s < 7200)
         snprintf(buf, size, "%lldm%02llds ago", (long long)(s / 60),
                  (long long)(s % 60));
-    else
+    else if (s < 172800)
         snprintf(buf, size, "%lldh%02lldm ago", (long long)(s / 3600),
                  (long long)(s % 3600 / 60));
+    else
+        snprintf(buf, size, "%lldd ago", (long long)(s / 86400));
 }
 
 static void print_header(FILE *out, const struct view *v, int color)
@@ -349,7 +351,7 @@ static void print_worker(FILE *out, const struct view *v,
         fmt_age(age, sizeof age, v->now_ns - hb->timestamp_ns);
         snprintf(prog, sizeof prog, "%d%%", hb->progress_pct);
     }
-    fprintf(out, "  %-3d %-9s %-13s %-24s %-13s %-8s %s\n", w->id,
+    fprintf(out, "  %-3d %-9s %-14s %-24s %-13s %-9s %s\n", w->id,
             zerg_worker_status_name(w->status), proc, task,
             hb && hb->step[0] ? hb->step : "-", prog, age);
 }
@@ -358,7 +360,7 @@ static void print_workers(FILE *out, const struct view *v)
 {
     if (!v->s.nworkers)
         return;
-    fprintf(out, "Workers:\n  %-3s %-9s %-13s %-24s %-13s %-8s %s\n", "ID",
+    fprintf(out, "Workers:\n  %-3s %-9s %-14s %-24s %-13s %-9s %s\n", "ID",
             "STATUS", "PID/CONTAINER", "TASK", "STEP", "PROGRESS",
             "HEARTBEAT");
     for (size_t i = 0; i < v->s.nworkers; i++)

@@ -138,12 +138,12 @@ static const char *runtime(const struct zerg_cli *cli, char *buf, size_t n)
     struct zerg_config cfg;
     struct zerg_err err = {0};
     const char *rt = "auto";
-    if (zerg_cli_config(cli, &cfg, &err) == 0) {
-        snprintf(buf, n, "%s", cfg.container_runtime ? cfg.container_runtime
-                                                     : "auto");
-        zerg_config_free(&cfg);
+    zerg_config_defaults(&cfg);
+    if (zerg_cli_config(cli, &cfg, &err) == 0 && cfg.container_runtime) {
+        snprintf(buf, n, "%s", cfg.container_runtime);
         rt = buf;
     }
+    zerg_config_free(&cfg);
     if (strcmp(rt, "auto") != 0)
         return rt;
     char *const probe[] = {"podman", "--version", NULL};

@@ -69,8 +69,9 @@ static const char *opt_value(char **argv, int argc, int *i, const char *name,
 
 static int bad_value(const char *opt, const char *v)
 {
-    zerg_cli_error("worker", "bad value \"%s\" for %s: expected a "
-                   "non-negative integer", v, opt);
+    zerg_cli_error("worker",
+                   "bad value \"%s\" for %s: expected a non-negative integer",
+                   v, opt);
     return ZERG_WORKER_EXIT_USAGE;
 }
 
@@ -95,14 +96,16 @@ static int parse_args(struct zerg_cli *cli, int argc, char **argv,
         } else if ((v = opt_value(argv, argc, &i, "--feature", &missing))) {
             cli->feature_opt = v;
         } else {
-            zerg_cli_error("worker", missing ? "%s needs a value\n%s"
-                           : "unknown argument \"%s\"\n%s", argv[i], usage);
+            zerg_cli_error("worker",
+                           missing ? "%s needs a value\n%s"
+                                   : "unknown argument \"%s\"\n%s",
+                           argv[i], usage);
             return ZERG_WORKER_EXIT_USAGE;
         }
     }
     if (!wa->have_slot || !wa->have_epoch || !wa->run_id || !*wa->run_id) {
-        zerg_cli_error("worker", "--slot, --epoch and --run-id are "
-                       "required\n%s", usage);
+        zerg_cli_error("worker",
+                       "--slot, --epoch and --run-id are required\n%s", usage);
         return ZERG_WORKER_EXIT_USAGE;
     }
     return 0;

@@ -603,3 +603,26 @@ int zerg_vm_exec(struct zerg_vm *vm, const char *name, const char *code,
         *result = NULL;
     return zerg_vm_cpcall(vm, exec_chunk, &c, err);
 }
+
+struct global_ctx {
+    const char *name;
+    const zerg_json *v;
+};
+
+static int set_global(lua_State *L)
+{
+    struct global_ctx *c = lua_touserdata(L, 1);
+    zerg_vm_declare(L, c->name);
+    zerg_vm_push_env(L);                 /* ud env */
+    lua_pushstring(L, c->name);          /* ud env name */
+    zerg_lua_push_json(L, c->v);         /* ud env name value */
+    lua_rawset(L, -3);                   /* ud env */
+    return 0;
+}
+
+int zerg_vm_set_global(struct zerg_vm *vm, const char *name,
+                       const zerg_json *v, struct zerg_err *err)
+{
+    struct global_ctx c = {name, v};
+    return zerg_vm_cpcall(vm, set_global, &c, err);
+}

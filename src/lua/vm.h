@@ -84,6 +84,11 @@ void zerg_vm_declare(lua_State *L, const char *name);
 int zerg_vm_exec(struct zerg_vm *vm, const char *name, const char *code,
                  zerg_json **result, struct zerg_err *err);
 
+/* Sets the global `name` to v converted (NULL v: declared, nil).  0 or
+ * ZERG_EPOLICY (out of memory). */
+int zerg_vm_set_global(struct zerg_vm *vm, const char *name,
+                       const zerg_json *v, struct zerg_err *err);
+
 /* Bytes the VM holds now. */
 size_t zerg_vm_memory(const struct zerg_vm *vm);
 

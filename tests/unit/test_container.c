@@ -30,8 +30,7 @@ static const char fake_script[] =
     "image) if [ \"$5\" != zerg-worker ]; then\n"
     "        echo \"Error: inspecting object: $5: image not known\" >&2\n"
     "        exit 125; fi; echo sha256:0123 ;;\n"
-    "run) echo \"RUN $*\"\n"
-    "     [ -n \"$FAKE_RUN_ERR\" ] && echo \"$FAKE_RUN_ERR\" >&2\n"
+    "run) [ -n \"$FAKE_RUN_ERR\" ] && echo \"$FAKE_RUN_ERR\" >&2\n"
     "     [ -n \"$FAKE_RUN_BLOCK\" ] && exec /bin/sleep 30\n"
     "     exit \"${FAKE_RUN_EXIT:-0}\" ;;\n"
     "container) echo \"${FAKE_OOM:-false}\" ;;\n"
@@ -43,8 +42,8 @@ static const char fake_script[] =
     "esac\n";
 
 static const char *fake_vars[] = {
-    "FAKE_CALLS", "FAKE_VERSION", "FAKE_INFO_FAIL", "FAKE_RUN_ERR",
-    "FAKE_RUN_BLOCK", "FAKE_RUN_EXIT", "FAKE_OOM", "FAKE_KILL_EXIT",
+    "FAKE_CALLS",     "FAKE_VERSION",  "FAKE_INFO_FAIL", "FAKE_RUN_ERR",
+    "FAKE_RUN_BLOCK", "FAKE_RUN_EXIT", "FAKE_OOM",       "FAKE_KILL_EXIT",
 };
 
 struct fx {
@@ -52,7 +51,6 @@ struct fx {
     char calls[PATH_MAX + 16];
     char path_env[8192];
     struct zerg_config cfg;
-    char *argv_store[4];
 };
 
 static void install_fake(struct fx *f, const char *name)
@@ -246,8 +244,8 @@ static int has_arg_prefix(const struct zerg_argv *a, const char *prefix)
 static void test_argv_full(void **state)
 {
     struct fx *f = *state;
-    struct zerg_container_rt rt = {.path = "/opt/bin/podman",
-                                   .name = "podman", .podman = 1};
+    struct zerg_container_rt rt = {
+        .path = "/opt/bin/podman", .name = "podman", .podman = 1};
     char *extra[] = {"--network", "none", "-e", "A=1 2", NULL};
     struct zerg_argv a;
     struct zerg_err err = {0};
@@ -259,8 +257,8 @@ static void test_argv_full(void **state)
     f->cfg.container_pids_limit = 100;
     f->cfg.container_run_args.v = extra;
     f->cfg.container_run_args.n = 4;
-    assert_int_equal(zerg_container_run_argv(&f->cfg, &rt, &r, 1000, 1001, &a,
-                                             &err), 0);
+    assert_int_equal(
+        zerg_container_run_argv(&f->cfg, &rt, &r, 1000, 1001, &a, &err), 0);
     assert_null(a.v[a.n]);
     assert_string_equal(a.v[0], "/opt/bin/podman");
     assert_string_equal(a.v[1], "run");
@@ -290,5 +288,552 @@ static void test_argv_full(void **state)
     ssize_t wd = find_arg(&a, "--workdir");
     assert_string_equal(a.v[wd + 1], "/workspace");
     ssize_t nm = find_arg(&a, "--name");
-    assert_string_equal(a.v[nm + 1], "zerg-auth-");
+    assert_true(strncmp(a.v[nm + 1], "zerg-auth-", 10) == 0);
+    assert_string_equal(a.v[nm + 1] + 18, "-w2-e7");
+
+    /* run_args verbatim, in order, after the limits and before the image;
+     * then the image and the worker command, and nothing after it. */
+    ssize_t ra = find_arg(&a, "--network");
+    assert_string_equal(a.v[ra + 1], "none");
+    assert_string_equal(a.v[ra + 2], "-e");
+    assert_string_equal(a.v[ra + 3], "A=1 2");
+    assert_true(ra > find_arg(&a, "--pids-limit=100"));
+    const char *tail[] = {"registry.local/zw:1",
+                          "zerg",
+                          "worker",
+                          "-C",
+                          "/workspace",
+                          "--feature",
+                          "auth",
+                          "--slot",
+                          "2",
+                          "--epoch",
+                          "7",
+                          "--run-id",
+                          "20260203T054155Z-4242"};
+    size_t nt = sizeof tail / sizeof *tail;
+    assert_int_equal(a.n, (size_t)ra + 4 + nt);
+    for (size_t i = 0; i < nt; i++)
+        assert_string_equal(a.v[a.n - nt + i], tail[i]);
+
+    /* zerg decides restarts and runs unprivileged; no shell anywhere. */
+    assert_false(has_arg_prefix(&a, "--rm"));
+    assert_false(has_arg_prefix(&a, "--restart"));
+    assert_false(has_arg_prefix(&a, "--privileged"));
+    for (size_t i = 0; i < a.n; i++) {
+        assert_string_not_equal(a.v[i], "sh");
+        assert_string_not_equal(a.v[i], "-c");
+    }
+    zerg_container_argv_free(&a);
+    assert_null(a.v);
+}
+
+static void test_argv_defaults_docker_root(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_container_rt rt = {.path = "docker", .name = "docker"};
+    struct zerg_argv a;
+    struct zerg_spawn_req r = req_for("/srv/p", "f1");
+
+    assert_int_equal(zerg_container_run_argv(&f->cfg, &rt, &r, 0, 0, &a, NULL),
+                     0);
+    assert_string_equal(a.v[0], "docker");
+    assert_true(find_arg(&a, "--user=0:0") > 0);
+    assert_true(find_arg(&a, "zerg-worker") > 0);
+    /* No limits, no keep-id (docker, and root under podman needs none). */
+    assert_false(has_arg_prefix(&a, "--userns"));
+    assert_false(has_arg_prefix(&a, "--memory"));
+    assert_false(has_arg_prefix(&a, "--cpus"));
+    assert_false(has_arg_prefix(&a, "--pids-limit"));
+    zerg_container_argv_free(&a);
+
+    rt.podman = 1;
+    assert_int_equal(zerg_container_run_argv(&f->cfg, &rt, &r, 0, 0, &a, NULL),
+                     0);
+    assert_false(has_arg_prefix(&a, "--userns"));
+    zerg_container_argv_free(&a);
+}
+
+static void test_argv_bad_project(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_container_rt rt = {.path = "podman", .name = "podman"};
+    struct zerg_argv a;
+    struct zerg_err err = {0};
+    struct zerg_spawn_req r = req_for("/home/u/a:b", "f");
+
+    assert_int_equal(zerg_container_run_argv(&f->cfg, &rt, &r, 0, 0, &a, &err),
+                     ZERG_EINVAL_INPUT);
+    assert_true(tu_contains(err.msg, "project path '/home/u/a:b' contains "
+                                     "':'"));
+    assert_null(a.v);
+
+    r = req_for("rel/proj", "f");
+    assert_int_equal(zerg_container_run_argv(&f->cfg, &rt, &r, 0, 0, &a, &err),
+                     ZERG_EINVAL_INPUT);
+    assert_true(tu_contains(err.msg, "'rel/proj' is not absolute"));
+}
+
+static void test_name_fits(void **state)
+{
+    (void)state;
+    char feat[65], name[sizeof((struct zerg_proc *)0)->name];
+    memset(feat, 'x', 64);
+    feat[64] = '\0';
+    struct zerg_spawn_req r = req_for("/p", feat);
+    r.epoch = UINT64_MAX;
+    r.slot = 999;
+    zerg_container_name(name, sizeof name, &r);
+    assert_int_equal(strlen(name), sizeof name - 1);
+    assert_true(strncmp(name, "zerg-xxxx", 9) == 0);
+    assert_true(tu_contains(name, "-w999-e18446744073709551615"));
+
+    /* Same run -> same tag; another run -> another. */
+    char a[96], b[96];
+    r = req_for("/p", "f");
+    zerg_container_name(a, sizeof a, &r);
+    r.run_id = "20260203T054155Z-4243";
+    zerg_container_name(b, sizeof b, &r);
+    assert_string_not_equal(a, b);
+    assert_int_equal(strlen(a), strlen("zerg-f-01234567-w2-e7"));
+}
+
+/* ---- running a command ---- */
+
+static void test_exec_capture_and_status(void **state)
+{
+    (void)state;
+    char out[16], err[16];
+    int st = -1;
+    char *argv[] = {"/bin/sh", "-c",
+                    "echo 0123456789abcdefXYZ; echo first >&2; "
+                    "echo the-last-line >&2; exit 4",
+                    NULL};
+    assert_int_equal(zerg_container_exec(argv, 10 * 1000000000LL, out,
+                                         sizeof out, err, sizeof err, &st),
+                     0);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 4);
+    assert_string_equal(out, "0123456789abcde");   /* the head */
+    assert_string_equal(err, "\nthe-last-line\n"); /* the tail */
+
+    char *missing[] = {"zerg-no-such-runtime-xyz", "info", NULL};
+    assert_int_equal(
+        zerg_container_exec(missing, 1000000000LL, NULL, 0, NULL, 0, &st),
+        -ENOENT);
+}
+
+static void test_exec_timeout(void **state)
+{
+    (void)state;
+    int st = 0;
+    char *argv[] = {"/bin/sleep", "30", NULL};
+    /* The deadline is the behaviour under test: 50 ms, not 30 s. */
+    assert_int_equal(
+        zerg_container_exec(argv, 50 * 1000000LL, NULL, 0, NULL, 0, &st),
+        -ETIMEDOUT);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGKILL);
+}
+
+/* ---- runtime resolution with fake runtimes ---- */
+
+static void test_resolve_none_on_path(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_container_rt rt;
+    char why[1024];
+
+    path_only_fakes(f);
+    assert_int_equal(zerg_container_resolve("auto", &rt, why, sizeof why),
+                     ZERG_ENOTFOUND);
+    assert_string_equal(why, "no working container runtime: podman: not "
+                             "found on PATH; docker: not found on PATH");
+}
+
+static void test_resolve_docker_without_daemon(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_container_rt rt;
+    char why[1024];
+
+    install_fake(f, "docker");
+    path_only_fakes(f);
+    setenv("FAKE_VERSION", "Docker version 24.0.7, build afdd53b", 1);
+    setenv("FAKE_INFO_FAIL",
+           "Cannot connect to the Docker daemon at "
+           "unix:///var/run/docker.sock. Is the docker "
+           "daemon running?",
+           1);
+    assert_int_equal(zerg_container_resolve(NULL, &rt, why, sizeof why),
+                     ZERG_ENOTFOUND);
+    assert_true(tu_contains(why, "podman: not found on PATH"));
+    assert_true(tu_contains(why, "docker: client found but no daemon "
+                                 "(Cannot connect to the Docker daemon"));
+
+    /* Asked for by name: the same verdict. */
+    assert_int_equal(zerg_container_resolve("docker", &rt, why, sizeof why),
+                     ZERG_ENOTFOUND);
+    assert_true(tu_contains(why, "docker: client found but no daemon"));
+
+    /* zerg_container_available says the same for --mode auto. */
+    f->cfg.container_runtime = "auto";
+    assert_int_equal(zerg_container_available(&f->cfg, why, sizeof why), 0);
+    assert_true(tu_contains(why, "client found but no daemon"));
+}
+
+static void test_resolve_auto_prefers_working_podman(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_container_rt rt;
+    char why[1024];
+
+    install_fake(f, "podman");
+    path_only_fakes(f);
+    assert_int_equal(zerg_container_resolve("auto", &rt, why, sizeof why), 0);
+    assert_string_equal(rt.path, "podman");
+    assert_string_equal(rt.name, "podman");
+    assert_true(rt.podman);
+    assert_string_equal(rt.version, "podman version 9.9.9");
+    char *calls = tu_read(f->calls);
+    assert_true(tu_contains(calls, "--version\ninfo\n"));
+    free(calls);
+}
+
+static void test_resolve_broken_podman_falls_back(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_container_rt rt;
+    char why[1024];
+    char dockerdir[PATH_MAX + 16], newpath[2 * PATH_MAX + 32];
+
+    /* podman whose info fails; docker in another dir that works. */
+    install_fake(f, "podman");
+    snprintf(dockerdir, sizeof dockerdir, "%s/d", f->dir);
+    tu_write(dockerdir, "docker",
+             "#!/bin/sh\n"
+             "case \"$1\" in --version) echo Docker version 24 ;; esac\n");
+    snprintf(newpath, sizeof newpath, "%s/docker", dockerdir);
+    chmod(newpath, 0755);
+    snprintf(newpath, sizeof newpath, "%s:%s", f->dir, dockerdir);
+    setenv("PATH", newpath, 1);
+    setenv("FAKE_INFO_FAIL", "Error: cannot set up namespace", 1);
+
+    assert_int_equal(zerg_container_resolve("auto", &rt, why, sizeof why), 0);
+    assert_string_equal(rt.name, "docker");
+    assert_false(rt.podman);
+    assert_true(tu_contains(why, "podman: found but `podman info` fails "
+                                 "(Error: cannot set up namespace)"));
+}
+
+static void test_resolve_explicit_path(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_container_rt rt;
+    char why[1024], path[PATH_MAX + 32];
+
+    install_fake(f, "my-podman");
+    snprintf(path, sizeof path, "%s/my-podman", f->dir);
+    path_only_fakes(f);
+    assert_int_equal(zerg_container_resolve(path, &rt, why, sizeof why), 0);
+    assert_string_equal(rt.path, path);
+    assert_string_equal(rt.name, "my-podman");
+    assert_true(rt.podman);
+
+    snprintf(path, sizeof path, "%s/absent", f->dir);
+    assert_int_equal(zerg_container_resolve(path, &rt, why, sizeof why),
+                     ZERG_ENOTFOUND);
+    assert_string_equal(why, "absent: no such file");
+}
+
+static void test_image_exists(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_container_rt rt;
+    char why[1024], path[PATH_MAX + 32];
+
+    install_fake(f, "podman");
+    snprintf(path, sizeof path, "%s/podman", f->dir);
+    assert_int_equal(zerg_container_resolve(path, &rt, why, sizeof why), 0);
+    assert_int_equal(
+        zerg_container_image_exists(&rt, "zerg-worker", why, sizeof why), 1);
+    assert_int_equal(
+        zerg_container_image_exists(&rt, "nosuch", why, sizeof why), 0);
+    assert_string_equal(why, "image 'nosuch' not found for podman: build it "
+                             "with `make image` (or set container.image)");
+
+    f->cfg.container_runtime = path;
+    f->cfg.container_image = "nosuch";
+    assert_int_equal(zerg_container_available(&f->cfg, why, sizeof why), 0);
+    assert_true(tu_contains(why, "podman works but image 'nosuch' not found"));
+    f->cfg.container_image = "zerg-worker";
+    assert_int_equal(zerg_container_available(&f->cfg, why, sizeof why), 1);
+    assert_true(tu_contains(why, "image 'zerg-worker' is present"));
+}
+
+/* ---- the launcher ops against a fake runtime ---- */
+
+static struct zerg_launcher *fake_launcher(struct fx *f, char *project,
+                                           size_t size)
+{
+    static char rt_path[PATH_MAX + 32];
+    struct zerg_err err = {0};
+
+    install_fake(f, "podman");
+    snprintf(rt_path, sizeof rt_path, "%s/podman", f->dir);
+    f->cfg.container_runtime = rt_path;
+    snprintf(project, size, "%s/proj", f->dir);
+    tu_write(project, ".gsd/specs/feat/task-graph.json", "{}");
+    struct zerg_launcher *l = zerg_launcher_container_new(&f->cfg, NULL, &err);
+    assert_non_null(l);
+    assert_string_equal(l->ops->name, "container");
+    assert_string_equal(zerg_container_runtime_name(l), "podman");
+    return l;
+}
+
+static int spawn_and_wait(struct zerg_launcher *l, const char *project,
+                          uint64_t epoch, struct zerg_proc *p)
+{
+    struct zerg_spawn_req r = req_for(project, "feat");
+    struct zerg_err err = {0};
+    int cls = 0, st = 0;
+    r.epoch = epoch;
+    assert_int_equal(l->ops->spawn(l, &r, p, &cls, &err), 0);
+    assert_true(p->pid > 0);
+    assert_int_equal(waitpid(p->pid, &st, 0), p->pid);
+    return st;
+}
+
+static void test_launcher_spawn_reaped_clean(void **state)
+{
+    struct fx *f = *state;
+    char project[PATH_MAX], logp[PATH_MAX + 64];
+    struct zerg_proc p;
+    struct zerg_exit_info info;
+
+    struct zerg_launcher *l = fake_launcher(f, project, sizeof project);
+    int st = spawn_and_wait(l, project, 7, &p);
+    assert_int_equal(p.slot, 2);
+    assert_int_equal(p.epoch, 7);
+    assert_true(strncmp(p.name, "zerg-feat-", 10) == 0);
+    l->ops->reaped(l, &p, st, &info);
+    assert_int_equal(info.exit_code, 0);
+    assert_false(info.runtime_error);
+
+    /* The run's output is in the worker log, after this epoch's marker. */
+    snprintf(logp, sizeof logp, "%s/.zerg/logs/worker-2.log", project);
+    char *log = tu_read(logp);
+    assert_true(tu_contains(log, "=== zerg: worker 2 epoch 7 container "));
+    free(log);
+
+    /* One inspect and one rm for the exit; the image probed once. */
+    char *calls = tu_read(f->calls);
+    assert_true(tu_contains(calls, "run --init --name zerg-feat-"));
+    char want[512];
+    snprintf(want, sizeof want,
+             "container inspect --format "
+             "{{.State.OOMKilled}} %s\nrm --force %s\n",
+             p.name, p.name);
+    assert_true(tu_contains(calls, want));
+    assert_int_equal(count_lines_with(calls, "image inspect"), 1);
+    free(calls);
+
+    spawn_and_wait(l, project, 8, &p);
+    calls = tu_read(f->calls);
+    assert_int_equal(count_lines_with(calls, "image inspect"), 1);
+    assert_int_equal(count_lines_with(calls, "\nrun "), 2);
+    free(calls);
+    l->ops->free(l);
+}
+
+static void test_launcher_runtime_error_detail(void **state)
+{
+    struct fx *f = *state;
+    char project[PATH_MAX];
+    struct zerg_proc p;
+    struct zerg_exit_info info;
+
+    struct zerg_launcher *l = fake_launcher(f, project, sizeof project);
+    setenv("FAKE_RUN_ERR", "old error from epoch 3", 1);
+    setenv("FAKE_RUN_EXIT", "1", 1);
+    int st = spawn_and_wait(l, project, 3, &p);
+    l->ops->reaped(l, &p, st, &info);
+    assert_string_equal(info.detail,
+                        "exited with code 1: old error from epoch 3");
+
+    /* A later incarnation that printed nothing is not blamed for it. */
+    unsetenv("FAKE_RUN_ERR");
+    st = spawn_and_wait(l, project, 33, &p);
+    l->ops->reaped(l, &p, st, &info);
+    assert_string_equal(info.detail, "exited with code 1");
+
+    setenv("FAKE_RUN_ERR", "Error: mounting \"/x\": permission denied", 1);
+    setenv("FAKE_RUN_EXIT", "125", 1);
+    st = spawn_and_wait(l, project, 4, &p);
+    assert_true(WIFEXITED(st));
+    l->ops->reaped(l, &p, st, &info);
+    assert_true(info.runtime_error);
+    assert_string_equal(info.detail, "the container runtime failed (exit "
+                                     "125): Error: mounting \"/x\": "
+                                     "permission denied");
+
+    unsetenv("FAKE_RUN_ERR");
+    setenv("FAKE_RUN_EXIT", "137", 1);
+    setenv("FAKE_OOM", "true", 1);
+    f->cfg.container_memory = "64m";
+    st = spawn_and_wait(l, project, 5, &p);
+    l->ops->reaped(l, &p, st, &info);
+    assert_true(info.oom_killed);
+    assert_int_equal(info.signal, 9);
+    assert_false(info.runtime_error);
+    l->ops->free(l);
+}
+
+static void test_launcher_missing_image_permanent(void **state)
+{
+    struct fx *f = *state;
+    char project[PATH_MAX];
+    struct zerg_proc p;
+    struct zerg_err err = {0};
+    int cls = 0;
+
+    f->cfg.container_image = "nosuch";
+    struct zerg_launcher *l = fake_launcher(f, project, sizeof project);
+    struct zerg_spawn_req r = req_for(project, "feat");
+    for (int i = 0; i < 2; i++) {
+        assert_true(l->ops->spawn(l, &r, &p, &cls, &err) < 0);
+        assert_int_equal(cls, ZERG_SPAWN_PERMANENT);
+        assert_string_equal(err.msg, "image 'nosuch' not found for podman: "
+                                     "build it with `make image` (or set "
+                                     "container.image)");
+    }
+    char *calls = tu_read(f->calls);
+    assert_int_equal(count_lines_with(calls, "image inspect"), 1);
+    assert_int_equal(count_lines_with(calls, "run "), 0);
+    free(calls);
+    l->ops->free(l);
+}
+
+static void test_launcher_kill(void **state)
+{
+    struct fx *f = *state;
+    char project[PATH_MAX];
+    struct zerg_proc p;
+    struct zerg_err err = {0};
+    int cls = 0, st = 0;
+
+    struct zerg_launcher *l = fake_launcher(f, project, sizeof project);
+    struct zerg_spawn_req r = req_for(project, "feat");
+    setenv("FAKE_RUN_BLOCK", "1", 1);
+    /* The runtime cannot kill it (not created yet, say): the client gets
+     * the signal instead. */
+    setenv("FAKE_KILL_EXIT", "1", 1);
+    assert_int_equal(l->ops->spawn(l, &r, &p, &cls, &err), 0);
+    assert_int_equal(l->ops->kill(l, &p, SIGTERM), 0);
+    assert_int_equal(waitpid(p.pid, &st, 0), p.pid);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGTERM);
+
+    char *calls = tu_read(f->calls);
+    char want[512];
+    snprintf(want, sizeof want, "kill --signal SIGTERM %s\n", p.name);
+    assert_true(tu_contains(calls, want));
+    free(calls);
+
+    /* The runtime delivered it: the client is not signalled a second time
+     * (it would forward the signal into the container again). */
+    setenv("FAKE_KILL_EXIT", "0", 1);
+    assert_int_equal(l->ops->spawn(l, &r, &p, &cls, &err), 0);
+    assert_int_equal(l->ops->kill(l, &p, SIGTERM), 0);
+    assert_int_equal(waitpid(p.pid, &st, WNOHANG), 0);
+    kill(p.pid, SIGKILL);
+    assert_int_equal(waitpid(p.pid, &st, 0), p.pid);
+
+    /* SIGKILL goes to both, even when the runtime kill worked. */
+    assert_int_equal(l->ops->spawn(l, &r, &p, &cls, &err), 0);
+    assert_int_equal(l->ops->kill(l, &p, SIGKILL), 0);
+    assert_int_equal(waitpid(p.pid, &st, 0), p.pid);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGKILL);
+    l->ops->free(l);
+}
+
+static void test_launcher_cleanup(void **state)
+{
+    struct fx *f = *state;
+    char project[PATH_MAX];
+
+    struct zerg_launcher *l = fake_launcher(f, project, sizeof project);
+    zerg_container_set_project(l, "/srv/proj");
+    assert_int_equal(l->ops->cleanup(l, "feat", "R1"), 2);
+    char *calls = tu_read(f->calls);
+    assert_true(tu_contains(calls, "ps --all --filter label=zerg.feature=feat "
+                                   "--filter label=zerg.project=/srv/proj "
+                                   "--format {{.Names}}\n"));
+    assert_true(tu_contains(calls, "--filter label=zerg.run=R1"));
+    assert_true(tu_contains(calls, "rm --force zerg-old1\n"));
+    assert_true(tu_contains(calls, "rm --force zerg-old2\n"));
+    assert_int_equal(count_lines_with(calls, "rm --force zerg-current"), 0);
+    free(calls);
+
+    /* No current run (zerg stop): every container of the feature goes. */
+    assert_int_equal(l->ops->cleanup(l, "feat", NULL), 3);
+    l->ops->free(l);
+}
+
+static void test_launcher_cleanup_project_from_cwd(void **state)
+{
+    struct fx *f = *state;
+    char project[PATH_MAX], old[PATH_MAX], want[PATH_MAX + 64];
+
+    struct zerg_launcher *l = fake_launcher(f, project, sizeof project);
+    assert_non_null(getcwd(old, sizeof old));
+    assert_int_equal(chdir(project), 0);
+    int n = l->ops->cleanup(l, "feat", "R1");
+    assert_int_equal(chdir(old), 0);
+    assert_int_equal(n, 2);
+    char *calls = tu_read(f->calls);
+    snprintf(want, sizeof want, "--filter label=zerg.project=%s ", project);
+    assert_true(tu_contains(calls, want));
+    free(calls);
+    l->ops->free(l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exit_status_plain),
+        cmocka_unit_test(test_exit_container_table),
+        cmocka_unit_test(test_exit_container_oom),
+        cmocka_unit_test(test_last_line),
+        cmocka_unit_test_setup_teardown(test_argv_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_argv_defaults_docker_root, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_argv_bad_project, setup, teardown),
+        cmocka_unit_test(test_name_fits),
+        cmocka_unit_test(test_exec_capture_and_status),
+        cmocka_unit_test(test_exec_timeout),
+        cmocka_unit_test_setup_teardown(test_resolve_none_on_path, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_resolve_docker_without_daemon,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_resolve_auto_prefers_working_podman, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resolve_broken_podman_falls_back,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resolve_explicit_path, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_image_exists, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_launcher_spawn_reaped_clean, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_launcher_runtime_error_detail,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_launcher_missing_image_permanent,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_launcher_kill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_launcher_cleanup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_launcher_cleanup_project_from_cwd,
+                                        setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

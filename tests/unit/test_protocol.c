@@ -41,8 +41,8 @@ static void test_paths(void **state)
     assert_string_equal(buf, "/s/assign-3.json");
     assert_int_equal(zerg_proto_heartbeat_path(buf, sizeof buf, "/s", 12), 0);
     assert_string_equal(buf, "/s/heartbeat-12.json");
-    assert_int_equal(zerg_proto_result_path(buf, sizeof buf, "/s", "A-L1-1",
-                                            2), 0);
+    assert_int_equal(zerg_proto_result_path(buf, sizeof buf, "/s", "A-L1-1", 2),
+                     0);
     assert_string_equal(buf, "/s/result-A-L1-1-2.json");
     assert_int_equal(zerg_proto_lease_path(buf, sizeof buf, "/s", "feat"), 0);
     assert_string_equal(buf, "/s/lease-feat.json");
@@ -93,18 +93,26 @@ static void test_heartbeat_roundtrip(void **state)
 {
     struct fx *f = *state;
     struct zerg_err err = {0};
-    struct zerg_heartbeat hb = {
-        .worker_id = 3, .epoch = 9, .seq = 17,
-        .timestamp_ns = INT64_C(1770097315123000000), .attempt = 1,
-        .progress_pct = 80, .pid = 1234, .task_pgid = 1300,
-    }, got;
+    struct zerg_heartbeat hb =
+                              {
+                                  .worker_id = 3,
+                                  .epoch = 9,
+                                  .seq = 17,
+                                  .timestamp_ns = INT64_C(1770097315123000000),
+                                  .attempt = 1,
+                                  .progress_pct = 80,
+                                  .pid = 1234,
+                                  .task_pgid = 1300,
+                              },
+                          got;
     strcpy(hb.task_id, "T-1");
     strcpy(hb.step, "verification");
     assert_int_equal(zerg_proto_write_heartbeat(f->dir, &hb, &err), 0);
     char path[PATH_MAX];
     zerg_proto_heartbeat_path(path, sizeof path, f->dir, 3);
     char *text = tu_read(path);
-    assert_true(tu_contains(text, "\"timestamp\":\"2026-02-03T05:41:55.123Z\""));
+    assert_true(
+        tu_contains(text, "\"timestamp\":\"2026-02-03T05:41:55.123Z\""));
     free(text);
     assert_int_equal(zerg_proto_read_heartbeat(path, &got), 0);
     assert_int_equal(got.worker_id, 3);
@@ -134,11 +142,18 @@ static void test_result_roundtrip(void **state)
 {
     struct fx *f = *state;
     struct zerg_err err = {0};
-    struct zerg_result r = {
-        .epoch = 5, .worker_id = 2, .attempt = 3,
-        .outcome = ZERG_OUTCOME_FAILED, .exit_code = -1, .signal = 9,
-        .timed_out = 1, .duration_ms = 30012,
-    }, got;
+    struct zerg_result r =
+                           {
+                               .epoch = 5,
+                               .worker_id = 2,
+                               .attempt = 3,
+                               .outcome = ZERG_OUTCOME_FAILED,
+                               .exit_code = -1,
+                               .signal = 9,
+                               .timed_out = 1,
+                               .duration_ms = 30012,
+                           },
+                       got;
     strcpy(r.task, "B-L2-007");
     strcpy(r.stage, "verification");
     strcpy(r.error, "verification timed out after 30.0 s");
@@ -189,18 +204,18 @@ static void test_lease_roundtrip(void **state)
     int pid = 0;
     int64_t seq = 0;
     char run[64];
-    assert_int_equal(zerg_proto_write_lease(f->dir, "feat", 777, "run-1", 12,
-                                            &err), 0);
-    assert_int_equal(zerg_proto_read_lease(f->dir, "feat", &pid, run,
-                                           sizeof run, &seq), 0);
+    assert_int_equal(
+        zerg_proto_write_lease(f->dir, "feat", 777, "run-1", 12, &err), 0);
+    assert_int_equal(
+        zerg_proto_read_lease(f->dir, "feat", &pid, run, sizeof run, &seq), 0);
     assert_int_equal(pid, 777);
     assert_string_equal(run, "run-1");
     assert_true(seq == 12);
     /* NULL outputs are allowed; a too-small run_id buffer is not */
-    assert_int_equal(zerg_proto_read_lease(f->dir, "feat", NULL, NULL, 0,
-                                           &seq), 0);
-    assert_int_equal(zerg_proto_read_lease(f->dir, "feat", &pid, run, 3,
-                                           &seq), ZERG_ECORRUPT);
+    assert_int_equal(zerg_proto_read_lease(f->dir, "feat", NULL, NULL, 0, &seq),
+                     0);
+    assert_int_equal(zerg_proto_read_lease(f->dir, "feat", &pid, run, 3, &seq),
+                     ZERG_ECORRUPT);
 }
 
 static void test_missing_files(void **state)
@@ -293,8 +308,7 @@ static void test_wrong_types_are_corrupt(void **state)
     };
     for (size_t i = 0; i < sizeof assigns / sizeof *assigns; i++) {
         tu_write(f->dir, "assign-0.json", assigns[i]);
-        assert_int_equal(zerg_proto_read_assign(f->dir, 0, &a),
-                         ZERG_ECORRUPT);
+        assert_int_equal(zerg_proto_read_assign(f->dir, 0, &a), ZERG_ECORRUPT);
     }
     tu_write(f->dir, "assign-0.json",
              "{\"epoch\":1,\"task\":\"T\",\"attempt\":1,\"stop\":false,"
@@ -304,22 +318,21 @@ static void test_wrong_types_are_corrupt(void **state)
     snprintf(path, sizeof path, "%s/heartbeat-0.json", f->dir);
     tu_write(f->dir, "heartbeat-0.json",
              "{\"worker_id\":0,\"epoch\":1,\"seq\":1,\"timestamp\":\"never\","
-             "\"task_id\":null,\"attempt\":0,\"step\":\"idle\","
-             "\"progress_pct\":0,\"pid\":1,\"task_pgid\":0}");
+             "\"task_id\":null,\"attempt\":0,\"step\":\"idle\",\"progress_"
+             "pct\":0,\"pid\":1,\"task_pgid\":0}");
     assert_int_equal(zerg_proto_read_heartbeat(path, &hb), ZERG_ECORRUPT);
     tu_write(f->dir, "heartbeat-0.json",
-             "{\"worker_id\":0,\"epoch\":1,\"seq\":1,"
-             "\"timestamp\":\"2026-02-03T05:41:55.123Z\",\"task_id\":null,"
-             "\"attempt\":0,\"step\":\"idle\",\"progress_pct\":101,"
-             "\"pid\":1,\"task_pgid\":0}");
+             "{\"worker_id\":0,\"epoch\":1,\"seq\":1,\"timestamp\":\"2026-02-"
+             "03T05:41:55.123Z\",\"task_id\":null,\"attempt\":0,\"step\":"
+             "\"idle\",\"progress_pct\":101,\"pid\":1,\"task_pgid\":0}");
     assert_int_equal(zerg_proto_read_heartbeat(path, &hb), ZERG_ECORRUPT);
 
     snprintf(path, sizeof path, "%s/result-T-1.json", f->dir);
-    tu_write(f->dir, "result-T-1.json",
-             "{\"epoch\":1,\"worker_id\":0,\"task\":\"T\",\"attempt\":1,"
-             "\"outcome\":\"maybe\",\"stage\":\"command\",\"exit_code\":0,"
-             "\"signal\":0,\"timed_out\":false,\"duration_ms\":1,"
-             "\"error\":\"\"}");
+    tu_write(
+        f->dir, "result-T-1.json",
+        "{\"epoch\":1,\"worker_id\":0,\"task\":\"T\",\"attempt\":1,\"outcome\":"
+        "\"maybe\",\"stage\":\"command\",\"exit_code\":0,\"signal\":0,\"timed_"
+        "out\":false,\"duration_ms\":1,\"error\":\"\"}");
     assert_int_equal(zerg_proto_read_result(path, &r), ZERG_ECORRUPT);
 }
 
@@ -354,8 +367,8 @@ static void test_classify(void **state)
         int slot = -1;
         int kind = zerg_proto_classify(rows[i].name, &slot);
         if (kind != rows[i].kind || slot != rows[i].slot)
-            fail_msg("%s: got %d slot %d, want %d slot %d", rows[i].name,
-                     kind, slot, rows[i].kind, rows[i].slot);
+            fail_msg("%s: got %d slot %d, want %d slot %d", rows[i].name, kind,
+                     slot, rows[i].kind, rows[i].slot);
     }
     assert_int_equal(zerg_proto_classify("assign-1.json", NULL), 'a');
     assert_int_equal(zerg_proto_classify(NULL, NULL), 0);
@@ -365,18 +378,15 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths),
-        cmocka_unit_test_setup_teardown(test_assign_roundtrip, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_assign_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_assign_rejects_bad_id, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_roundtrip, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_result_roundtrip, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_result_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_result_rejects_bad_id, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_lease_roundtrip, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lease_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_is_corrupt, setup,
                                         teardown),

@@ -241,7 +241,7 @@ static int find_request(const char *dir, char *path, size_t size)
 static void test_request_round_trip(void **state)
 {
     (void)state;
-    char dir[PATH_MAX], path[PATH_MAX];
+    char dir[PATH_MAX], path[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s", tu_mkdtemp());
     struct zerg_err err = {0};
     const char *ids[] = {"A", "B-L2-001"};
@@ -289,7 +289,7 @@ static void test_request_rejects_bad_names(void **state)
 static void test_request_corrupt(void **state)
 {
     (void)state;
-    char dir[PATH_MAX], path[PATH_MAX];
+    char dir[PATH_MAX], path[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s", tu_mkdtemp());
     static const char *const bodies[] = {
         "{\"feature\":\"demo\",\"tasks\":[\"A\"",

@@ -1,0 +1,379 @@
+/* logs.c - `zerg logs`: read, filter and follow .zerg/monitor.jsonl.
+ *
+ * The JSON log is the one read (not monitor.log): every event is one
+ * object a line, so filters work on fields instead of text.  The output is
+ * either the human line exactly as monitor.log has it or the JSON line as
+ * stored.  A line that does not parse (a torn write after a crash, a hand
+ * edit) is skipped and counted, and the count is reported at the end.
+ *
+ * --follow reads appended data every 200 ms; a partial last line is held
+ * until its newline arrives, and a file that shrinks or is replaced is
+ * read again from its start. */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zerg/json.h"
+#include "zerg/log.h"
+
+#define POLL_MS 200
+#define CHUNK (64u << 10)
+/* One event is a few hundred bytes; a longer "line" is damage. */
+#define LINE_MAX_BYTES (16u << 20)
+#define ORCH_FILTER (-2) /* --worker orch */
+
+static const char usage[] =
+    "usage: zerg logs [--worker N] [--task ID] [--event NAME] [--level L]\n"
+    "                 [--follow] [--json]\n"
+    "\n"
+    "Prints the monitor log (.zerg/monitor.jsonl) as the lines of\n"
+    "monitor.log, or as JSON.  Filters combine (all must match).  The log\n"
+    "belongs to the project; --feature is accepted and ignored.\n"
+    "\n"
+    "Options:\n"
+    "  --worker N    events of worker N ('orch' for the orchestrator)\n"
+    "  --task ID     events about task ID\n"
+    "  --event NAME  events named NAME (a comma-separated list allowed),\n"
+    "                e.g. task_failed,worker_respawn\n"
+    "  --level L     events at level L or above: DEBUG, INFO, WARN, ERROR\n"
+    "  --follow      keep printing new events until Ctrl-C\n"
+    "  --json        print the JSON lines as stored\n"
+    "  -C DIR        run as if started in DIR\n"
+    "  -h, --help    show this help\n"
+    "\n"
+    "Exit codes: 0 ok; 1 no log yet; 2 usage error.\n";
+
+struct filter {
+    int worker;          /* -1: any; ORCH_FILTER: the orchestrator */
+    const char *task;
+    const char *events;  /* comma-separated, NULL: any */
+    enum zerg_log_level min_level;
+    int json, follow, color;
+};
+
+struct reader {
+    int fd;
+    char *buf;           /* bytes not yet split into lines */
+    size_t len, cap;
+    size_t lineno;
+    size_t corrupt, first_corrupt;
+    int skipping;        /* inside an over-long line */
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+/* ---- matching and printing -------------------------------------------- */
+
+static int event_listed(const char *list, const char *ev)
+{
+    size_t n = strlen(ev);
+    for (const char *p = list; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t k = comma ? (size_t)(comma - p) : strlen(p);
+        if (k == n && strncmp(p, ev, n) == 0)
+            return 1;
+        p += k + (comma != NULL);
+    }
+    return 0;
+}
+
+static int matches(const struct filter *f, const zerg_json *rec,
+                   enum zerg_log_level level)
+{
+    const zerg_json *w = zerg_json_get(rec, "worker");
+    const char *task = zerg_json_as_str(zerg_json_get(rec, "task"));
+    const char *ev = zerg_json_as_str(zerg_json_get(rec, "event"));
+    if (level < f->min_level)
+        return 0;
+    if (f->worker == ORCH_FILTER && !zerg_json_is(w, ZERG_JSON_NULL))
+        return 0;
+    if (f->worker >= 0 && (!zerg_json_is(w, ZERG_JSON_NUMBER) ||
+                           zerg_json_as_num(w, -1) != f->worker))
+        return 0;
+    if (f->task && (!task || strcmp(task, f->task) != 0))
+        return 0;
+    if (f->events && (!ev || !event_listed(f->events, ev)))
+        return 0;
+    return 1;
+}
+
+static const char *level_color(enum zerg_log_level level)
+{
+    return level == ZERG_LOG_ERROR  ? "\033[31m"
+           : level == ZERG_LOG_WARN ? "\033[33m"
+           : level == ZERG_LOG_DEBUG ? "\033[2m" : "";
+}
+
+static void put_clean(const char *s)
+{
+    for (; *s; s++)
+        putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
+/* The monitor.log form; control characters in the message become '?' so
+ * a logged task error cannot drive the terminal. */
+static void print_human(const struct filter *f, const zerg_json *rec,
+                        enum zerg_log_level level)
+{
+    const zerg_json *w = zerg_json_get(rec, "worker");
+    const char *ts = zerg_json_as_str(zerg_json_get(rec, "ts"));
+    const char *msg = zerg_json_as_str(zerg_json_get(rec, "msg"));
+    char who[24] = "ORCH";
+    if (zerg_json_is(w, ZERG_JSON_NUMBER))
+        snprintf(who, sizeof who, "W%.0f", zerg_json_as_num(w, 0));
+    const char *on = f->color ? level_color(level) : "";
+    put_clean(ts);
+    printf(" [%s] %s[%s]%s ", who, on, zerg_log_level_name(level),
+           *on ? "\033[0m" : "");
+    put_clean(msg);
+    putchar('\n');
+}
+
+/* Parses one line and prints it if it matches; counts it if corrupt. */
+static void handle_line(struct reader *r, const struct filter *f,
+                        const char *line, size_t len)
+{
+    r->lineno++;
+    if (len == 0)
+        return;
+    zerg_json *rec = zerg_json_parse(line, len, NULL);
+    enum zerg_log_level level = ZERG_LOG_INFO;
+    int ok = rec && zerg_json_is(rec, ZERG_JSON_OBJECT) &&
+             zerg_json_as_str(zerg_json_get(rec, "ts")) &&
+             zerg_json_as_str(zerg_json_get(rec, "msg")) &&
+             zerg_log_level_parse(
+                 zerg_json_as_str(zerg_json_get(rec, "level")), &level) == 0;
+    if (!ok) {
+        if (!r->corrupt++)
+            r->first_corrupt = r->lineno;
+    } else if (matches(f, rec, level)) {
+        if (f->json)
+            printf("%.*s\n", (int)len, line);
+        else
+            print_human(f, rec, level);
+    }
+    zerg_json_free(rec);
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+/* Splits complete lines off the buffer; at_eof also takes the rest. */
+static void drain(struct reader *r, const struct filter *f, int at_eof)
+{
+    size_t start = 0;
+    for (;;) {
+        char *nl = memchr(r->buf + start, '\n', r->len - start);
+        if (!nl)
+            break;
+        size_t n = (size_t)(nl - (r->buf + start));
+        if (r->skipping)
+            r->skipping = 0; /* the tail of an over-long line */
+        else
+            handle_line(r, f, r->buf + start, n);
+        start += n + 1;
+    }
+    if (r->skipping) {
+        r->len = 0; /* still inside the over-long line: drop it */
+        return;
+    }
+    if (at_eof && start < r->len) {
+        handle_line(r, f, r->buf + start, r->len - start);
+        start = r->len;
+    }
+    memmove(r->buf, r->buf + start, r->len - start);
+    r->len -= start;
+    if (r->len > LINE_MAX_BYTES) {
+        /* Count it once and drop bytes up to its newline. */
+        r->lineno++;
+        if (!r->corrupt++)
+            r->first_corrupt = r->lineno;
+        r->len = 0;
+        r->skipping = 1;
+    }
+    fflush(stdout);
+}
+
+/* Reads what is available now.  0 at EOF, -errno on error. */
+static int read_available(struct reader *r, const struct filter *f)
+{
+    for (;;) {
+        if (r->cap - r->len < CHUNK) {
+            size_t cap = r->cap ? r->cap * 2 : 2 * CHUNK;
+            char *b = realloc(r->buf, cap);
+            if (!b)
+                return -ENOMEM;
+            r->buf = b;
+            r->cap = cap;
+        }
+        ssize_t n = read(r->fd, r->buf + r->len, r->cap - r->len);
+        if (n < 0 && errno == EINTR) {
+            if (interrupted)
+                return 0;
+            continue;
+        }
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return 0;
+        r->len += (size_t)n;
+        drain(r, f, 0);
+    }
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {0, (long)ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* 1 if path is now a different or shorter file than the one open. */
+static int replaced(const struct reader *r, const char *path)
+{
+    struct stat open_st, path_st;
+    if (fstat(r->fd, &open_st) != 0 || stat(path, &path_st) != 0)
+        return 0;
+    off_t pos = lseek(r->fd, 0, SEEK_CUR);
+    return open_st.st_ino != path_st.st_ino ||
+           open_st.st_dev != path_st.st_dev || path_st.st_size < pos;
+}
+
+static int open_log(const char *path)
+{
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static int follow(struct reader *r, const struct filter *f, const char *path)
+{
+    while (!interrupted) {
+        int rc = r->fd >= 0 ? read_available(r, f) : 0;
+        if (rc)
+            return rc;
+        sleep_ms(POLL_MS);
+        if (r->fd < 0 || replaced(r, path)) {
+            int fd = open_log(path);
+            if (fd < 0)
+                continue;
+            if (r->fd >= 0)
+                close(r->fd);
+            r->fd = fd;
+            r->len = 0;
+            r->skipping = 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- the command ------------------------------------------------------- */
+
+static int parse_worker(const char *s, int *out)
+{
+    char *end;
+    if (strcasecmp(s, "orch") == 0) {
+        *out = ORCH_FILTER;
+        return 0;
+    }
+    if (*s == 'W' || *s == 'w')
+        s++;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < 0 || v > 1000000)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse(int argc, char **argv, struct filter *f)
+{
+    static const struct option opts[] = {
+        {"worker", required_argument, NULL, 'w'},
+        {"task", required_argument, NULL, 't'},
+        {"event", required_argument, NULL, 'e'},
+        {"level", required_argument, NULL, 'l'},
+        {"follow", no_argument, NULL, 'f'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'w':
+            if (parse_worker(optarg, &f->worker))
+                return zerg_cli_usage_error("logs", "--worker takes a worker "
+                                            "number or 'orch', not '%s'",
+                                            optarg);
+            break;
+        case 't': f->task = optarg; break;
+        case 'e': f->events = optarg; break;
+        case 'l':
+            if (zerg_log_level_parse(optarg, &f->min_level))
+                return zerg_cli_usage_error("logs", "--level takes DEBUG, "
+                                            "INFO, WARN or ERROR, not '%s'",
+                                            optarg);
+            break;
+        case 'f': f->follow = 1; break;
+        case 'j': f->json = 1; break;
+        case 'h': fputs(usage, stdout); return ZERG_EXIT_OK;
+        default: return zerg_cli_usage_error("logs", NULL);
+        }
+    }
+    if (optind < argc)
+        return zerg_cli_usage_error("logs", "unexpected argument '%s'",
+                                    argv[optind]);
+    return -1;
+}
+
+static void report_corrupt(const struct reader *r, const char *path)
+{
+    if (r->corrupt)
+        fprintf(stderr, "zerg: warning: skipped %zu corrupt line%s in %s "
+                "(first: line %zu)\n", r->corrupt,
+                r->corrupt == 1 ? "" : "s", path, r->first_corrupt);
+}
+
+int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
+{
+    struct filter f = {.worker = -1, .min_level = ZERG_LOG_DEBUG,
+                       .color = cli->color};
+    int rc = parse(argc, argv, &f);
+    if (rc >= 0)
+        return rc;
+    char path[PATH_MAX];
+    if (zerg_cli_path(cli, path, sizeof path, ".zerg/monitor.jsonl")) {
+        zerg_cli_error("logs", "the project path is too long");
+        return ZERG_EXIT_USAGE;
+    }
+    struct reader r = {.fd = open_log(path)};
+    if (r.fd < 0 && (errno != ENOENT || !f.follow)) {
+        zerg_cli_error("logs", "%s: %s%s", path, strerror(errno),
+                       errno == ENOENT ? " (no rush has run here yet)" : "");
+        return ZERG_EXIT_FAIL;
+    }
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    rc = f.follow ? follow(&r, &f, path) : read_available(&r, &f);
+    if (!f.follow)
+        drain(&r, &f, 1);
+    if (rc)
+        zerg_cli_error("logs", "cannot read %s: %s", path, strerror(-rc));
+    report_corrupt(&r, path);
+    if (r.fd >= 0)
+        close(r.fd);
+    free(r.buf);
+    return rc ? ZERG_EXIT_FAIL : ZERG_EXIT_OK;
+}

@@ -1,0 +1,337 @@
+/* worker_run.c - one attempt of a task on a worker (DESIGN.md section 8):
+ * stage 1 is the task's command (or the executor with the prompt), stage 2
+ * its verification command with its timeout; output goes to
+ * .zerg/logs/tasks/{id}/attempt-{n}.log; the result file is written
+ * durably at the end.  The task is complete only if both stages exit 0.
+ *
+ * Every stage runs in its own process group.  The child creates the group
+ * and then blocks on a pipe until the parent has published the group in a
+ * heartbeat (task_pgid), so there is no instant at which the orchestrator
+ * could not kill the whole task.  After a stage ends -- success, failure or
+ * timeout -- the group is SIGKILLed before the leader is reaped: until
+ * then its pid, and so the group id, cannot be reused, and nothing the
+ * task started in the background survives it. */
+#include "worker_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "zerg/fsio.h"
+
+extern char **environ;
+
+/* ---- stages --------------------------------------------------------- */
+
+/* What one attempt of a task needs while it runs. */
+struct task_run {
+    const struct zerg_task *task;
+    int attempt;
+    int log_fd;
+    char log_dir[PATH_MAX];
+    char **envp;
+};
+
+/* In the forked child: own group, die with the worker, wait for the
+ * parent to publish the group, then exec.  Never returns. */
+static void stage_child(const struct worker *w, int sync_fd, int log_fd,
+                        char **argv, char **envp, int is_executor, pid_t parent)
+{
+    sigset_t none;
+    char c;
+    ssize_t n;
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 ||
+        dup2(log_fd, 2) < 0)
+        _exit(127);
+    if (null_fd > 2)
+        close(null_fd);
+    do
+        n = read(sync_fd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+        _exit(127);
+    if (chdir(w->o->project) < 0) {
+        dprintf(2, "zerg: cannot enter %s: %s\n", w->o->project,
+                strerror(errno));
+        _exit(127);
+    }
+    if (is_executor)
+        execvpe(argv[0], argv, envp);
+    else
+        execve(argv[0], argv, envp);
+    dprintf(2, "zerg: cannot execute %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+static void log_line(int fd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void log_line(int fd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vdprintf(fd, fmt, ap);
+    va_end(ap);
+}
+
+/* Starts argv as the stage st; 0 or -errno (nothing left running). */
+static int stage_start(struct worker *w, struct stage *st, struct task_run *run,
+                       char **argv, int is_executor, int progress)
+{
+    int sync[2];
+    char ts[ZERG_TS_MAX];
+    zerg_clock_iso8601(zerg_clock_wall(w->clock), ts);
+    log_line(run->log_fd,
+             "==== zerg: %s of task %s, attempt %d, worker %d, %s\n", st->name,
+             run->task->id, run->attempt, w->o->slot, ts);
+    if (!is_executor) /* /bin/sh -c CMD: show CMD as written */
+        log_line(run->log_fd, "$ %s\n", argv[2]);
+    for (char **a = argv; is_executor && *a; a++)
+        log_line(run->log_fd, "%s%s%s", a == argv ? "$ " : " ", *a,
+                 a[1] ? "" : "\n");
+    if (pipe2(sync, O_CLOEXEC) < 0)
+        return -errno;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = -errno;
+        close(sync[0]);
+        close(sync[1]);
+        return e;
+    }
+    if (pid == 0) {
+        close(sync[1]);
+        stage_child(w, sync[0], run->log_fd, argv, run->envp, is_executor,
+                    parent);
+    }
+    close(sync[0]);
+    setpgid(pid, pid); /* also in the child: whichever runs first */
+    st->pid = pid;
+    st->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    w->stage = st;
+    w->hb.task_pgid = pid;
+    wk_step(w, st->name, progress);
+    if (write(sync[1], "x", 1) != 1)
+        kill(-pid, SIGKILL); /* the child exits 127 on its own too */
+    close(sync[1]);
+    return 0;
+}
+
+/* Waits for the stage (heartbeats go on), kills its group, reaps it. */
+static void stage_wait(struct worker *w, struct stage *st)
+{
+    for (;;) {
+        int ev = wk_wait(w, st->deadline_ns);
+        if (ev == EV_DEADLINE)
+            st->timed_out = 1;
+        if (ev != EV_ASSIGN)
+            break;
+    }
+    kill(-st->pid, SIGKILL);
+    while (waitpid(st->pid, &st->status, 0) < 0 && errno == EINTR)
+        ;
+    if (st->pidfd >= 0)
+        close(st->pidfd);
+    st->pidfd = -1;
+    w->stage = NULL;
+    w->hb.task_pgid = 0;
+    wk_reap_strays();
+}
+
+/* Runs one stage to its end; fills r on failure.  0 when it exited 0. */
+static int stage_run(struct worker *w, struct task_run *run, const char *name,
+                     char **argv, int is_executor, int progress,
+                     int64_t timeout_ns, struct zerg_result *r)
+{
+    struct stage st = {.name = name, .pidfd = -1, .deadline_ns = INT64_MAX};
+    int64_t start = wk_now_ns(w);
+    if (timeout_ns > 0)
+        st.deadline_ns = start + timeout_ns;
+    snprintf(r->stage, sizeof r->stage, "%s", name);
+    int rc = stage_start(w, &st, run, argv, is_executor, progress);
+    if (rc < 0) {
+        r->exit_code = -1;
+        snprintf(r->error, sizeof r->error, "cannot start %s: %s", name,
+                 strerror(-rc));
+        return -1;
+    }
+    stage_wait(w, &st);
+    char what[96] = "exited with code 0";
+    if (st.timed_out) {
+        r->exit_code = -1, r->signal = SIGKILL, r->timed_out = 1;
+        snprintf(what, sizeof what, "timed out after %.1f s",
+                 zerg_ns_to_s(timeout_ns));
+    } else if (WIFEXITED(st.status)) {
+        r->exit_code = WEXITSTATUS(st.status), r->signal = 0;
+        if (r->exit_code != 0)
+            snprintf(what, sizeof what, "exited with code %d", r->exit_code);
+    } else {
+        r->exit_code = -1, r->signal = WTERMSIG(st.status);
+        snprintf(what, sizeof what, "killed by signal %d (%s)", r->signal,
+                 strsignal(r->signal));
+    }
+    log_line(run->log_fd, "==== zerg: %s %s after %.3f s\n", name, what,
+             zerg_ns_to_s(wk_now_ns(w) - start));
+    if (r->exit_code == 0)
+        return 0;
+    snprintf(r->error, sizeof r->error, "%s %s", name, what);
+    return -1;
+}
+
+/* ---- one task attempt ----------------------------------------------- */
+
+/* Opens the attempt's log and builds its environment. */
+static int run_open(struct worker *w, struct task_run *run,
+                    struct zerg_result *r)
+{
+    char path[PATH_MAX];
+    const char *id = run->task->id;
+    int rc = zerg_fsio_path(run->log_dir, sizeof run->log_dir,
+                            "%s/.zerg/logs/tasks/%s", w->o->project, id);
+    if (rc == 0)
+        rc = zerg_fsio_mkdirs(run->log_dir, 0755);
+    if (rc == 0)
+        rc = zerg_fsio_path(path, sizeof path, "%s/attempt-%d.log",
+                            run->log_dir, run->attempt);
+    if (rc == 0)
+        rc = zerg_fsio_path(w->progress_path, sizeof w->progress_path,
+                            "%s/attempt-%d.progress", run->log_dir,
+                            run->attempt);
+    if (rc == 0 &&
+        (run->log_fd =
+             open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        snprintf(r->error, sizeof r->error,
+                 "cannot open the task log of %s: %s", id, strerror(-rc));
+        return rc;
+    }
+    unlink(w->progress_path); /* a rerun must not inherit old progress */
+    w->progress_last = -1;
+    struct zerg_task_env e = {
+        .task_id = id,
+        .worker_id = w->o->slot,
+        .feature = w->o->feature,
+        .attempt = run->attempt,
+        .epoch = w->o->epoch,
+        .run_id = w->o->run_id,
+        .progress_file = w->progress_path,
+    };
+    run->envp = zerg_worker_task_env(environ, &e);
+    w->task_wd =
+        inotify_add_watch(w->inofd, run->log_dir, IN_CLOSE_WRITE | IN_MOVED_TO);
+    if (!run->envp) {
+        snprintf(r->error, sizeof r->error, "out of memory");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static void run_close(struct worker *w, struct task_run *run)
+{
+    if (w->task_wd >= 0)
+        inotify_rm_watch(w->inofd, w->task_wd);
+    w->task_wd = -1;
+    w->progress_path[0] = '\0';
+    if (run->log_fd >= 0)
+        close(run->log_fd);
+    zerg_worker_argv_free(run->envp);
+}
+
+/* Stage 1: the task's command, else the executor with the prompt. */
+static int run_command(struct worker *w, struct task_run *run,
+                       struct zerg_result *r)
+{
+    const struct zerg_task *t = run->task;
+    if (t->command) {
+        char *argv[] = {"/bin/sh", "-c", t->command, NULL};
+        return stage_run(w, run, "command", argv, 0, 10, 0, r);
+    }
+    char *prompt = zerg_worker_prompt(t, w->o->feature);
+    char **argv = zerg_worker_executor_argv(&w->cfg.executor, prompt);
+    int rc = -1;
+    if (argv)
+        rc = stage_run(w, run, "command", argv, 1, 10, 0, r);
+    else
+        snprintf(r->error, sizeof r->error,
+                 "task has no command and workers.executor is empty");
+    zerg_worker_argv_free(argv);
+    free(prompt);
+    return rc;
+}
+
+static int run_verification(struct worker *w, struct task_run *run,
+                            struct zerg_result *r)
+{
+    const struct zerg_task *t = run->task;
+    char *argv[] = {"/bin/sh", "-c", t->verify_command, NULL};
+    return stage_run(w, run, "verification", argv, 0, 80, t->verify_timeout_ns,
+                     r);
+}
+
+/* Runs both stages of one attempt and fills r. */
+static void run_stages(struct worker *w, const struct zerg_task *t, int attempt,
+                       struct zerg_result *r)
+{
+    struct task_run run = {.task = t, .attempt = attempt, .log_fd = -1};
+    snprintf(r->stage, sizeof r->stage, "setup");
+    if (run_open(w, &run, r) < 0)
+        goto out;
+    if (run_command(w, &run, r) < 0 || w->exit_code >= 0)
+        goto out;
+    if (t->verify_command && *t->verify_command &&
+        run_verification(w, &run, r) < 0)
+        goto out;
+    r->outcome = ZERG_OUTCOME_COMPLETE;
+out:
+    run_close(w, &run);
+}
+
+void wk_run_task(struct worker *w, const struct zerg_assign *a)
+{
+    int64_t start = wk_now_ns(w);
+    struct zerg_result r = {
+        .epoch = w->o->epoch,
+        .worker_id = w->o->slot,
+        .attempt = a->attempt,
+        .outcome = ZERG_OUTCOME_FAILED,
+    };
+    struct zerg_err e = {0};
+    snprintf(r.task, sizeof r.task, "%s", a->task);
+    snprintf(w->last_task, sizeof w->last_task, "%s", a->task);
+    w->last_attempt = a->attempt;
+    snprintf(w->hb.task_id, sizeof w->hb.task_id, "%s", a->task);
+    w->hb.attempt = a->attempt;
+    ssize_t idx = zerg_graph_find(w->graph, a->task);
+    if (idx < 0) {
+        snprintf(r.stage, sizeof r.stage, "setup");
+        snprintf(r.error, sizeof r.error, "task %s is not in the task graph",
+                 a->task);
+    } else {
+        run_stages(w, &w->graph->tasks[idx], a->attempt, &r);
+    }
+    if (w->exit_code >= 0)
+        return; /* interrupted: the orchestrator sees the worker exit */
+    if (r.outcome == ZERG_OUTCOME_COMPLETE)
+        wk_step(w, "done", 100);
+    r.duration_ms = (wk_now_ns(w) - start) / ZERG_NS_PER_MS;
+    if (zerg_proto_write_result(w->state_dir, &r, &e) < 0)
+        fprintf(stderr, "zerg worker %d: %s\n", w->o->slot, e.msg);
+    w->hb.task_id[0] = '\0';
+    w->hb.attempt = 0;
+    wk_step(w, "idle", 0);
+}

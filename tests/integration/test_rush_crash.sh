@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# FR-5/FR-6: kill -9 of a worker mid-task.  The task is reassigned with
+# retry_count untouched, a replacement worker is spawned, and the killed
+# task's own processes are gone.
+source "$(dirname "$0")/lib.sh"
+
+new_project crash
+graph <<'JSON'
+{"feature": "f", "tasks": [
+ {"id": "SLOW-L1-001", "level": 1,
+  "command": "if [ ! -f first-run ]; then touch first-run; sleep 300; fi; echo ok > slow.txt"},
+ {"id": "FAST-L1-002", "level": 1, "command": "echo fast > fast.txt"},
+ {"id": "NEXT-L2-001", "level": 2, "dependencies": ["SLOW-L1-001"], "command": "cat slow.txt > next.txt"}
+]}
+JSON
+rush_bg --workers 2
+wait_for 20 task_running SLOW-L1-001
+wait_for 10 test -f "$PROJ/first-run"
+slot=$(slot_of SLOW-L1-001)
+victim=$(worker_pid "$slot")
+sleeper=$(pgrep -f "sleep 300" | head -1)
+[ -n "$sleeper" ] || fail "task process not found"
+kill -9 "$victim"
+rush_wait 60
+[ "$RUSH_RC" -eq 0 ] || fail "rush exited $RUSH_RC: $(cat "$PROJ/rush.out")"
+[ "$(task_status SLOW-L1-001)" = complete ] || fail "slow task $(task_status SLOW-L1-001)"
+[ "$(task_status SLOW-L1-001 retry_count)" -eq 0 ] || fail "crash was charged to the retry budget"
+[ "$(task_status SLOW-L1-001 crash_count)" -eq 1 ] || fail "crash_count"
+has_event worker_crash || fail "no worker_crash event"
+has_event task_reassigned || fail "no task_reassigned event"
+has_event worker_respawn || fail "no worker_respawn event"
+[ "$(state_field metrics.worker_respawns)" -ge 1 ] || fail "metrics.worker_respawns"
+[ "$(state_field metrics.task_reassignments)" -ge 1 ] || fail "metrics.task_reassignments"
+pass "killed worker's task reassigned uncharged; replacement spawned"
+kill -0 "$sleeper" 2>/dev/null && fail "the killed task's process $sleeper survived"
+no_procs
+pass "the killed task's processes are gone"
+echo "$TESTS_PASSED passed, 0 failed"

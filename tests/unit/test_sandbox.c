@@ -1,0 +1,393 @@
+/* test_sandbox.c - the Lua sandbox (src/lua/vm.c, src/lua/convert.c): what
+ * a policy can reach, the budgets that stop runaway code, and that the VM
+ * keeps working after each stop.  These are the classic sandbox regressions
+ * (Redis' scripting tests, HAProxy's hlua budgets). */
+#include "testutil.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lua/vm.h"
+#include "zerg/err.h"
+
+static char last_err[ZERG_ERR_MSG_MAX];
+
+static struct zerg_vm *vm_with(enum zerg_vm_mode mode, int64_t insns,
+                               int64_t mem)
+{
+    struct zerg_vm_opts o = {
+        .mode = mode, .instruction_budget = insns, .memory_bytes = mem};
+    struct zerg_err err = {0};
+    struct zerg_vm *vm = zerg_vm_new(&o, &err);
+    if (!vm)
+        fail_msg("zerg_vm_new: %s", err.msg);
+    return vm;
+}
+
+static struct zerg_vm *policy_vm(void)
+{
+    return vm_with(ZERG_VM_POLICY, 100000, 8 << 20);
+}
+
+/* Runs code that must fail; returns the message. */
+static const char *run_fail(struct zerg_vm *vm, const char *code)
+{
+    struct zerg_err err = {0};
+    int rc = zerg_vm_exec(vm, "test", code, NULL, &err);
+    if (rc == 0)
+        fail_msg("expected an error from: %s", code);
+    assert_int_equal(rc, ZERG_EPOLICY);
+    snprintf(last_err, sizeof last_err, "%s", err.msg);
+    return last_err;
+}
+
+/* Runs code that must succeed and returns its first result. */
+static zerg_json *run_ok(struct zerg_vm *vm, const char *code)
+{
+    struct zerg_err err = {0};
+    zerg_json *v = NULL;
+    if (zerg_vm_exec(vm, "test", code, &v, &err) != 0)
+        fail_msg("%s failed: %s", code, err.msg);
+    return v;
+}
+
+static double run_num(struct zerg_vm *vm, const char *code)
+{
+    zerg_json *v = run_ok(vm, code);
+    assert_int_equal(v->type, ZERG_JSON_NUMBER);
+    double x = v->u.number;
+    zerg_json_free(v);
+    return x;
+}
+
+static void assert_usable(struct zerg_vm *vm)
+{
+    assert_true(run_num(vm, "return 40 + 2") == 42);
+}
+
+/* ---- what is (not) in scope ----------------------------------------- */
+
+static void test_unknown_global_read_raises(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm();
+    const char *msg = run_fail(vm, "local x = 1\nreturn foo");
+    assert_true(tu_contains(msg, "unknown global 'foo'"));
+    assert_true(tu_contains(msg, "test:2:")); /* points at the line */
+    assert_usable(vm);
+    zerg_vm_free(vm);
+}
+
+static void test_dangerous_globals_absent(void **state)
+{
+    (void)state;
+    static const char *const absent[] = {
+        "io", "os", "dofile", "loadfile", "package", "debug", "coroutine",
+        "warn", "module", "loadstring", "setfenv", NULL,
+    };
+    struct zerg_vm *vm = policy_vm();
+    for (const char *const *n = absent; *n; n++) {
+        char code[64], want[64];
+        snprintf(code, sizeof code, "return %s", *n);
+        snprintf(want, sizeof want, "unknown global '%s'", *n);
+        assert_true(tu_contains(run_fail(vm, code), want));
+    }
+    zerg_vm_free(vm);
+}
+
+static void test_libraries_trimmed(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm();
+    zerg_json *v = run_ok(vm, "return {string.dump == nil, "
+                              "math.randomseed == nil, "
+                              "(\"\").dump == nil, "
+                              "type(string.format), type(table.sort), "
+                              "type(utf8.char), type(math.floor)}");
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(zerg_json_at(v, i)->type, ZERG_JSON_BOOL);
+        assert_true(zerg_json_at(v, i)->u.boolean);
+    }
+    for (int i = 3; i < 7; i++)
+        assert_string_equal(zerg_json_as_str(zerg_json_at(v, i)),
+                            "function");
+    zerg_json_free(v);
+    assert_true(tu_contains(run_fail(vm, "collectgarbage('stop')"),
+                            "option 'stop' is not allowed"));
+    assert_true(run_num(vm, "return collectgarbage('count') > 0 and 1 "
+                            "or 0") == 1);
+    zerg_vm_free(vm);
+}
+
+static void test_load_refuses_bytecode(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm();
+    zerg_json *v = run_ok(vm, "local f, msg = load('\\27LuaT\\0\\25') "
+                              "return msg");
+    assert_true(tu_contains(zerg_json_as_str(v), "binary chunk"));
+    zerg_json_free(v);
+    assert_true(tu_contains(run_fail(vm, "return load(function() end)"),
+                            "only strings"));
+    zerg_vm_free(vm);
+}
+
+static void test_load_gets_the_sandbox(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm();
+    assert_true(tu_contains(run_fail(vm, "return load('return io')()"),
+                            "unknown global 'io'"));
+    assert_true(run_num(vm, "return load('return x', 'c', 't', "
+                            "{x = 7})()") == 7);
+    zerg_vm_free(vm);
+}
+
+static void test_env_protected(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm();
+    assert_true(tu_contains(run_fail(vm, "setmetatable(_ENV, nil)"),
+                            "protected metatable"));
+    assert_true(tu_contains(run_fail(vm, "x = 1"),
+                            "assignment to undeclared global 'x'"));
+    assert_true(tu_contains(run_fail(vm, "setmetatable({}, {__gc = "
+                                         "function() end})"),
+                            "__gc is not allowed"));
+    zerg_json *v = run_ok(vm, "return getmetatable(_ENV)");
+    assert_string_equal(zerg_json_as_str(v), "sandbox");
+    zerg_json_free(v);
+    zerg_vm_free(vm);
+}
+
+static void test_repl_mode_globals_writable(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = vm_with(ZERG_VM_REPL, 0, 0);
+    assert_true(run_num(vm, "x = 5; return x") == 5);
+    assert_true(run_num(vm, "return x + 1") == 6); /* kept between chunks */
+    zerg_json *v = run_ok(vm, "x = nil; return x");
+    assert_int_equal(v->type, ZERG_JSON_NULL);
+    zerg_json_free(v);
+    assert_true(tu_contains(run_fail(vm, "return y"), "unknown global 'y'"));
+    zerg_vm_free(vm);
+}
+
+static void test_random_is_seeded(void **state)
+{
+    (void)state;
+    const char *code = "local t = {} for i = 1, 5 do "
+                       "t[i] = math.random(1, 1000000) end return t";
+    struct zerg_vm *a = policy_vm(), *b = policy_vm();
+    zerg_json *x = run_ok(a, code), *y = run_ok(b, code);
+    char *sx = zerg_json_encode(x, NULL, NULL);
+    char *sy = zerg_json_encode(y, NULL, NULL);
+    assert_string_equal(sx, sy);
+    free(sx);
+    free(sy);
+    zerg_json_free(x);
+    zerg_json_free(y);
+    zerg_vm_free(a);
+    zerg_vm_free(b);
+}
+
+/* ---- require --------------------------------------------------------- */
+
+static void test_require_bundled(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm();
+    assert_true(run_num(vm, "return require('zerg.util')"
+                            ".level_from_id('A-L3-007')") == 3);
+    assert_true(run_num(vm, "return require('policies.backoff')"
+                            ".delay(2, {strategy = 'exponential', "
+                            "base = 2, max = 30})") == 4);
+    /* the same table every time */
+    zerg_json *v = run_ok(vm, "return require('zerg.util') == "
+                              "require('zerg.util')");
+    assert_true(v->u.boolean);
+    zerg_json_free(v);
+    const char *msg = run_fail(vm, "require('os')");
+    assert_true(tu_contains(msg, "module 'os' not found"));
+    assert_true(tu_contains(msg, "policies.backoff"));
+    assert_true(tu_contains(msg, "zerg.util"));
+    zerg_vm_free(vm);
+}
+
+static void test_traceback_names_bundled_file(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm();
+    const char *msg = run_fail(vm, "return require('policies.backoff')"
+                                   ".delay(1, {strategy = 'linear'})");
+    assert_true(tu_contains(msg, "policies/backoff.lua:"));
+    assert_true(tu_contains(msg, "stack traceback"));
+    zerg_vm_free(vm);
+}
+
+/* ---- budgets --------------------------------------------------------- */
+
+static void test_infinite_loop_stopped(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm();
+    assert_true(tu_contains(run_fail(vm, "while true do end"),
+                            "instruction budget exceeded"));
+    assert_usable(vm);
+    zerg_vm_free(vm);
+}
+
+static void test_pcall_cannot_swallow_budget(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm();
+    assert_true(tu_contains(
+        run_fail(vm, "while true do pcall(function() while true do end "
+                     "end) end"),
+        "instruction budget exceeded"));
+    assert_usable(vm);
+    assert_true(tu_contains(
+        run_fail(vm, "while true do xpcall(function() while true do end "
+                     "end, function() while true do end end) end"),
+        "budget exceeded"));
+    assert_usable(vm);
+    zerg_vm_free(vm);
+}
+
+static void test_budget_is_per_call(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm(); /* 100000 instructions per call */
+    /* ~40000 instructions each: fine alone, fine repeated */
+    for (int i = 0; i < 10; i++)
+        assert_true(run_num(vm, "local s = 0 for i = 1, 10000 do "
+                                "s = s + i end return s") == 50005000);
+    zerg_vm_free(vm);
+}
+
+static void test_memory_bomb_stopped(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm(); /* 8 MiB */
+    assert_true(tu_contains(
+        run_fail(vm, "local t = {} for i = 1, 64 do "
+                     "t[i] = string.rep('x', 1 << 20) .. i end"),
+        "not enough memory"));
+    assert_usable(vm);
+    assert_true(tu_contains(run_fail(vm, "return string.rep('x', 1 << 40)"),
+                            "memory"));
+    assert_usable(vm);
+    assert_true(tu_contains(
+        run_fail(vm, "local s = 'x' while true do s = s .. s end"),
+        "not enough memory"));
+    assert_usable(vm);
+    assert_true(zerg_vm_memory(vm) < (4u << 20)); /* the garbage is gone */
+    zerg_vm_free(vm);
+}
+
+static int64_t fake_cpu(void *ctx)
+{
+    int64_t *t = ctx;
+    return *t += 1000000; /* every look costs 1 ms */
+}
+
+static void test_time_budget(void **state)
+{
+    (void)state;
+    int64_t t = 0;
+    struct zerg_vm_opts o = {
+        .mode = ZERG_VM_POLICY, .time_budget_ns = 50 * 1000000,
+        .cpu_ns = fake_cpu, .cpu_ctx = &t};
+    struct zerg_vm *vm = zerg_vm_new(&o, NULL);
+    assert_non_null(vm);
+    assert_true(tu_contains(run_fail(vm, "while true do end"),
+                            "time budget exceeded (50.000 ms"));
+    assert_usable(vm);
+    zerg_vm_free(vm);
+}
+
+static void test_interrupt(void **state)
+{
+    (void)state;
+    volatile sig_atomic_t flag = 1;
+    struct zerg_vm_opts o = {.mode = ZERG_VM_REPL, .interrupt = &flag};
+    struct zerg_vm *vm = zerg_vm_new(&o, NULL);
+    assert_non_null(vm);
+    assert_true(tu_contains(run_fail(vm, "while true do pcall(print) end"),
+                            "interrupted"));
+    flag = 0;
+    assert_usable(vm);
+    zerg_vm_free(vm);
+}
+
+/* ---- conversion ------------------------------------------------------ */
+
+static void test_lua_to_json(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm();
+    zerg_json *v = run_ok(vm, "return {b = {1, 2, 'x'}, a = true, "
+                              "[3] = 0.5, n = {}}");
+    char *s = zerg_json_encode(v, NULL, NULL);
+    assert_string_equal(s, "{\"3\":0.5,\"a\":true,\"b\":[1,2,\"x\"],"
+                           "\"n\":{}}");
+    free(s);
+    zerg_json_free(v);
+    struct zerg_err err = {0};
+    assert_int_equal(zerg_vm_exec(vm, "t", "return {f = print}", &v, &err),
+                     ZERG_EPOLICY);
+    assert_true(tu_contains(err.msg, "function cannot be converted"));
+    assert_int_equal(zerg_vm_exec(vm, "t", "local t = {} t.t = t return t",
+                                  &v, &err),
+                     ZERG_EPOLICY);
+    assert_true(tu_contains(err.msg, "nested too deeply"));
+    zerg_vm_free(vm);
+}
+
+static void test_json_to_lua(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = vm_with(ZERG_VM_REPL, 0, 0);
+    const char *text = "{\"levels\": {\"1\": {\"status\": \"complete\"}}, "
+                       "\"n\": 3, \"f\": 1.5, \"gone\": null, "
+                       "\"list\": [\"a\", \"b\"]}";
+    zerg_json *doc = zerg_json_parse(text, strlen(text), NULL);
+    assert_non_null(doc);
+    assert_int_equal(zerg_vm_set_global(vm, "doc", doc, NULL), 0);
+    zerg_json_free(doc);
+    zerg_json *v = run_ok(vm, "return {math.type(doc.n), math.type(doc.f), "
+                              "doc.gone == nil, #doc.list, "
+                              "doc.levels['1'].status}");
+    char *s = zerg_json_encode(v, NULL, NULL);
+    assert_string_equal(s, "[\"integer\",\"float\",true,2,\"complete\"]");
+    free(s);
+    zerg_json_free(v);
+    zerg_vm_free(vm);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unknown_global_read_raises),
+        cmocka_unit_test(test_dangerous_globals_absent),
+        cmocka_unit_test(test_libraries_trimmed),
+        cmocka_unit_test(test_load_refuses_bytecode),
+        cmocka_unit_test(test_load_gets_the_sandbox),
+        cmocka_unit_test(test_env_protected),
+        cmocka_unit_test(test_repl_mode_globals_writable),
+        cmocka_unit_test(test_random_is_seeded),
+        cmocka_unit_test(test_require_bundled),
+        cmocka_unit_test(test_traceback_names_bundled_file),
+        cmocka_unit_test(test_infinite_loop_stopped),
+        cmocka_unit_test(test_pcall_cannot_swallow_budget),
+        cmocka_unit_test(test_budget_is_per_call),
+        cmocka_unit_test(test_memory_bomb_stopped),
+        cmocka_unit_test(test_time_budget),
+        cmocka_unit_test(test_interrupt),
+        cmocka_unit_test(test_lua_to_json),
+        cmocka_unit_test(test_json_to_lua),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
