@@ -128,4 +128,14 @@ echo "Built image '$image' ($rt, id $id, rootfs $size):"
 echo "  /usr/local/bin/zerg   $bin (sha256 $(echo "$sum" | cut -c1-16)...)"
 echo "  shared libraries      $nlibs (from ldd, with the loader)"
 echo "  /bin/sh + applets     $busybox"
-echo "Check it: $rt run --rm $image zerg --version"
+
+# A smoke run: the build can succeed on hosts where running cannot.
+if ver=$(timeout 60 "$rt" run --rm --pull=never "$image" zerg --version 2>&1); then
+    echo "Runs: $rt run --rm $image zerg --version -> $ver"
+else
+    echo "build-image.sh: warning: the image was built but \`$rt run\` fails here:" >&2
+    echo "  $(echo "$ver" | tail -n 1)" >&2
+    echo "  On hosts without CAP_SYS_RESOURCE or with hybrid cgroups (CI" >&2
+    echo "  containers), set CONTAINERS_CONF=tests/containers.conf;" >&2
+    echo "  see docs/wiki/Container-Mode.md, Troubleshooting." >&2
+fi

@@ -70,9 +70,14 @@ run_target() {
     local input
     input=$(sed -n 's/.*Test unit written to //p' "$log" | tail -1)
     echo "fuzz: $t: FAILED (exit $rc), $(summarize "$log")" >&2
-    # The sanitizer report: from its first line, at most 60 lines.
-    grep -m1 -A60 -E '^(==[0-9]+==ERROR|.*runtime error:|ALARM|==[0-9]+== ERROR)' \
-        "$log" >&2 || tail -40 "$log" >&2
+    # The report: from the sanitizer's first line to its SUMMARY line
+    # (the stack is in between), at most 60 lines; the log has the rest.
+    local report
+    report=$(awk '/^==[0-9]+== ?ERROR|runtime error:/ { on = 1 }
+                  on && n++ < 60 { print }
+                  on && /^SUMMARY:/ { exit }' "$log")
+    [ -n "$report" ] || report=$(tail -20 "$log")
+    printf '%s\n' "$report" >&2
     echo "fuzz: $t: crashing input: ${input:-none saved}" >&2
     echo "fuzz: $t: full log: $artifacts/$t.log" >&2
     [ -n "$input" ] && echo "fuzz: $t: reproduce: $build/tests/fuzz/$t $input" >&2

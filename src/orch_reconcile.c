@@ -157,7 +157,9 @@ int orch_reconcile(struct zerg_orch *o, int thorough, int64_t now)
     (void)now;
     zerg_log_event(o->o.log, ZERG_LOG_ORCH, lvl, "state_reconcile_start",
                    NULL, NULL, "State reconciliation (%s) started", kind);
+    int64_t t0 = zerg_clock_mono(&zerg_clock_system);
     zerg_json *snap = snapshot(o, thorough);
+    size_t checked = zerg_json_len(zerg_json_get(snap, "tasks"));
     zerg_policy_reconcile(o->o.policy, snap, &fixes, &nfixes, &why);
     zerg_json_free(snap);
     zerg_json_free(why);
@@ -186,6 +188,10 @@ int orch_reconcile(struct zerg_orch *o, int thorough, int64_t now)
     free(fixes);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "fixes", (double)applied);
+    zerg_json_set_num(data, "duration_ms",
+                      (double)(zerg_clock_mono(&zerg_clock_system) - t0) /
+                          1e6);
+    zerg_json_set_num(data, "tasks_checked", (double)checked);
     zerg_json_set_str(data, "check", kind);
     zerg_log_event(o->o.log, ZERG_LOG_ORCH, applied ? ZERG_LOG_INFO : lvl,
                    "state_reconcile_complete", NULL, data,

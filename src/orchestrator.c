@@ -25,6 +25,7 @@
 #include "orch_internal.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
+#include "zerg/worker.h"
 
 #define MS(ns) ((double)(ns) / 1e6)
 #define SEC(ns) ((double)(ns) / 1e9)
@@ -464,6 +465,28 @@ static void describe_exit(const struct zerg_exit_info *info, char *buf,
         strcat(buf, " (out of memory)");
 }
 
+/* "what: last line of .zerg/logs/worker-N.log", so the reason a worker
+ * could not start is in the event, not only in a file. */
+static void worker_log_tail(const struct zerg_orch *o, int slot,
+                            const char *what, char *buf, size_t n)
+{
+    char path[PATH_MAX], *text = NULL;
+    size_t len = 0;
+
+    snprintf(buf, n, "%s", what);
+    if (zerg_fsio_path(path, sizeof path, "%s/.zerg/logs/worker-%d.log",
+                       o->o.project, slot) ||
+        zerg_fsio_read_all(path, 8u << 20, &text, &len, NULL) < 0)
+        return;
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+        text[--len] = '\0';
+    char *last = strrchr(text, '\n');
+    last = last ? last + 1 : text;
+    if (*last)
+        snprintf(buf, n, "%s: %.300s", what, last);
+    free(text);
+}
+
 void zerg_orch_child_exited(struct zerg_orch *o, pid_t pid, int wstatus,
                             int64_t now)
 {
@@ -506,10 +529,16 @@ void zerg_orch_child_exited(struct zerg_orch *o, pid_t pid, int wstatus,
         return;
     }
     if (!sl->ready) {
+        /* Exit 3 is the worker's "cannot set up" (unreadable graph or
+         * config): starting it again cannot help. */
+        int permanent = info.exit_code == ZERG_WORKER_EXIT_SETUP &&
+                        !info.runtime_error;
+        char why[512];
+        worker_log_tail(o, sl->id, what, why, sizeof why);
         zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_exit", NULL,
                        data, "Worker %d exited before ready (%s)", sl->id,
-                       what);
-        spawn_failed(o, sl, what, 0, now);
+                       why);
+        spawn_failed(o, sl, why, permanent, now);
         return;
     }
     if (sl->killed != KILL_TASK_TIMEOUT)
@@ -1001,8 +1030,10 @@ static void finish(struct zerg_orch *o, int64_t now)
                       (double)o->s->metrics.task_reassignments);
     zerg_log_event(o->o.log, ZERG_LOG_ORCH,
                    ok ? ZERG_LOG_INFO : ZERG_LOG_ERROR,
-                   ok ? "rush_complete" : "rush_failed", NULL, data, "%s",
-                   summary);
+                   ok ? "rush_complete" : "rush_failed", NULL, data,
+                   "Rush %s in %.1fs: %s",
+                   o->stopping ? "stopped" : ok ? "complete" : "failed",
+                   SEC(now - o->started_mono), summary);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1132,20 +1163,29 @@ size_t zerg_orch_pids(const struct zerg_orch *o, pid_t *out, size_t max)
     return n;
 }
 
+static const char *plural(int64_t n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
 void zerg_orch_summary(const struct zerg_orch *o, char *buf, size_t size)
 {
     size_t c[7] = {0};
     const struct zerg_metrics *m = &o->s->metrics;
     zerg_state_count(o->s, c);
-    int n = snprintf(buf, size,
-                     "%zu/%zu tasks complete, %zu failed, %zu blocked; "
-                     "recovered: %" PRId64 " worker crashes, %" PRId64
-                     " tasks reassigned, %" PRId64 " respawns, %" PRId64
-                     " spawn retries, %" PRId64 " stale detections.",
-                     c[ZERG_TASK_COMPLETE], o->g->ntasks, c[ZERG_TASK_FAILED],
-                     c[ZERG_TASK_BLOCKED], m->worker_crashes,
-                     m->task_reassignments, m->worker_respawns,
-                     m->spawn_retries, m->stale_detections);
+    int n = snprintf(
+        buf, size,
+        "%zu/%zu tasks complete, %zu failed, %zu blocked; recovery: %" PRId64
+        " worker %s, %" PRId64 " %s, %" PRId64 " %s, %" PRId64 " spawn %s, "
+        "%" PRId64 " stale %s.",
+        c[ZERG_TASK_COMPLETE], o->g->ntasks, c[ZERG_TASK_FAILED],
+        c[ZERG_TASK_BLOCKED], m->worker_crashes,
+        plural(m->worker_crashes, "crash", "crashes"), m->task_reassignments,
+        plural(m->task_reassignments, "reassignment", "reassignments"),
+        m->worker_respawns, plural(m->worker_respawns, "respawn", "respawns"),
+        m->spawn_retries, plural(m->spawn_retries, "retry", "retries"),
+        m->stale_detections,
+        plural(m->stale_detections, "detection", "detections"));
     if (n < 0 || (size_t)n >= size)
         return;
     if (o->stopping)

@@ -107,8 +107,7 @@ static int unblockable(const struct zerg_state *s, const struct zerg_graph *g,
 
 /* requeued[] holds the roots, already requeued; adds what they unblock.
  * Returns the total number requeued. */
-static int unblock_downstream(struct zerg_state *s,
-                              const struct zerg_graph *g,
+static int unblock_downstream(struct zerg_state *s, const struct zerg_graph *g,
                               unsigned char *requeued)
 {
     int n = 0;
@@ -259,8 +258,7 @@ int zerg_retry_request_write(const char *state_dir, const char *feature,
     }
     if (!(doc = request_doc(feature, ids, n, all_failed)) ||
         !(text = zerg_json_encode(doc, &len, err))) {
-        rc = zerg_err_set(err, -ENOMEM, "cannot write %s: out of memory",
-                          path);
+        rc = zerg_err_set(err, -ENOMEM, "cannot write %s: out of memory", path);
         goto cleanup;
     }
     rc = zerg_fsio_write_atomic(path, text, len, ZERG_FSIO_DURABLE, err);
@@ -302,8 +300,7 @@ static int request_from_json(struct zerg_retry_request *req,
     for (size_t i = 0; i < n; i++) {
         const char *id = zerg_json_as_str(zerg_json_at(tasks, i));
         if (!id || !zerg_id_valid(id))
-            return *why = "\"tasks\" holds something that is not a task id",
-                   -1;
+            return *why = "\"tasks\" holds something that is not a task id", -1;
         if (!(req->ids[i] = strdup(id)))
             return *why = "out of memory", -1;
         req->n = i + 1;
@@ -355,8 +352,7 @@ int zerg_retry_request_apply(struct zerg_state *s, const struct zerg_graph *g,
     for (size_t i = 0; i < req->n; i++) {
         ssize_t idx = zerg_graph_find(g, req->ids[i]);
         if (idx < 0) {
-            zerg_err_set(err, ZERG_ENOTFOUND, "unknown task %s",
-                         req->ids[i]);
+            zerg_err_set(err, ZERG_ENOTFOUND, "unknown task %s", req->ids[i]);
             continue;
         }
         if (zerg_state_retry_refusal(s, g, (size_t)idx, why, sizeof why)) {

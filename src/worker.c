@@ -350,6 +350,37 @@ static int check_orphaned(struct worker *w)
                         (int)w->o->orch_pid);
 }
 
+/* `zerg rush --executor CMD` reaches the worker as $ZERG_EXECUTOR and
+ * replaces workers.executor, split on whitespace like a string value of
+ * that key. */
+static int executor_override(struct zerg_argv *ex)
+{
+    const char *s = getenv("ZERG_EXECUTOR");
+    char *copy, *save = NULL;
+    size_t n = 0;
+
+    if (!s || !*s)
+        return 0;
+    if (!(copy = strdup(s)))
+        return -ENOMEM;
+    char **v = calloc(strlen(s) / 2 + 2, sizeof *v);
+    if (!v) {
+        free(copy);
+        return -ENOMEM;
+    }
+    for (char *tok = strtok_r(copy, " \t", &save); tok;
+         tok = strtok_r(NULL, " \t", &save))
+        if (!(v[n++] = strdup(tok)))
+            break;
+    free(copy);
+    for (size_t i = 0; i < ex->n; i++)
+        free(ex->v[i]);
+    free(ex->v);
+    ex->v = v;
+    ex->n = n;
+    return 0;
+}
+
 static int load_inputs(struct worker *w)
 {
     const struct zerg_worker_opts *o = w->o;
@@ -364,6 +395,8 @@ static int load_inputs(struct worker *w)
                          warn_stderr, NULL, &e);
     if (rc < 0)
         return zerg_err_set(w->err, rc, "%s", e.msg);
+    if (executor_override(&w->cfg.executor) < 0)
+        return zerg_err_set(w->err, -ENOMEM, "out of memory");
     const char *gp = o->graph_path ? o->graph_path : graph_path;
     rc = zerg_graph_load(&w->graph, gp, &e);
     if (rc < 0)

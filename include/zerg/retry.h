@@ -47,7 +47,7 @@ const char *zerg_state_retry_refusal(const struct zerg_state *s,
 
 struct zerg_retry_request {
     char feature[ZERG_ID_MAX + 1];
-    char **ids;      /* task ids (owned), validated with zerg_id_valid */
+    char **ids; /* task ids (owned), validated with zerg_id_valid */
     size_t n;
     int all_failed;
 };

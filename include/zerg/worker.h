@@ -37,23 +37,33 @@ struct zerg_worker_opts {
     int slot;       /* worker id */
     uint64_t epoch; /* this incarnation (fencing) */
     const char *run_id;
+    /* The orchestrator's pid when it can be checked (the CLI passes
+     * $ZERG_ORCH_PID), 0 when not (container mode). */
+    pid_t orch_pid;
     /* Overrides; 0 / NULL means the default shown. */
-    const char *config_path;       /* {project}/.zerg/config.yaml */
-    const char *graph_path;        /* {project}/.gsd/specs/{feature}/
-                                      task-graph.json */
-    const char *state_dir;         /* {project}/.zerg/state */
-    pid_t orch_pid;                /* none: $ZERG_ORCH_PID is the CLI's job */
-    int64_t lease_stale_ns;        /* ZERG_LEASE_STALE_NS */
-    int64_t heartbeat_interval_ns; /* workers.heartbeat_interval_seconds */
-    int64_t poll_ns; /* 500 ms: assignment mtime, lease, progress */
+    const char *config_path;        /* {project}/.zerg/config.yaml */
+    const char *graph_path;         /* {project}/.gsd/specs/{feature}/
+                                       task-graph.json */
+    const char *state_dir;          /* {project}/.zerg/state */
+    int64_t lease_stale_ns;         /* ZERG_LEASE_STALE_NS */
+    int64_t heartbeat_interval_ns;  /* workers.heartbeat_interval_seconds */
+    int64_t poll_ns;                /* 500 ms (also the maximum) */
     const struct zerg_clock *clock; /* the system clock */
 };
 
 /* Runs the worker until it must exit; returns its exit code
  * (ZERG_WORKER_EXIT_*).  For any code but OK, err says why in one
  * sentence ("cannot read task graph /p/.gsd/specs/F/task-graph.json: No
- * such file or directory").  Blocks SIGTERM/SIGINT while it runs and
- * restores the signal mask before returning; sets PR_SET_PDEATHSIG. */
+ * such file or directory").
+ *
+ * Orchestrator liveness: exits with ZERG_WORKER_EXIT_ORPHANED when
+ * orch_pid no longer exists, or when the lease of its run_id has not
+ * changed for lease_stale_ns.  With an orch_pid the lease is judged only
+ * once it has been seen; without one it must appear within that window.
+ *
+ * Meant to be the whole life of its process: blocks SIGTERM/SIGINT/SIGHUP
+ * (restoring the mask before returning), sets PR_SET_PDEATHSIG, and reaps
+ * any child of the process (orphans of tasks reparented to it). */
 int zerg_worker_run(const struct zerg_worker_opts *o, struct zerg_err *err);
 
 /* What to do with an assignment read from disk. */

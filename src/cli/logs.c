@@ -53,20 +53,20 @@ static const char usage[] =
     "Exit codes: 0 ok; 1 no log yet; 2 usage error.\n";
 
 struct filter {
-    int worker;          /* -1: any; ORCH_FILTER: the orchestrator */
+    int worker; /* -1: any; ORCH_FILTER: the orchestrator */
     const char *task;
-    const char *events;  /* comma-separated, NULL: any */
+    const char *events; /* comma-separated, NULL: any */
     enum zerg_log_level min_level;
     int json, follow, color;
 };
 
 struct reader {
     int fd;
-    char *buf;           /* bytes not yet split into lines */
+    char *buf; /* bytes not yet split into lines */
     size_t len, cap;
     size_t lineno;
     size_t corrupt, first_corrupt;
-    int skipping;        /* inside an over-long line */
+    int skipping; /* inside an over-long line */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -114,9 +114,10 @@ static int matches(const struct filter *f, const zerg_json *rec,
 
 static const char *level_color(enum zerg_log_level level)
 {
-    return level == ZERG_LOG_ERROR  ? "\033[31m"
-           : level == ZERG_LOG_WARN ? "\033[33m"
-           : level == ZERG_LOG_DEBUG ? "\033[2m" : "";
+    return level == ZERG_LOG_ERROR   ? "\033[31m"
+           : level == ZERG_LOG_WARN  ? "\033[33m"
+           : level == ZERG_LOG_DEBUG ? "\033[2m"
+                                     : "";
 }
 
 static void put_clean(const char *s)
@@ -156,8 +157,8 @@ static void handle_line(struct reader *r, const struct filter *f,
     int ok = rec && zerg_json_is(rec, ZERG_JSON_OBJECT) &&
              zerg_json_as_str(zerg_json_get(rec, "ts")) &&
              zerg_json_as_str(zerg_json_get(rec, "msg")) &&
-             zerg_log_level_parse(
-                 zerg_json_as_str(zerg_json_get(rec, "level")), &level) == 0;
+             zerg_log_level_parse(zerg_json_as_str(zerg_json_get(rec, "level")),
+                                  &level) == 0;
     if (!ok) {
         if (!r->corrupt++)
             r->first_corrupt = r->lineno;
@@ -313,22 +314,35 @@ static int parse(int argc, char **argv, struct filter *f)
         switch (c) {
         case 'w':
             if (parse_worker(optarg, &f->worker))
-                return zerg_cli_usage_error("logs", "--worker takes a worker "
+                return zerg_cli_usage_error("logs",
+                                            "--worker takes a worker "
                                             "number or 'orch', not '%s'",
                                             optarg);
             break;
-        case 't': f->task = optarg; break;
-        case 'e': f->events = optarg; break;
+        case 't':
+            f->task = optarg;
+            break;
+        case 'e':
+            f->events = optarg;
+            break;
         case 'l':
             if (zerg_log_level_parse(optarg, &f->min_level))
-                return zerg_cli_usage_error("logs", "--level takes DEBUG, "
+                return zerg_cli_usage_error("logs",
+                                            "--level takes DEBUG, "
                                             "INFO, WARN or ERROR, not '%s'",
                                             optarg);
             break;
-        case 'f': f->follow = 1; break;
-        case 'j': f->json = 1; break;
-        case 'h': fputs(usage, stdout); return ZERG_EXIT_OK;
-        default: return zerg_cli_usage_error("logs", NULL);
+        case 'f':
+            f->follow = 1;
+            break;
+        case 'j':
+            f->json = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return ZERG_EXIT_OK;
+        default:
+            return zerg_cli_usage_error("logs", NULL);
         }
     }
     if (optind < argc)
@@ -340,15 +354,16 @@ static int parse(int argc, char **argv, struct filter *f)
 static void report_corrupt(const struct reader *r, const char *path)
 {
     if (r->corrupt)
-        fprintf(stderr, "zerg: warning: skipped %zu corrupt line%s in %s "
-                "(first: line %zu)\n", r->corrupt,
-                r->corrupt == 1 ? "" : "s", path, r->first_corrupt);
+        fprintf(stderr,
+                "zerg: warning: skipped %zu corrupt line%s in %s "
+                "(first: line %zu)\n",
+                r->corrupt, r->corrupt == 1 ? "" : "s", path, r->first_corrupt);
 }
 
 int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
 {
-    struct filter f = {.worker = -1, .min_level = ZERG_LOG_DEBUG,
-                       .color = cli->color};
+    struct filter f = {
+        .worker = -1, .min_level = ZERG_LOG_DEBUG, .color = cli->color};
     int rc = parse(argc, argv, &f);
     if (rc >= 0)
         return rc;

@@ -119,7 +119,8 @@ int zerg_cli_graph(const struct zerg_cli *cli, const char *feature,
     *g = NULL;
     if (zerg_cli_path(cli, path, sizeof path, ".gsd/specs/%s/task-graph.json",
                       feature))
-        return zerg_err_set(err, -ENAMETOOLONG, "the project path is too "
+        return zerg_err_set(err, -ENAMETOOLONG,
+                            "the project path is too "
                             "long");
     if (access(path, F_OK) != 0 && errno == ENOENT)
         return zerg_err_set(err, -ENOENT,
@@ -197,8 +198,8 @@ static size_t spec_dirs(const struct zerg_cli *cli, char ***out)
     struct dirent *e;
     while ((e = readdir(d))) {
         struct stat st;
-        if (e->d_name[0] == '.' ||
-            fstatat(dirfd(d), e->d_name, &st, 0) != 0 || !S_ISDIR(st.st_mode))
+        if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) != 0 ||
+            !S_ISDIR(st.st_mode))
             continue;
         char **nv = realloc(v, (n + 1) * sizeof *v);
         if (!nv || !(nv[n] = strdup(e->d_name))) {
@@ -278,8 +279,7 @@ static void usage(FILE *out)
           out);
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (commands[i].summary)
-            fprintf(out, "  %-10s %s\n", commands[i].name,
-                    commands[i].summary);
+            fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "Global options (also accepted after COMMAND):\n"
           "  -C DIR         run as if started in DIR\n"
@@ -374,10 +374,18 @@ static int parse_leading(int argc, char **argv, struct globals *gl)
     opterr = 1;
     while ((c = getopt_long(argc, argv, "+C:hV", opts, NULL)) != -1) {
         switch (c) {
-        case 'C': gl->dir = optarg; break;
-        case 'f': gl->feature = optarg; break;
-        case 'h': gl->help = 1; break;
-        case 'V': gl->version = 1; break;
+        case 'C':
+            gl->dir = optarg;
+            break;
+        case 'f':
+            gl->feature = optarg;
+            break;
+        case 'h':
+            gl->help = 1;
+            break;
+        case 'V':
+            gl->version = 1;
+            break;
         default:
             fputs("Try 'zerg --help'.\n", stderr);
             return -1;
@@ -465,8 +473,8 @@ int main(int argc, char **argv)
         printf("zerg %s\n", ZERG_VERSION);
         return ZERG_EXIT_OK;
     }
-    if (gl.help || (at < argc && strcmp(argv[at], "help") == 0 &&
-                    at + 1 == argc)) {
+    if (gl.help ||
+        (at < argc && strcmp(argv[at], "help") == 0 && at + 1 == argc)) {
         usage(stdout);
         return ZERG_EXIT_OK;
     }

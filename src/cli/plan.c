@@ -38,9 +38,8 @@ static void clean_title(char *buf, size_t size, const char *s)
     buf[o] = '\0';
 }
 
-static void print_list(FILE *out, const char *label,
-                       const struct zerg_graph *g, const size_t *idx,
-                       size_t n)
+static void print_list(FILE *out, const char *label, const struct zerg_graph *g,
+                       const size_t *idx, size_t n)
 {
     if (!n)
         return;

@@ -62,19 +62,24 @@ static int parse(int argc, char **argv, struct req *r)
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'a': r->all_failed = 1; break;
-        case 'h': fputs(usage, stdout); return ZERG_EXIT_OK;
-        default: return zerg_cli_usage_error("retry", NULL);
+        case 'a':
+            r->all_failed = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return ZERG_EXIT_OK;
+        default:
+            return zerg_cli_usage_error("retry", NULL);
         }
     }
     r->ids = argv + optind;
     r->n = (size_t)(argc - optind);
     if (!r->n && !r->all_failed)
         return zerg_cli_usage_error("retry", "name the tasks to retry, or "
-                                    "pass --all-failed");
+                                             "pass --all-failed");
     if (r->n && r->all_failed)
         return zerg_cli_usage_error("retry", "give task ids or "
-                                    "--all-failed, not both");
+                                             "--all-failed, not both");
     return -1;
 }
 
@@ -85,8 +90,8 @@ static int check_ids(const struct req *r)
     for (size_t i = 0; i < r->n; i++) {
         if (zerg_graph_find(r->g, r->ids[i]) >= 0)
             continue;
-        zerg_cli_error("retry", "unknown task '%.80s' in feature %s",
-                       r->ids[i], r->feature);
+        zerg_cli_error("retry", "unknown task '%.80s' in feature %s", r->ids[i],
+                       r->feature);
         return ZERG_EXIT_USAGE;
     }
     return 0;
@@ -257,8 +262,10 @@ static int run(struct zerg_cli *cli, struct req *r)
     if (zerg_lock_probe(r->lock_path, &pid) > 0)
         return queue_for_rush(r, pid);
     if (access(r->state_path, F_OK) != 0) {
-        zerg_cli_error("retry", "no run recorded for %s yet (run 'zerg "
-                       "rush')", r->feature);
+        zerg_cli_error("retry",
+                       "no run recorded for %s yet (run 'zerg "
+                       "rush')",
+                       r->feature);
         return ZERG_EXIT_FAIL;
     }
     return retry_offline(r);

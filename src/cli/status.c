@@ -61,11 +61,11 @@ struct view {
     struct zerg_graph *g;
     struct zerg_state s;
     int have_state;
-    int running;            /* a rush holds the lock */
+    int running; /* a rush holds the lock */
     pid_t pid;
     struct zerg_heartbeat *hb;
     size_t nhb;
-    int64_t now_ns;         /* wall */
+    int64_t now_ns; /* wall */
 };
 
 struct health {
@@ -115,8 +115,7 @@ static void read_heartbeats(struct view *v, const char *dir)
         struct zerg_heartbeat hb;
         if (zerg_proto_read_heartbeat(path, &hb) != 0)
             continue;
-        struct zerg_heartbeat *n =
-            realloc(v->hb, (v->nhb + 1) * sizeof *v->hb);
+        struct zerg_heartbeat *n = realloc(v->hb, (v->nhb + 1) * sizeof *v->hb);
         if (!n)
             break;
         v->hb = n;
@@ -139,7 +138,8 @@ static int view_load(const struct zerg_cli *cli, struct view *v,
                       v->feature) ||
         zerg_cli_path(cli, lock, sizeof lock, ".zerg/state/%s.lock",
                       v->feature))
-        return zerg_err_set(err, -ENAMETOOLONG, "the project path is too "
+        return zerg_err_set(err, -ENAMETOOLONG,
+                            "the project path is too "
                             "long");
     int held = zerg_lock_probe(lock, &v->pid);
     v->running = held > 0;
@@ -224,8 +224,8 @@ static void level_counts(const struct view *v, int lv, size_t *done,
 {
     *done = *total = 0;
     for (size_t i = 0; i < v->s.ntasks; i++) {
-        int at = v->s.tasks[i].level ? v->s.tasks[i].level
-                                     : v->g->tasks[i].level;
+        int at =
+            v->s.tasks[i].level ? v->s.tasks[i].level : v->g->tasks[i].level;
         if (at != lv)
             continue;
         (*total)++;
@@ -244,6 +244,7 @@ static const struct zerg_heartbeat *hb_for(const struct view *v,
 }
 
 /* The metrics by name, in the order they are shown. */
+/* clang-format off */
 static const struct metric {
     const char *name;
     size_t off;
@@ -255,6 +256,7 @@ static const struct metric {
     M(reconcile_fixes),
 #undef M
 };
+/* clang-format on */
 #define NMETRICS (sizeof metrics / sizeof metrics[0])
 
 static int64_t metric(const struct zerg_metrics *m, size_t i)
@@ -297,8 +299,9 @@ static void print_header(FILE *out, const struct view *v, int color)
     const char *word = run_word(v);
     const char *on = "", *off = color ? "\033[0m" : "";
     if (color)
-        on = v->running ? "\033[32m"
-             : strcmp(word, "failed") == 0 ? "\033[31m" : "\033[1m";
+        on = v->running                    ? "\033[32m"
+             : strcmp(word, "failed") == 0 ? "\033[31m"
+                                           : "\033[1m";
     fprintf(out, "Feature %s: %s%s%s", v->feature, on, word, off);
     if (v->running && v->pid)
         fprintf(out, " (pid %d)", (int)v->pid);
@@ -339,7 +342,8 @@ static void print_worker(FILE *out, const struct view *v,
 {
     char proc[32], age[32] = "-", prog[8] = "-";
     const char *task = w->task >= 0 && (size_t)w->task < v->g->ntasks
-                           ? v->g->tasks[w->task].id : "-";
+                           ? v->g->tasks[w->task].id
+                           : "-";
     const struct zerg_heartbeat *hb = hb_for(v, w);
     if (w->container_id[0])
         snprintf(proc, sizeof proc, "%.12s", w->container_id);
@@ -361,8 +365,7 @@ static void print_workers(FILE *out, const struct view *v)
     if (!v->s.nworkers)
         return;
     fprintf(out, "Workers:\n  %-3s %-9s %-14s %-24s %-13s %-9s %s\n", "ID",
-            "STATUS", "PID/CONTAINER", "TASK", "STEP", "PROGRESS",
-            "HEARTBEAT");
+            "STATUS", "PID/CONTAINER", "TASK", "STEP", "PROGRESS", "HEARTBEAT");
     for (size_t i = 0; i < v->s.nworkers; i++)
         print_worker(out, v, &v->s.workers[i]);
 }
@@ -372,17 +375,16 @@ static void print_health(FILE *out, const struct view *v,
 {
     const char *on = "";
     if (color)
-        on = strcmp(h->verdict, "ok") == 0         ? "\033[32m"
+        on = strcmp(h->verdict, "ok") == 0        ? "\033[32m"
              : strcmp(h->verdict, "failing") == 0 ? "\033[31m"
-                                                   : "\033[33m";
+                                                  : "\033[33m";
     fprintf(out, "Health: %s%s%s", on, h->verdict, color ? "\033[0m" : "");
     for (int i = 0; i < h->n; i++)
         fprintf(out, "%s%s", i ? "; " : " - ", h->reasons[i]);
     fputs("\n ", out);
     for (size_t i = 0; i < NMETRICS; i++)
         fprintf(out, " %s=%lld%s", metrics[i].name,
-                (long long)metric(&v->s.metrics, i),
-                i == 4 ? "\n " : "");
+                (long long)metric(&v->s.metrics, i), i == 4 ? "\n " : "");
     fputc('\n', out);
 }
 
@@ -452,9 +454,9 @@ static zerg_json *json_counts(const struct view *v)
     zerg_state_count(&v->s, counts);
     zerg_json *o = zerg_json_obj();
     for (int st = 0; o && st < 7; st++)
-        if (zerg_json_set_num(
-                o, zerg_task_status_name((enum zerg_task_status)st),
-                (double)counts[st])) {
+        if (zerg_json_set_num(o,
+                              zerg_task_status_name((enum zerg_task_status)st),
+                              (double)counts[st])) {
             zerg_json_free(o);
             return NULL;
         }
@@ -595,19 +597,21 @@ static int show_once(const struct zerg_cli *cli, struct view *v, int json,
     struct zerg_err err = {0};
     int rc = view_load(cli, v, &err);
     if (rc == -ENOENT) {
-        zerg_cli_error("status", "no run recorded for %s yet (run 'zerg "
-                       "rush')", v->feature);
+        zerg_cli_error("status",
+                       "no run recorded for %s yet (run 'zerg "
+                       "rush')",
+                       v->feature);
         return ZERG_EXIT_FAIL;
     }
     if (rc) {
         zerg_cli_error("status", "%s", err.msg);
-        return rc == ZERG_ECORRUPT || rc == ZERG_EINVAL_INPUT
-                   ? ZERG_EXIT_USAGE : ZERG_EXIT_FAIL;
+        return rc == ZERG_ECORRUPT || rc == ZERG_EINVAL_INPUT ? ZERG_EXIT_USAGE
+                                                              : ZERG_EXIT_FAIL;
     }
     if (clear)
         fputs("\033[H\033[2J", stdout);
-    rc = json ? print_json(stdout, v) : (print_text(stdout, v, cli->color),
-                                         ZERG_EXIT_OK);
+    rc = json ? print_json(stdout, v)
+              : (print_text(stdout, v, cli->color), ZERG_EXIT_OK);
     fflush(stdout);
     return rc;
 }
@@ -644,10 +648,17 @@ static int parse(int argc, char **argv, int *json, int *watching)
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'j': *json = 1; break;
-        case 'w': *watching = 1; break;
-        case 'h': fputs(usage, stdout); return ZERG_EXIT_OK;
-        default: return zerg_cli_usage_error("status", NULL);
+        case 'j':
+            *json = 1;
+            break;
+        case 'w':
+            *watching = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return ZERG_EXIT_OK;
+        default:
+            return zerg_cli_usage_error("status", NULL);
         }
     }
     if (optind < argc)

@@ -77,8 +77,7 @@ static int wait_released(const char *lock_path)
 
 /* 1 if /proc/pid/<what> holds needle among its NUL-separated entries
  * (prefix match when prefix is set). */
-static int proc_has(int pid, const char *what, const char *needle,
-                    int prefix)
+static int proc_has(int pid, const char *what, const char *needle, int prefix)
 {
     char path[64], *text = NULL;
     size_t len = 0, nl = strlen(needle);
@@ -161,8 +160,7 @@ static void remove_container(const struct zerg_cli *cli, const char *name)
     if (rc == 0)
         printf("Removed container %s.\n", name);
     else
-        zerg_cli_error("stop", "'%s rm -f %s' failed (exit %d)", rt, name,
-                       rc);
+        zerg_cli_error("stop", "'%s rm -f %s' failed (exit %d)", rt, name, rc);
 }
 
 /* Worker pids and containers from the state file, read as plain JSON so a
@@ -172,8 +170,7 @@ static void kill_recorded_workers(const struct zerg_cli *cli,
 {
     char *text = NULL;
     size_t len = 0;
-    if (zerg_fsio_read_all(st->state_path, STATE_MAX_BYTES, &text, &len,
-                           NULL))
+    if (zerg_fsio_read_all(st->state_path, STATE_MAX_BYTES, &text, &len, NULL))
         return;
     zerg_json *doc = zerg_json_parse(text, len, NULL);
     free(text);
@@ -219,15 +216,16 @@ static void kill_task_groups(const struct stop *st)
 static int stop_graceful(const struct stop *st, pid_t pid)
 {
     if (kill(pid, SIGTERM) != 0) {
-        zerg_cli_error("stop", "cannot signal the rush (pid %d): %s",
-                       (int)pid, strerror(errno));
+        zerg_cli_error("stop", "cannot signal the rush (pid %d): %s", (int)pid,
+                       strerror(errno));
         return ZERG_EXIT_FAIL;
     }
-    printf("Asked the rush for %s (pid %d) to stop; waiting...\n",
-           st->feature, (int)pid);
+    printf("Asked the rush for %s (pid %d) to stop; waiting...\n", st->feature,
+           (int)pid);
     fflush(stdout);
     if (!wait_released(st->lock_path)) {
-        zerg_cli_error("stop", "the rush (pid %d) did not stop within %d s; "
+        zerg_cli_error("stop",
+                       "the rush (pid %d) did not stop within %d s; "
                        "'zerg stop --force' kills it",
                        (int)pid, WAIT_MS / 1000);
         return ZERG_EXIT_FAIL;
@@ -262,9 +260,14 @@ static int parse(int argc, char **argv, struct stop *st)
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'f': st->force = 1; break;
-        case 'h': fputs(usage, stdout); return ZERG_EXIT_OK;
-        default: return zerg_cli_usage_error("stop", NULL);
+        case 'f':
+            st->force = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return ZERG_EXIT_OK;
+        default:
+            return zerg_cli_usage_error("stop", NULL);
         }
     }
     if (optind < argc)
@@ -300,7 +303,8 @@ int zerg_cmd_stop(struct zerg_cli *cli, int argc, char **argv)
     if (st.force)
         return stop_force(cli, &st, pid);
     if (!pid) {
-        zerg_cli_error("stop", "a rush holds %s but did not record its pid; "
+        zerg_cli_error("stop",
+                       "a rush holds %s but did not record its pid; "
                        "'zerg stop --force' removes what it left",
                        st.lock_path);
         return ZERG_EXIT_FAIL;

@@ -18,7 +18,7 @@
 #if __has_include("zerg/wiring.h")
 #include "zerg/wiring.h"
 #else
-#define zerg_wiring_check(dir, out, err) \
+#define zerg_wiring_check(dir, out, err)                                       \
     zerg_err_set(err, -ENOSYS, "not available in this build")
 #endif
 
@@ -99,8 +99,8 @@ static int load_config(const struct zerg_cli *cli, struct check *c,
         return zerg_err_set(err, -ENAMETOOLONG, "path too long");
     zerg_config_defaults(&c->cfg);
     c->have_cfg = 1;
-    return zerg_config_load(&c->cfg, path, collect_warning,
-                            &c->config_warnings, err);
+    return zerg_config_load(&c->cfg, path, collect_warning, &c->config_warnings,
+                            err);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -121,16 +121,14 @@ static void list_overrides(struct check *c)
     if (d)
         closedir(d);
     if (c->overrides.n)
-        qsort(c->overrides.v, c->overrides.n, sizeof *c->overrides.v,
-              cmp_str);
+        qsort(c->overrides.v, c->overrides.n, sizeof *c->overrides.v, cmp_str);
 }
 
 /* Loading the policies is the check: a broken override fails here exactly
  * as it would fail a rush. */
 static int load_policies(struct check *c, struct zerg_err *err)
 {
-    struct zerg_policy *p = zerg_policy_new(c->policy_dir, &c->cfg, NULL,
-                                            err);
+    struct zerg_policy *p = zerg_policy_new(c->policy_dir, &c->cfg, NULL, err);
     if (!p)
         return err->code ? err->code : ZERG_EPOLICY;
     zerg_policy_free(p);
@@ -149,15 +147,19 @@ static void collect_notes(struct check *c)
             if (dep->level != t->level || n++ >= MAX_NOTES)
                 continue;
             char line[256];
-            snprintf(line, sizeof line, "level %d: %s runs after %s "
-                     "(same-level dependency)", t->level, t->id, dep->id);
+            snprintf(line, sizeof line,
+                     "level %d: %s runs after %s "
+                     "(same-level dependency)",
+                     t->level, t->id, dep->id);
             strs_push(&c->notes, line);
         }
     }
     if (n > MAX_NOTES) {
         char line[96];
-        snprintf(line, sizeof line, "... and %zu more same-level "
-                 "dependencies", n - MAX_NOTES);
+        snprintf(line, sizeof line,
+                 "... and %zu more same-level "
+                 "dependencies",
+                 n - MAX_NOTES);
         strs_push(&c->notes, line);
     }
 }
@@ -166,8 +168,8 @@ static void collect_notes(struct check *c)
 static int run_checks(const struct zerg_cli *cli, struct check *c)
 {
     struct zerg_err err = {0};
-    if (zerg_cli_feature((struct zerg_cli *)cli, c->feature,
-                         sizeof c->feature, &err) ||
+    if (zerg_cli_feature((struct zerg_cli *)cli, c->feature, sizeof c->feature,
+                         &err) ||
         zerg_cli_path(cli, c->graph_path, sizeof c->graph_path,
                       ".gsd/specs/%s/task-graph.json", c->feature) ||
         zerg_cli_path(cli, c->policy_dir, sizeof c->policy_dir,
@@ -184,9 +186,10 @@ static int run_checks(const struct zerg_cli *cli, struct check *c)
     collect_notes(c);
     if (c->g->feature[0] && strcmp(c->g->feature, c->feature) != 0) {
         char line[256];
-        snprintf(line, sizeof line, "the graph says feature \"%.64s\" but "
-                 "lives in .gsd/specs/%s/; zerg uses %s", c->g->feature,
-                 c->feature, c->feature);
+        snprintf(line, sizeof line,
+                 "the graph says feature \"%.64s\" but "
+                 "lives in .gsd/specs/%s/; zerg uses %s",
+                 c->g->feature, c->feature, c->feature);
         strs_push(&c->notes, line);
     }
     return ZERG_EXIT_OK;
@@ -227,8 +230,8 @@ static void print_text(FILE *out, const struct zerg_cli *cli,
     if (!c->overrides.n)
         fputs("bundled (no overrides)", out);
     for (size_t i = 0; i < c->overrides.n; i++)
-        fprintf(out, "%s.zerg/policies/%s", i ? ", " : "overrides: ",
-                c->overrides.v[i]);
+        fprintf(out, "%s.zerg/policies/%s",
+                i ? ", " : "overrides: ", c->overrides.v[i]);
     fputs("\n\n", out);
     zerg_cli_print_plan(out, g, c->cfg.workers_max_concurrent, cli->color);
     struct strs gw = {g->warnings.v, g->warnings.n};
@@ -237,12 +240,14 @@ static void print_text(FILE *out, const struct zerg_cli *cli,
     print_list(out, "Warnings", &gw);
     print_list(out, "Config warnings", &c->config_warnings);
     if (c->wiring_problems)
-        fprintf(out, "%s is valid, but the wiring check found %d "
-                "problem%s (above).\n", c->feature, c->wiring_problems,
+        fprintf(out,
+                "%s is valid, but the wiring check found %d "
+                "problem%s (above).\n",
+                c->feature, c->wiring_problems,
                 c->wiring_problems == 1 ? "" : "s");
     else
-        fprintf(out, "OK: %s is valid (%zu tasks, %d level%s).\n",
-                c->feature, g->ntasks, g->nlevels, g->nlevels == 1 ? "" : "s");
+        fprintf(out, "OK: %s is valid (%zu tasks, %d level%s).\n", c->feature,
+                g->ntasks, g->nlevels, g->nlevels == 1 ? "" : "s");
 }
 
 static zerg_json *json_strs(const struct strs *l)
@@ -289,8 +294,9 @@ static zerg_json *json_levels(const struct zerg_graph *g, int workers)
 static zerg_json *json_critical(const struct zerg_graph *g)
 {
     zerg_json *cp = zerg_json_obj();
-    if (!cp || zerg_json_set(cp, "tasks", json_ids(g, g->critical_path,
-                                                   g->ncritical)) ||
+    if (!cp ||
+        zerg_json_set(cp, "tasks",
+                      json_ids(g, g->critical_path, g->ncritical)) ||
         zerg_json_set_num(cp, "minutes", g->critical_minutes)) {
         zerg_json_free(cp);
         return NULL;
@@ -315,11 +321,10 @@ static int print_json(FILE *out, const struct check *c)
         zerg_json_set(o, "critical_path", json_critical(g)) ||
         zerg_json_set(o, "ordering", json_strs(&c->notes)) ||
         zerg_json_set(o, "warnings", json_strs(&gw)) ||
-        zerg_json_set(o, "config_warnings",
-                      json_strs(&c->config_warnings)) ||
+        zerg_json_set(o, "config_warnings", json_strs(&c->config_warnings)) ||
         zerg_json_set(o, "policy_overrides", json_strs(&c->overrides)) ||
-        (c->wiring && zerg_json_set_num(o, "wiring_problems",
-                                        c->wiring_problems)))
+        (c->wiring &&
+         zerg_json_set_num(o, "wiring_problems", c->wiring_problems)))
         goto cleanup;
     text = zerg_json_encode(o, NULL, &err);
 cleanup:
@@ -347,10 +352,17 @@ static int parse(int argc, char **argv, struct check *c)
     int ch;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
-        case 'w': c->wiring = 1; break;
-        case 'j': c->json = 1; break;
-        case 'h': fputs(usage, stdout); return ZERG_EXIT_OK;
-        default: return zerg_cli_usage_error("validate", NULL);
+        case 'w':
+            c->wiring = 1;
+            break;
+        case 'j':
+            c->json = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return ZERG_EXIT_OK;
+        default:
+            return zerg_cli_usage_error("validate", NULL);
         }
     }
     if (optind < argc)
@@ -372,8 +384,8 @@ int zerg_cmd_validate(struct zerg_cli *cli, int argc, char **argv)
                   ? check_wiring(&c, c.json ? stderr : stdout)
                   : ZERG_EXIT_OK;
     if (rc == ZERG_EXIT_OK && wrc != ZERG_EXIT_USAGE) {
-        rc = c.json ? print_json(stdout, &c) : (print_text(stdout, cli, &c),
-                                                ZERG_EXIT_OK);
+        rc = c.json ? print_json(stdout, &c)
+                    : (print_text(stdout, cli, &c), ZERG_EXIT_OK);
         if (rc == ZERG_EXIT_OK)
             rc = wrc;
     } else if (rc == ZERG_EXIT_OK) {

@@ -108,6 +108,13 @@ static int parse_args(struct zerg_cli *cli, int argc, char **argv,
                        "--slot, --epoch and --run-id are required\n%s", usage);
         return ZERG_WORKER_EXIT_USAGE;
     }
+    if (!zerg_id_valid(wa->run_id)) {
+        zerg_cli_error("worker",
+                       "bad value \"%s\" for --run-id: expected letters, "
+                       "digits, '.', '_' or '-' (at most 64)",
+                       wa->run_id);
+        return ZERG_WORKER_EXIT_USAGE;
+    }
     return 0;
 }
 

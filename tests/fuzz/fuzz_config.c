@@ -37,8 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned nwarn = 0;
 
     zerg_config_defaults(&c);
-    int rc = zerg_config_load_string(&c, "fuzz.yaml", (const char *)data,
-                                     size, count_warning, &nwarn, &err);
+    int rc = zerg_config_load_string(&c, "fuzz.yaml", (const char *)data, size,
+                                     count_warning, &nwarn, &err);
     if (rc != 0 && err.msg[0] == '\0')
         abort(); /* a rejected file must be explained */
     check_argv(&c.launch_prefix);

@@ -1,11 +1,16 @@
-# lib-container.sh - sourced by the container integration tests.
+# lib-container.sh - sourced by the container integration tests, alone or
+# after lib.sh (whose project and rush helpers it complements):
 #
+#   . "$(dirname "$0")/lib.sh"              # optional: new_project, rush_bg
 #   . "$(dirname "$0")/lib-container.sh"
 #   zc_setup                      # podman works (or exit 1), image is built
-#   proj=$(zc_project auth)       # temp project for feature "auth"
-#   zc_config "$proj" 'memory: "256m"'   # container mode config (+ extra keys)
+#   proj=$(zc_project auth)       # a bare project for feature "auth", or
+#   new_project p1; proj=$PROJ    # lib.sh's project with its fast timings
+#   zc_config "$proj" 'memory: "256m"'   # container: section (+ extra keys)
+#   "$ZERG" -C "$proj" rush --mode container ...
 #   zc_containers "$proj" auth    # names of the feature's containers
-#   zc_run --rm "$ZC_IMAGE" zerg --version   # podman run with our settings
+#   zc_assert_no_containers "$proj" auth
+#   zc_run --rm "$ZC_IMAGE" zerg --version   # podman run, test settings
 #
 # Needs $ZERG (the zerg binary under test; ctest sets it) and finds the
 # source tree from $ZERG_SOURCE_DIR or from this file's location.
@@ -20,15 +25,16 @@
 #                    by scripts/build-image.sh once per binary: the image
 #                    label zerg.binary.sha256 is compared with the binary's
 #                    checksum, and a lock serializes parallel tests.
-# Every project made by zc_project is removed at exit, with the containers
-# labelled for it.
+# At exit, every container whose zerg.project label lies under this test's
+# temp roots ($ZC_TMP, and lib.sh's $TEST_ROOT) is removed, then the exit
+# handler that was installed before (lib.sh's) runs with the same status.
 
 : "${ZERG:?set ZERG to the zerg binary under test}"
 ZERG_SOURCE_DIR=${ZERG_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export CONTAINERS_CONF="$ZERG_SOURCE_DIR/tests/containers.conf"
 ZC_RUNTIME=podman
 ZC_IMAGE=${ZERG_TEST_IMAGE:-zerg-worker-test}
-ZC_DIRS=()
+ZC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/zerg-ct.XXXXXX")
 
 zc_fail() {
     echo "FAIL: $(basename "$0"): $*" >&2
@@ -77,7 +83,6 @@ zc_build_image() {
 zc_setup() {
     zc_require_podman
     zc_build_image
-    trap zc_teardown EXIT
 }
 
 # podman run with the test settings; arguments as for `podman run`.
@@ -85,32 +90,36 @@ zc_run() {
     timeout 120 podman run "$@"
 }
 
-# Makes a temp project with .gsd/specs/FEATURE/ and .zerg/state/; prints
-# its absolute path.  A task graph can be written there by the test.
+# Makes a bare temp project with .gsd/specs/FEATURE/ and .zerg/state/;
+# prints its absolute path.  The test writes the task graph.
 zc_project() {
     local feature=$1 dir
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/zerg-ct.XXXXXX")
+    dir=$(mktemp -d "$ZC_TMP/$feature.XXXXXX")
     mkdir -p "$dir/.gsd/specs/$feature" "$dir/.zerg/state"
     echo "$feature" >"$dir/.gsd/.current-feature"
-    ZC_DIRS+=("$dir")
     echo "$dir"
 }
 
-# Writes .zerg/config.yaml for container mode with the test image; extra
-# arguments are more lines for the container: section.
+# Puts a container: section with the test runtime and image (and any
+# further "key: value" lines given) at the top of DIR/.zerg/config.yaml,
+# keeping what is there, so lib.sh's config_append still extends workers:.
 zc_config() {
-    local dir=$1
+    local dir=$1 cfg rest=""
     shift
+    cfg=$dir/.zerg/config.yaml
+    mkdir -p "$dir/.zerg"
+    [ -f "$cfg" ] && rest=$(cat "$cfg")
     {
-        echo "workers:"
-        echo "  mode: container"
         echo "container:"
         echo "  runtime: $ZC_RUNTIME"
         echo "  image: $ZC_IMAGE"
         for line in "$@"; do
             echo "  $line"
         done
-    } >"$dir/.zerg/config.yaml"
+        if [ -n "$rest" ]; then
+            printf '%s\n' "$rest"
+        fi
+    } >"$cfg"
 }
 
 # Names of the containers zerg made for FEATURE in project DIR (any state).
@@ -126,14 +135,32 @@ zc_assert_no_containers() {
     [ -z "$left" ] || zc_fail "containers left behind for $2: $left"
 }
 
-zc_teardown() {
-    local rc=$? dir name
-    for dir in "${ZC_DIRS[@]}"; do
-        for name in $(podman ps -a --filter "label=zerg.project=$dir" \
-                          --format '{{.Names}}' 2>/dev/null); do
-            podman rm -f "$name" >/dev/null 2>&1 || true
+# Removes every zerg container whose project lies under one of our roots.
+zc_remove_containers() {
+    local name project root
+    podman ps -a --filter label=zerg.project \
+        --format '{{.Names}} {{index .Labels "zerg.project"}}' 2>/dev/null |
+        while read -r name project; do
+            for root in "$ZC_TMP" "${TEST_ROOT:-}"; do
+                [ -n "$root" ] || continue
+                case $project in
+                "$root"/*) podman rm -f "$name" >/dev/null 2>&1 || true ;;
+                esac
+            done
         done
-        rm -rf "$dir"
-    done
+}
+
+# The exit handler installed before this file (lib.sh's on_exit), if any.
+ZC_PREV_EXIT=$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/")
+zc_teardown() {
+    local rc=$?
+    set +e # cleanup is best effort; the test's status is rc
+    zc_remove_containers
+    rm -rf "$ZC_TMP"
+    if [ -n "$ZC_PREV_EXIT" ]; then
+        (exit "$rc")
+        eval "$ZC_PREV_EXIT"
+    fi
     exit "$rc"
 }
+trap zc_teardown EXIT

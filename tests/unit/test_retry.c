@@ -44,8 +44,8 @@ static struct zerg_task_state *task(struct fx *f, const char *id)
     return &f->s.tasks[idx(f, id)];
 }
 
-static void set_status(struct fx *f, const char *id,
-                       enum zerg_task_status st, const char *reason)
+static void set_status(struct fx *f, const char *id, enum zerg_task_status st,
+                       const char *reason)
 {
     struct zerg_task_state *t = task(f, id);
     t->status = st;
@@ -172,11 +172,11 @@ static void test_refuses_other_statuses(void **state)
         assert_int_equal(task(f, "B")->status, ZERG_TASK_BLOCKED);
     }
     set_status(f, "A", ZERG_TASK_COMPLETE, NULL);
-    assert_non_null(zerg_state_retry_refusal(&f->s, f->g, idx(f, "A"), buf,
-                                             sizeof buf));
+    assert_non_null(
+        zerg_state_retry_refusal(&f->s, f->g, idx(f, "A"), buf, sizeof buf));
     assert_string_equal(buf, "task A is complete; nothing to retry");
-    assert_null(zerg_state_retry_refusal(&f->s, f->g, idx(f, "E"), buf,
-                                         sizeof buf));
+    assert_null(
+        zerg_state_retry_refusal(&f->s, f->g, idx(f, "E"), buf, sizeof buf));
     /* Nothing changed anywhere in the run either. */
     assert_string_equal(f->s.status, "failed");
     assert_int_equal(f->s.current_level, 3);
@@ -245,8 +245,7 @@ static void test_request_round_trip(void **state)
     snprintf(dir, sizeof dir, "%s", tu_mkdtemp());
     struct zerg_err err = {0};
     const char *ids[] = {"A", "B-L2-001"};
-    assert_int_equal(zerg_retry_request_write(dir, "demo", ids, 2, 0, &err),
-                     0);
+    assert_int_equal(zerg_retry_request_write(dir, "demo", ids, 2, 0, &err), 0);
     assert_int_equal(find_request(dir, path, sizeof path), 1);
     char *text = tu_read(path);
     assert_true(tu_contains(text, "\"feature\":\"demo\""));
