@@ -203,6 +203,10 @@ static void push_mounts(struct argv_buf *b, const struct zerg_spawn_req *r)
     pushf(b, "--env=ZERG_WORKER_ID=%d", r->slot);
     pushf(b, "--env=ZERG_EPOCH=%" PRIu64, r->epoch);
     pushf(b, "--env=ZERG_RUN_ID=%s", r->run_id);
+    /* `zerg rush --executor CMD` travels as the environment. */
+    const char *ex = getenv("ZERG_EXECUTOR");
+    if (ex && *ex)
+        pushf(b, "--env=ZERG_EXECUTOR=%s", ex);
 }
 
 static void push_limits(struct argv_buf *b, const struct zerg_config *cfg)

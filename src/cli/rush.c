@@ -204,6 +204,8 @@ static void cleanup_leftovers(struct zerg_cli *cli, const char *feature,
                               const struct zerg_state *s,
                               struct zerg_launcher *l, struct zerg_log *log)
 {
+    if (!strcmp(l->ops->name, "container"))
+        zerg_container_set_project(l, cli->project);
     int n = zerg_subprocess_kill_leftovers(cli->project, feature, s->run_id);
     n += l->ops->cleanup(l, feature, s->run_id);
     if (n > 0)
