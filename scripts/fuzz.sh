@@ -15,7 +15,8 @@ usage() {
     exit 2
 }
 [ $# -eq 2 ] || usage
-case $2 in '' | *[!0-9]*) usage ;; esac
+# 0 would mean "no limit" to libFuzzer.
+case $2 in '' | *[!0-9]* | 0) usage ;; esac
 build=$(cd "$1" 2>/dev/null && pwd) || {
     echo "fuzz: no build directory '$1' (run: make fuzz)" >&2
     exit 1
@@ -36,14 +37,21 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/zerg-fuzz.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# Prints "execs=N cov=N ft=N corpus=N" from a libFuzzer log.
+# Prints "execs=N cov=N ft=N corpus=N" from a libFuzzer log: the last
+# status line has the coverage, -print_final_stats the exec count.
 summarize() {
-    local log=$1 execs cov ft corp
-    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-    cov=$(grep -o ' cov: [0-9]*' "$log" | tail -1 | tr -dc 0-9)
-    ft=$(grep -o ' ft: [0-9]*' "$log" | tail -1 | tr -dc 0-9)
-    corp=$(grep -o ' corp: [0-9]*' "$log" | tail -1 | tr -dc 0-9)
-    echo "execs=${execs:-?} cov=${cov:-?} ft=${ft:-?} corpus=${corp:-?}"
+    awk '/^stat::number_of_executed_units:/ { execs = $2 }
+         / cov: [0-9]/ {
+             for (i = 1; i < NF; i++) {
+                 if ($i == "cov:") cov = $(i + 1)
+                 if ($i == "ft:") ft = $(i + 1)
+                 if ($i == "corp:") { corp = $(i + 1); sub("/.*", "", corp) }
+             }
+         }
+         END {
+             printf "execs=%s cov=%s ft=%s corpus=%s\n", execs ? execs : "?",
+                    cov ? cov : "?", ft ? ft : "?", corp ? corp : "?"
+         }' "$1"
 }
 
 # Runs one target; returns non-zero when it found something.

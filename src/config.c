@@ -27,6 +27,9 @@
 
 /* A config file is a few KB; 1 MiB bounds parser memory on hostile input. */
 #define CONFIG_MAX_BYTES (1024 * 1024)
+/* Deeper nesting and more anchors are rejected (see check_shape). */
+#define MAX_DEPTH 32
+#define MAX_ANCHORS 100
 /* Past this many unknown-key warnings only a count is reported. */
 #define MAX_WARNINGS 32
 
@@ -55,112 +58,108 @@ enum {
 
 /* X(path, kind, field, flags, default as YAML, allowed, help).  Rows of one
  * section stay together; their order is the order of the docs and JSON. */
-#define CONFIG_KEYS(X)                                                        \
-    X("resilience.enabled", BOOL, resilience_enabled, 0, "true",             \
-      "true|false",                                                           \
-      "Master switch for spawn retries, stale detection, worker respawn "    \
-      "and state reconciliation.")                                            \
-    X("resilience.reconcile_interval_seconds", DURATION,                     \
-      reconcile_interval_ns, 0, "60", DURATION_RANGE,                         \
-      "How often the state document is checked against the tasks and "      \
-      "workers and divergences are repaired.")                                \
-    X("workers.max_concurrent", INT, workers_max_concurrent, 0, "3",         \
-      "1..256", "Workers to run when zerg rush is given no --workers.")       \
-    X("workers.mode", ENUM, workers_mode, 0, "subprocess",                   \
-      "subprocess|container|auto",                                            \
-      "Where workers run when zerg rush is given no --mode; auto uses "      \
-      "containers when a container runtime is available.")                   \
-    X("workers.spawn_retry_attempts", INT, spawn_retry_attempts, 0, "3",     \
-      "0..100",                                                               \
-      "Retries after a failed worker spawn before the run fails "            \
-      "(attempts = retries + 1).")                                            \
-    X("workers.spawn_backoff_strategy", ENUM, spawn_backoff_strategy, 0,     \
-      "exponential", "exponential|linear|fixed",                              \
-      "How the delay before spawn retry n grows: base*2^(n-1), base*n or "   \
-      "base, capped at the max.")                                             \
-    X("workers.spawn_backoff_base_seconds", DURATION, spawn_backoff_base_ns, \
-      0, "2", DURATION_RANGE, "Delay before the first spawn retry.")          \
-    X("workers.spawn_backoff_max_seconds", DURATION, spawn_backoff_max_ns,   \
-      0, "30", DURATION_RANGE,                                                \
-      "Upper bound on any spawn retry delay; must be at least the base.")    \
-    X("workers.spawn_ready_timeout_seconds", DURATION,                       \
-      spawn_ready_timeout_ns, 0, "30", DURATION_RANGE,                        \
-      "Time a started worker has to write its first heartbeat before the "   \
-      "spawn counts as failed.")                                              \
-    X("workers.task_stale_timeout_seconds", DURATION, task_stale_timeout_ns, \
-      0, "600", DURATION_RANGE,                                               \
-      "An in_progress task without progress for this long is stale and is "  \
-      "reassigned.")                                                          \
-    X("workers.heartbeat_interval_seconds", DURATION, heartbeat_interval_ns, \
-      0, "30", DURATION_RANGE,                                                \
-      "How often a worker writes its heartbeat; must be less than "          \
-      "heartbeat_stale_threshold.")                                           \
-    X("workers.heartbeat_stale_threshold", DURATION,                         \
-      heartbeat_stale_threshold_ns, 0, "120", DURATION_RANGE,                 \
-      "Seconds (despite the name) a worker's heartbeat may stay unchanged "  \
-      "before the worker is stale.")                                          \
-    X("workers.auto_respawn", BOOL, auto_respawn, 0, "true", "true|false",   \
-      "Replace a worker that exits or goes stale while tasks remain.")        \
-    X("workers.max_respawn_attempts", INT, max_respawn_attempts, 0, "5",     \
-      "0..1000", "Respawns allowed per worker slot before it is retired.")    \
-    X("workers.retry_attempts", INT, retry_attempts, 0, "3", "0..100",       \
-      "Retries of a failed task before it is failed permanently.")            \
-    X("workers.backoff_strategy", ENUM, backoff_strategy, 0, "exponential",  \
-      "exponential|linear|fixed",                                             \
-      "How the delay before task retry n grows (same formulas as "           \
-      "spawn_backoff_strategy).")                                             \
-    X("workers.backoff_base_seconds", DURATION, backoff_base_ns, 0, "30",    \
-      DURATION_RANGE, "Delay before a failed task's first retry.")            \
-    X("workers.backoff_max_seconds", DURATION, backoff_max_ns, 0, "300",     \
-      DURATION_RANGE,                                                         \
-      "Upper bound on any task retry delay; must be at least the base.")     \
-    X("workers.max_task_crashes", INT, max_task_crashes, 0, "3", "1..100",   \
-      "Worker crashes while running one task before that task fails as a "   \
-      "crash loop.")                                                          \
-    X("workers.launch_prefix", ARGV, launch_prefix, 0, "[]",                 \
-      "list of strings",                                                      \
-      "Argv put in front of the worker command in subprocess mode, e.g. "    \
-      "[nice, -n, \"10\"].")                                                  \
-    X("workers.executor", ARGV, executor, F_NONEMPTY | F_SPLIT,              \
-      "[claude, --print, --dangerously-skip-permissions]",                    \
-      "non-empty list of strings, or a string split on whitespace",          \
-      "Command run for a task without a command field; the task prompt is "  \
-      "appended as its last argument.")                                       \
-    X("container.runtime", STRING, container_runtime, F_NONEMPTY, "auto",    \
-      "auto|docker|podman|PATH",                                              \
-      "Container CLI: docker, podman, the path of a compatible CLI, or auto " \
-      "to use whichever is installed.")                                       \
-    X("container.image", STRING, container_image, F_NONEMPTY | F_NOSPACE,    \
-      "zerg-worker", "image reference",                                       \
-      "Image each worker container runs.")                                    \
-    X("container.run_args", ARGV, container_run_args, 0, "[]",               \
-      "list of strings",                                                      \
-      "Extra arguments for the runtime's run command, placed before the "    \
-      "image.")                                                               \
-    X("container.memory", STRING, container_memory, F_SIZE, "\"\"",          \
-      "\"\" or a size: 512m, 2g (units b, k, m, g)",                          \
-      "Memory limit per worker container (--memory); empty means no "        \
-      "limit.")                                                               \
-    X("container.cpus", NUMBER, container_cpus, 0, "0", "0..1024",           \
-      "CPU limit per worker container (--cpus), fractions allowed; 0 means " \
-      "no limit.")                                                            \
-    X("container.pids_limit", INT, container_pids_limit, 0, "0",             \
-      "0..4194304",                                                           \
-      "Process limit per worker container (--pids-limit); 0 means no "       \
-      "limit.")                                                               \
-    X("policies.instruction_budget", INT64, policy_instruction_budget, 0,    \
-      "1000000", "1000..1000000000",                                          \
-      "Lua VM instructions one policy call may run before it is stopped "    \
-      "and the bundled decision is used.")                                    \
-    X("policies.time_budget_seconds", DURATION, policy_time_budget_ns, 0,    \
-      "0.1", "0.001..60",                                                     \
-      "CPU time one policy call may use before it is stopped and the "       \
-      "bundled decision is used.")                                            \
-    X("policies.memory_mb", MIB, policy_memory_bytes, 0, "32", "1..4096",    \
-      "Memory cap of each policy Lua VM, in MiB.")                            \
-    X("logging.level", ENUM, log_level, 0, "info",                           \
-      "debug|info|warn|error",                                                \
-      "Lowest level written to monitor.log and monitor.jsonl (warning is "   \
+#define CONFIG_KEYS(X)                                                         \
+    X("resilience.enabled", BOOL, resilience_enabled, 0, "true", "true|false", \
+      "Master switch for spawn retries, stale detection, worker respawn "      \
+      "and state reconciliation.")                                             \
+    X("resilience.reconcile_interval_seconds", DURATION,                       \
+      reconcile_interval_ns, 0, "60", DURATION_RANGE,                          \
+      "How often the state document is checked against the tasks and "         \
+      "workers and divergences are repaired.")                                 \
+    X("workers.max_concurrent", INT, workers_max_concurrent, 0, "3", "1..256", \
+      "Workers to run when zerg rush is given no --workers.")                  \
+    X("workers.mode", ENUM, workers_mode, 0, "subprocess",                     \
+      "subprocess|container|auto",                                             \
+      "Where workers run when zerg rush is given no --mode; auto uses "        \
+      "containers when a runtime answers and the image exists.")               \
+    X("workers.spawn_retry_attempts", INT, spawn_retry_attempts, 0, "3",       \
+      "0..100",                                                                \
+      "Retries after a failed worker spawn before the run fails "              \
+      "(attempts = retries + 1).")                                             \
+    X("workers.spawn_backoff_strategy", ENUM, spawn_backoff_strategy, 0,       \
+      "exponential", "exponential|linear|fixed",                               \
+      "How the delay before spawn retry n grows: base*2^(n-1), base*n or "     \
+      "base, capped at the max.")                                              \
+    X("workers.spawn_backoff_base_seconds", DURATION, spawn_backoff_base_ns,   \
+      0, "2", DURATION_RANGE, "Delay before the first spawn retry.")           \
+    X("workers.spawn_backoff_max_seconds", DURATION, spawn_backoff_max_ns, 0,  \
+      "30", DURATION_RANGE,                                                    \
+      "Upper bound on any spawn retry delay; must be at least the base.")      \
+    X("workers.spawn_ready_timeout_seconds", DURATION, spawn_ready_timeout_ns, \
+      0, "30", DURATION_RANGE,                                                 \
+      "Time a started worker has to write its first heartbeat before the "     \
+      "spawn counts as failed.")                                               \
+    X("workers.task_stale_timeout_seconds", DURATION, task_stale_timeout_ns,   \
+      0, "600", DURATION_RANGE,                                                \
+      "An in_progress task without progress for this long is stale and is "    \
+      "reassigned.")                                                           \
+    X("workers.heartbeat_interval_seconds", DURATION, heartbeat_interval_ns,   \
+      0, "30", DURATION_RANGE,                                                 \
+      "How often a worker writes its heartbeat; must be less than "            \
+      "heartbeat_stale_threshold.")                                            \
+    X("workers.heartbeat_stale_threshold", DURATION,                           \
+      heartbeat_stale_threshold_ns, 0, "120", DURATION_RANGE,                  \
+      "Seconds (despite the name) a worker's heartbeat may stay unchanged "    \
+      "before the worker is stale.")                                           \
+    X("workers.auto_respawn", BOOL, auto_respawn, 0, "true", "true|false",     \
+      "Replace a worker that exits or goes stale while tasks remain.")         \
+    X("workers.max_respawn_attempts", INT, max_respawn_attempts, 0, "5",       \
+      "0..1000", "Respawns allowed per worker slot before it is retired.")     \
+    X("workers.retry_attempts", INT, retry_attempts, 0, "3", "0..100",         \
+      "Retries of a failed task before it is failed permanently.")             \
+    X("workers.backoff_strategy", ENUM, backoff_strategy, 0, "exponential",    \
+      "exponential|linear|fixed",                                              \
+      "How the delay before task retry n grows (same formulas as "             \
+      "spawn_backoff_strategy).")                                              \
+    X("workers.backoff_base_seconds", DURATION, backoff_base_ns, 0, "30",      \
+      DURATION_RANGE, "Delay before a failed task's first retry.")             \
+    X("workers.backoff_max_seconds", DURATION, backoff_max_ns, 0, "300",       \
+      DURATION_RANGE,                                                          \
+      "Upper bound on any task retry delay; must be at least the base.")       \
+    X("workers.max_task_crashes", INT, max_task_crashes, 0, "3", "1..100",     \
+      "Worker crashes while running one task before that task fails as a "     \
+      "crash loop.")                                                           \
+    X("workers.launch_prefix", ARGV, launch_prefix, 0, "[]",                   \
+      "list of strings",                                                       \
+      "Argv put in front of the worker command in subprocess mode, e.g. "      \
+      "[nice, -n, \"10\"].")                                                   \
+    X("workers.executor", ARGV, executor, F_NONEMPTY | F_SPLIT,                \
+      "[claude, --print, --dangerously-skip-permissions]",                     \
+      "non-empty list of strings, or a string split on whitespace",            \
+      "Command run for a task without a command field; the task prompt is "    \
+      "appended as its last argument.")                                        \
+    X("container.runtime", STRING, container_runtime, F_NONEMPTY, "auto",      \
+      "auto|docker|podman|PATH",                                               \
+      "Container CLI: docker, podman, the path of a compatible CLI, or auto "  \
+      "for the first of podman and docker that answers.")                      \
+    X("container.image", STRING, container_image, F_NONEMPTY | F_NOSPACE,      \
+      "zerg-worker", "image reference", "Image each worker container runs.")   \
+    X("container.run_args", ARGV, container_run_args, 0, "[]",                 \
+      "list of strings",                                                       \
+      "Extra arguments for the runtime's run command, placed before the "      \
+      "image.")                                                                \
+    X("container.memory", STRING, container_memory, F_SIZE, "\"\"",            \
+      "\"\" or a size: 512m, 2g (units b, k, m, g)",                           \
+      "Memory limit per worker container (--memory); empty means no "          \
+      "limit.")                                                                \
+    X("container.cpus", NUMBER, container_cpus, 0, "0", "0..1024",             \
+      "CPU limit per worker container (--cpus), fractions allowed; 0 means "   \
+      "no limit.")                                                             \
+    X("container.pids_limit", INT, container_pids_limit, 0, "0", "0..4194304", \
+      "Process limit per worker container (--pids-limit); 0 means no "         \
+      "limit.")                                                                \
+    X("policies.instruction_budget", INT64, policy_instruction_budget, 0,      \
+      "1000000", "1000..1000000000",                                           \
+      "Lua VM instructions one policy call may run before it is stopped "      \
+      "and the bundled decision is used.")                                     \
+    X("policies.time_budget_seconds", DURATION, policy_time_budget_ns, 0,      \
+      "0.1", "0.001..60",                                                      \
+      "CPU time one policy call may use before it is stopped and the "         \
+      "bundled decision is used.")                                             \
+    X("policies.memory_mb", MIB, policy_memory_bytes, 0, "32", "1..4096",      \
+      "Memory cap of each policy Lua VM, in MiB.")                             \
+    X("logging.level", ENUM, log_level, 0, "info", "debug|info|warn|error",    \
+      "Lowest level written to monitor.log and monitor.jsonl (warning is "     \
       "accepted for warn).")
 
 #define TYPE_BOOL "bool"
@@ -173,7 +172,7 @@ enum {
 #define TYPE_ARGV "argv"
 #define TYPE_NUMBER "number"
 
-#define PUBLIC_ROW(path, kind, field, flags, dflt, allowed, help)            \
+#define PUBLIC_ROW(path, kind, field, flags, dflt, allowed, help)              \
     {path, TYPE_##kind, dflt, allowed, help},
 static const struct zerg_config_key key_rows[] = {CONFIG_KEYS(PUBLIC_ROW)};
 
@@ -182,7 +181,7 @@ struct key_bind {
     size_t off;
     unsigned flags;
 };
-#define BIND_ROW(path, kind, field, flags, dflt, allowed, help)              \
+#define BIND_ROW(path, kind, field, flags, dflt, allowed, help)                \
     {K_##kind, offsetof(struct zerg_config, field), flags},
 static const struct key_bind key_binds[] = {CONFIG_KEYS(BIND_ROW)};
 
@@ -198,19 +197,32 @@ static const struct key_bind key_binds[] = {CONFIG_KEYS(BIND_ROW)};
 #define SIZE_STRING sizeof(char *)
 #define SIZE_ARGV sizeof(struct zerg_argv)
 #define SIZE_NUMBER sizeof(double)
-#define CHECK_ROW(path, kind, field, flags, dflt, allowed, help)             \
-    _Static_assert(sizeof(((struct zerg_config *)0)->field) == SIZE_##kind,  \
+#define CHECK_ROW(path, kind, field, flags, dflt, allowed, help)               \
+    _Static_assert(sizeof(((struct zerg_config *)0)->field) == SIZE_##kind,    \
                    path);
 CONFIG_KEYS(CHECK_ROW)
 
 /* Keys ZERG reads that zerg has no use for: warned about without a
  * misleading "did you mean". */
 static const char *const upstream_keys[] = {
-    "project", "ports", "quality_gates", "mcp_servers", "resources",
-    "security", "plugins", "rules", "efficiency", "improvement_loops",
-    "verification", "behavioral_modes", "mcp_routing", "tdd",
-    "error_recovery", "workers.timeout_minutes",
-    "workers.context_threshold_percent", "logging.directory",
+    "project",
+    "ports",
+    "quality_gates",
+    "mcp_servers",
+    "resources",
+    "security",
+    "plugins",
+    "rules",
+    "efficiency",
+    "improvement_loops",
+    "verification",
+    "behavioral_modes",
+    "mcp_routing",
+    "tdd",
+    "error_recovery",
+    "workers.timeout_minutes",
+    "workers.context_threshold_percent",
+    "logging.directory",
     "logging.retain_days",
 };
 
@@ -228,8 +240,7 @@ static const struct {
     {"logging.level", "warning", "warn"}, /* ZERG's spelling */
 };
 
-static const char *const backoff_names[] = {"exponential", "linear",
-                                            "fixed"};
+static const char *const backoff_names[] = {"exponential", "linear", "fixed"};
 static const char *const mode_names[] = {"subprocess", "container", "auto"};
 
 const char *zerg_backoff_name(enum zerg_backoff b)
@@ -503,8 +514,8 @@ static int is_null(const yaml_node_t *v)
         v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
         return 0;
     const char *s = (const char *)v->data.scalar.value;
-    return !*s || !strcmp(s, "~") || !strcmp(s, "null") ||
-           !strcmp(s, "Null") || !strcmp(s, "NULL");
+    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+           !strcmp(s, "NULL");
 }
 
 /* Copies a scalar for display: at most ~40 bytes, control bytes as '?'. */
@@ -684,8 +695,8 @@ static int string_ok(unsigned flags, const char *s)
 static int enum_lookup(size_t i, const char *s, size_t n)
 {
     int idx = enum_index(key_rows[i].allowed, s, n);
-    for (size_t k = 0; idx < 0 && k < sizeof enum_aliases /
-                                           sizeof enum_aliases[0]; k++) {
+    for (size_t k = 0;
+         idx < 0 && k < sizeof enum_aliases / sizeof enum_aliases[0]; k++) {
         if (!strcmp(enum_aliases[k].path, key_rows[i].path) &&
             !strcmp(enum_aliases[k].alias, s))
             idx = enum_index(key_rows[i].allowed, enum_aliases[k].canonical,
@@ -770,10 +781,9 @@ static int argv_from_list(struct loader *L, size_t i, const yaml_node_t *v,
         char found[64];
         if (item->type != YAML_SCALAR_NODE || is_null(item) ||
             memchr(item->data.scalar.value, '\0', item->data.scalar.length))
-            return failf(L, item->start_mark,
-                         "%s[%zu]: found %s, expected a string",
-                         key_rows[i].path, a->n,
-                         describe(item, found, sizeof found));
+            return failf(
+                L, item->start_mark, "%s[%zu]: found %s, expected a string",
+                key_rows[i].path, a->n, describe(item, found, sizeof found));
         a->v[a->n] = strdup((const char *)item->data.scalar.value);
         if (!a->v[a->n])
             return oom(L);
@@ -811,8 +821,7 @@ static int apply_argv(struct loader *L, size_t i, const yaml_node_t *v)
     int rc;
     if (v->type == YAML_SEQUENCE_NODE)
         rc = argv_from_list(L, i, v, &a);
-    else if ((flags & F_SPLIT) && v->type == YAML_SCALAR_NODE &&
-             !is_null(v) &&
+    else if ((flags & F_SPLIT) && v->type == YAML_SCALAR_NODE && !is_null(v) &&
              !memchr(v->data.scalar.value, '\0', v->data.scalar.length))
         rc = argv_split(L, (const char *)v->data.scalar.value, &a);
     else
@@ -901,8 +910,8 @@ static const char *suggest(const char *path, char *buf, size_t size)
         char name[64];
         if (!is_section_start(i))
             continue;
-        snprintf(name, sizeof name, "%.*s",
-                 (int)section_len(key_rows[i].path), key_rows[i].path);
+        snprintf(name, sizeof name, "%.*s", (int)section_len(key_rows[i].path),
+                 key_rows[i].path);
         size_t d = edit_distance(path, name);
         if (d <= limit && d <= bestd) {
             bestd = d;
@@ -916,8 +925,7 @@ static const char *suggest(const char *path, char *buf, size_t size)
 static void note_for(const char *path, char *note, size_t size)
 {
     char buf[64];
-    for (size_t k = 0; k < sizeof upstream_keys / sizeof *upstream_keys;
-         k++) {
+    for (size_t k = 0; k < sizeof upstream_keys / sizeof *upstream_keys; k++) {
         if (!strcmp(path, upstream_keys[k])) {
             snprintf(note, size, " (a ZERG setting that zerg does not use)");
             return;
@@ -951,8 +959,7 @@ static void warn_unknown(struct loader *L, const yaml_node_t *key,
         snprintf(path, sizeof path, "%s", name);
     note_for(path, note, sizeof note);
     snprintf(msg, sizeof msg, "%s:%zu:%zu: unknown key '%s'%s", L->name,
-             key->start_mark.line + 1, key->start_mark.column + 1, path,
-             note);
+             key->start_mark.line + 1, key->start_mark.column + 1, path, note);
     L->warn(L->ud, msg);
 }
 
@@ -990,8 +997,8 @@ static int load_section(struct loader *L, const yaml_node_t *k,
         return failf(L, k->start_mark,
                      "top level: found %s, expected a section name",
                      describe(k, found, sizeof found));
-    long first = section_find((const char *)k->data.scalar.value,
-                              k->data.scalar.length);
+    long first =
+        section_find((const char *)k->data.scalar.value, k->data.scalar.length);
     if (first < 0) {
         warn_unknown(L, k, NULL, 0);
         return 0;
@@ -1010,9 +1017,9 @@ static int load_section(struct loader *L, const yaml_node_t *k,
                      describe(v, found, sizeof found));
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
          p < v->data.mapping.pairs.top; p++) {
-        int rc = load_key(L, (size_t)first,
-                          yaml_document_get_node(L->doc, p->key),
-                          yaml_document_get_node(L->doc, p->value));
+        int rc =
+            load_key(L, (size_t)first, yaml_document_get_node(L->doc, p->key),
+                     yaml_document_get_node(L->doc, p->value));
         if (rc)
             return rc;
     }
@@ -1028,10 +1035,9 @@ static int load_root(struct loader *L, const yaml_node_t *root)
         size_t n = 0;
         for (size_t i = 0; i < NKEYS && n < sizeof sections; i++) {
             if (is_section_start(i))
-                n += (size_t)snprintf(sections + n, sizeof sections - n,
-                                      "%s%.*s", n ? ", " : "",
-                                      (int)section_len(key_rows[i].path),
-                                      key_rows[i].path);
+                n += (size_t)snprintf(
+                    sections + n, sizeof sections - n, "%s%.*s", n ? ", " : "",
+                    (int)section_len(key_rows[i].path), key_rows[i].path);
         }
         return failf(L, root->start_mark,
                      "top level: found %s, expected a mapping of sections "
@@ -1089,9 +1095,8 @@ static int fail_syntax(struct loader *L, const yaml_parser_t *p)
                         : p->problem_mark;
     char ctx[160] = "";
     if (p->context)
-        snprintf(ctx, sizeof ctx, " (%s at line %zu, column %zu)",
-                 p->context, p->context_mark.line + 1,
-                 p->context_mark.column + 1);
+        snprintf(ctx, sizeof ctx, " (%s at line %zu, column %zu)", p->context,
+                 p->context_mark.line + 1, p->context_mark.column + 1);
     const char *hint = m.index < L->len && L->text[m.index] == '\t'
                            ? "; tabs cannot indent YAML, use spaces"
                            : "";
@@ -1099,12 +1104,77 @@ static int fail_syntax(struct loader *L, const yaml_parser_t *p)
                  p->problem ? p->problem : "unreadable input", ctx, hint);
 }
 
+/* The anchor a node event defines, or NULL. */
+static const yaml_char_t *anchor_of(const yaml_event_t *ev)
+{
+    switch (ev->type) {
+    case YAML_SCALAR_EVENT:
+        return ev->data.scalar.anchor;
+    case YAML_SEQUENCE_START_EVENT:
+        return ev->data.sequence_start.anchor;
+    case YAML_MAPPING_START_EVENT:
+        return ev->data.mapping_start.anchor;
+    default:
+        return NULL;
+    }
+}
+
+/* libyaml slows down faster than quadratically with nesting depth (40,000
+ * '[' take 6 s; 1 MiB of them would take hours) and quadratically with the
+ * number of anchors (50,000 take 5 s), so a first pass over the events,
+ * which stops at the first excess, rejects such input before the document
+ * is built.  A config needs 3 levels and no anchors. */
+static int check_shape(struct loader *L)
+{
+    yaml_parser_t parser;
+    yaml_event_t ev;
+    int depth = 0, anchors = 0, rc = 0;
+    if (!yaml_parser_initialize(&parser))
+        return oom(L);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)L->text,
+                                 L->len);
+    for (;;) {
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = fail_syntax(L, &parser);
+            break;
+        }
+        yaml_event_type_t type = ev.type;
+        yaml_mark_t at = ev.start_mark;
+        anchors += anchor_of(&ev) != NULL;
+        yaml_event_delete(&ev);
+        if (anchors > MAX_ANCHORS) {
+            rc = failf(L, at,
+                       "found more than %d YAML anchors, expected "
+                       "at most %d",
+                       MAX_ANCHORS, MAX_ANCHORS);
+            break;
+        }
+        if (type == YAML_STREAM_END_EVENT)
+            break;
+        if (type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT)
+            depth--;
+        if ((type == YAML_SEQUENCE_START_EVENT ||
+             type == YAML_MAPPING_START_EVENT) &&
+            ++depth > MAX_DEPTH) {
+            rc = failf(L, at,
+                       "found lists or mappings nested %d deep, expected "
+                       "at most %d",
+                       depth, MAX_DEPTH);
+            break;
+        }
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
 /* Parses the text and applies it to L->cfg. */
 static int load_document(struct loader *L)
 {
     yaml_parser_t parser;
     yaml_document_t doc, extra;
-    int rc = 0;
+    int rc = check_shape(L);
+    if (rc)
+        return rc;
     if (!yaml_parser_initialize(&parser))
         return oom(L);
     yaml_parser_set_input_string(&parser, (const unsigned char *)L->text,
@@ -1135,8 +1205,12 @@ int zerg_config_load_string(struct zerg_config *c, const char *name,
                             const char *text, size_t len, zerg_warn_fn warn,
                             void *ud, struct zerg_err *err)
 {
-    struct loader L = {.name = name ? name : "config", .text = text,
-                       .len = len, .warn = warn, .ud = ud, .err = err};
+    struct loader L = {.name = name ? name : "config",
+                       .text = text,
+                       .len = len,
+                       .warn = warn,
+                       .ud = ud,
+                       .err = err};
     if (len > CONFIG_MAX_BYTES)
         return zerg_err_set(err, ZERG_EINVAL_INPUT,
                             "%s: found a file of %zu bytes, expected at most "
@@ -1153,8 +1227,8 @@ int zerg_config_load_string(struct zerg_config *c, const char *name,
         rc = check_order(&L);
     if (rc == 0 && L.warn && L.nwarn > MAX_WARNINGS) {
         char msg[256];
-        snprintf(msg, sizeof msg, "%s: %u more unknown keys not shown",
-                 L.name, L.nwarn - MAX_WARNINGS);
+        snprintf(msg, sizeof msg, "%s: %u more unknown keys not shown", L.name,
+                 L.nwarn - MAX_WARNINGS);
         L.warn(L.ud, msg);
     }
     if (rc != 0) {
@@ -1191,15 +1265,15 @@ static int read_limited(int fd, char **out, size_t *len)
     return 0;
 }
 
-int zerg_config_load(struct zerg_config *c, const char *path,
-                     zerg_warn_fn warn, void *ud, struct zerg_err *err)
+int zerg_config_load(struct zerg_config *c, const char *path, zerg_warn_fn warn,
+                     void *ud, struct zerg_err *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT)
         return 0; /* no config file: every key keeps its default */
     if (fd < 0)
-        return zerg_err_set(err, ZERG_EINVAL_INPUT, "%s: cannot open: %s",
-                            path, strerror(errno));
+        return zerg_err_set(err, ZERG_EINVAL_INPUT, "%s: cannot open: %s", path,
+                            strerror(errno));
     char *text = NULL;
     size_t len = 0;
     int rc = read_limited(fd, &text, &len);
@@ -1207,8 +1281,8 @@ int zerg_config_load(struct zerg_config *c, const char *path,
     if (rc == -ENOMEM)
         return zerg_err_set(err, rc, "%s: out of memory", path);
     if (rc < 0)
-        return zerg_err_set(err, ZERG_EINVAL_INPUT, "%s: cannot read: %s",
-                            path, strerror(-rc));
+        return zerg_err_set(err, ZERG_EINVAL_INPUT, "%s: cannot read: %s", path,
+                            strerror(-rc));
     if (len > CONFIG_MAX_BYTES)
         rc = zerg_err_set(err, ZERG_EINVAL_INPUT,
                           "%s: found a file of more than %d bytes, expected "
@@ -1230,8 +1304,7 @@ void zerg_config_defaults(struct zerg_config *c)
         const char *p = key_rows[i].path;
         int sn = (int)section_len(p);
         if (is_section_start(i))
-            n += (size_t)snprintf(text + n, sizeof text - n, "%.*s:\n", sn,
-                                  p);
+            n += (size_t)snprintf(text + n, sizeof text - n, "%.*s:\n", sn, p);
         if (n < sizeof text)
             n += (size_t)snprintf(text + n, sizeof text - n, "  %s: %s\n",
                                   leaf_of(i), key_rows[i].dflt);

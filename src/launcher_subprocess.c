@@ -72,9 +72,9 @@ static int build_argv(const struct zerg_launcher *l,
     snprintf(bufs[0], 32, "%d", req->slot);
     snprintf(bufs[1], 32, "%" PRIu64, req->epoch);
     snprintf(bufs[2], 32, "%s", req->run_id);
-    const char *tail[] = {req->zerg_bin, "worker",  "-C",    req->project,
-                          "--feature",   req->feature, "--slot", bufs[0],
-                          "--epoch",     bufs[1],  "--run-id", bufs[2]};
+    const char *tail[] = {req->zerg_bin, "worker",     "-C",       req->project,
+                          "--feature",   req->feature, "--slot",   bufs[0],
+                          "--epoch",     bufs[1],      "--run-id", bufs[2]};
     for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
         argv[n++] = (char *)tail[i];
     argv[n] = NULL;
@@ -121,11 +121,9 @@ static int sp_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
         *cls = (e == ENOENT || e == EACCES || e == ENOEXEC)
                    ? ZERG_SPAWN_PERMANENT
                    : ZERG_SPAWN_TRANSIENT;
-        return zerg_err_set(err, -e, "cannot run %s: %s%s", argv[0],
-                            strerror(e),
-                            l->cfg->launch_prefix.n
-                                ? " (check workers.launch_prefix)"
-                                : "");
+        return zerg_err_set(
+            err, -e, "cannot run %s: %s%s", argv[0], strerror(e),
+            l->cfg->launch_prefix.n ? " (check workers.launch_prefix)" : "");
     }
     memset(out, 0, sizeof *out);
     out->pid = pid;
@@ -222,8 +220,9 @@ static const struct zerg_launcher_ops subprocess_ops = {
     .free = sp_free,
 };
 
-struct zerg_launcher *zerg_launcher_subprocess_new(
-    const struct zerg_config *cfg, struct zerg_log *log)
+struct zerg_launcher *
+zerg_launcher_subprocess_new(const struct zerg_config *cfg,
+                             struct zerg_log *log)
 {
     struct subprocess *s = calloc(1, sizeof *s);
     if (!s)

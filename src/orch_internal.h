@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "zerg/clock.h"
 #include "zerg/config.h"
 #include "zerg/graph.h"
 #include "zerg/launcher.h"
@@ -82,12 +83,39 @@ struct zerg_orch {
     int warned_conflicts;
 };
 
-/* orchestrator.c */
+static inline struct zerg_task_state *orch_ts(struct zerg_orch *o, size_t t)
+{
+    return &o->s->tasks[t];
+}
+static inline const char *orch_tid(const struct zerg_orch *o, size_t t)
+{
+    return o->g->tasks[t].id;
+}
+static inline int64_t orch_wall_now(void)
+{
+    return zerg_clock_wall(&zerg_clock_system);
+}
+
+/* orchestrator.c: tasks, levels, dispatch, checkpoints. */
+void orch_task_failure(struct zerg_orch *o, size_t t, const char *kind,
+                       int exit_code, int sig, const char *error, int64_t now);
 void orch_requeue(struct zerg_orch *o, size_t t, const char *why);
 void orch_block_dependents(struct zerg_orch *o, size_t t);
 int orch_worker_alive(const struct zerg_orch *o, int worker);
 void orch_mark_dirty(struct zerg_orch *o);
 void orch_checkpoint(struct zerg_orch *o, int64_t now, int force);
+
+/* orch_workers.c: spawn, ready, exit, respawn, watchdogs. */
+int orch_work_left(const struct zerg_orch *o);
+void orch_slot_status(struct zerg_orch *o, struct slot *sl,
+                      enum zerg_worker_status st);
+void orch_worker_ready(struct zerg_orch *o, struct slot *sl, int64_t now);
+void orch_kill_worker(struct zerg_orch *o, struct slot *sl,
+                      enum kill_reason why, int sig);
+int orch_live_slots(const struct zerg_orch *o);
+void orch_stop_workers(struct zerg_orch *o, int sig);
+/* Watchdogs and (re)spawns; returns the earliest wake-up it needs. */
+int64_t orch_tick_workers(struct zerg_orch *o, int64_t now, int64_t wake);
 
 /* Applies a result file if it matches the live assignment (1), else
  * fences it (0). */

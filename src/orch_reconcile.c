@@ -155,8 +155,8 @@ int orch_reconcile(struct zerg_orch *o, int thorough, int64_t now)
     const char *kind = thorough ? "thorough" : "light";
 
     (void)now;
-    zerg_log_event(o->o.log, ZERG_LOG_ORCH, lvl, "state_reconcile_start",
-                   NULL, NULL, "State reconciliation (%s) started", kind);
+    zerg_log_event(o->o.log, ZERG_LOG_ORCH, lvl, "state_reconcile_start", NULL,
+                   NULL, "State reconciliation (%s) started", kind);
     int64_t t0 = zerg_clock_mono(&zerg_clock_system);
     zerg_json *snap = snapshot(o, thorough);
     size_t checked = zerg_json_len(zerg_json_get(snap, "tasks"));
@@ -181,16 +181,15 @@ int orch_reconcile(struct zerg_orch *o, int thorough, int64_t now)
         else
             snprintf(what, sizeof what, "level %d", f->level);
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN,
-                       "state_reconcile_fix", f->task[0] ? f->task : NULL,
-                       data, "Reconciliation fixed %s: %s (%s)", what,
-                       f->fix, f->reason);
+                       "state_reconcile_fix", f->task[0] ? f->task : NULL, data,
+                       "Reconciliation fixed %s: %s (%s)", what, f->fix,
+                       f->reason);
     }
     free(fixes);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "fixes", (double)applied);
     zerg_json_set_num(data, "duration_ms",
-                      (double)(zerg_clock_mono(&zerg_clock_system) - t0) /
-                          1e6);
+                      (double)(zerg_clock_mono(&zerg_clock_system) - t0) / 1e6);
     zerg_json_set_num(data, "tasks_checked", (double)checked);
     zerg_json_set_str(data, "check", kind);
     zerg_log_event(o->o.log, ZERG_LOG_ORCH, applied ? ZERG_LOG_INFO : lvl,

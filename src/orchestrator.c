@@ -30,26 +30,9 @@
 #define MS(ns) ((double)(ns) / 1e6)
 #define SEC(ns) ((double)(ns) / 1e9)
 
-static const struct zerg_clock *wall_clock = &zerg_clock_system;
-
-static int64_t wall_now(void)
-{
-    return zerg_clock_wall(wall_clock);
-}
-
 void orch_mark_dirty(struct zerg_orch *o)
 {
     o->dirty = 1;
-}
-
-static struct zerg_task_state *ts(struct zerg_orch *o, size_t t)
-{
-    return &o->s->tasks[t];
-}
-
-static const char *tid(const struct zerg_orch *o, size_t t)
-{
-    return o->g->tasks[t].id;
 }
 
 int orch_worker_alive(const struct zerg_orch *o, int worker)
@@ -89,7 +72,7 @@ void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
     if (!force && now - o->last_save < checkpoint_gap(o))
         return;
     sync_workers(o);
-    o->s->updated_at = wall_now();
+    o->s->updated_at = orch_wall_now();
     o->s->metrics.policy_errors = zerg_policy_error_count(o->o.policy);
     int64_t t0 = zerg_clock_mono(&zerg_clock_system);
     int rc = zerg_state_save(o->s, o->g, o->state_path, &err);
@@ -138,16 +121,16 @@ static void set_str(char **dst, const char *src)
 
 static void release_slot_task(struct zerg_orch *o, size_t t)
 {
-    int w = ts(o, t)->worker_id;
+    int w = orch_ts(o, t)->worker_id;
     if (w >= 0 && w < o->nslots && o->slots[w].task == (int)t)
         o->slots[w].task = -1;
-    ts(o, t)->worker_id = -1;
+    orch_ts(o, t)->worker_id = -1;
 }
 
 /* Back to pending without charging anything (crash, stop, reconcile). */
 void orch_requeue(struct zerg_orch *o, size_t t, const char *why)
 {
-    struct zerg_task_state *st = ts(o, t);
+    struct zerg_task_state *st = orch_ts(o, t);
     release_slot_task(o, t);
     st->status = ZERG_TASK_PENDING;
     st->retry_at = 0;
@@ -167,19 +150,19 @@ void orch_block_dependents(struct zerg_orch *o, size_t t)
     while (changed) {
         changed = 0;
         for (size_t i = 0; i < o->g->ntasks; i++) {
-            struct zerg_task_state *st = ts(o, i);
+            struct zerg_task_state *st = orch_ts(o, i);
             if (zerg_task_status_terminal(st->status) ||
                 st->status == ZERG_TASK_IN_PROGRESS ||
                 st->status == ZERG_TASK_CLAIMED)
                 continue;
             const struct zerg_task *tk = &o->g->tasks[i];
             for (size_t d = 0; d < tk->deps.n; d++) {
-                enum zerg_task_status ds = ts(o, tk->dep_idx[d])->status;
+                enum zerg_task_status ds = orch_ts(o, tk->dep_idx[d])->status;
                 if (ds != ZERG_TASK_FAILED && ds != ZERG_TASK_BLOCKED)
                     continue;
                 char why[160];
                 snprintf(why, sizeof why, "dependency %s %s",
-                         tid(o, tk->dep_idx[d]),
+                         orch_tid(o, tk->dep_idx[d]),
                          ds == ZERG_TASK_FAILED ? "failed" : "is blocked");
                 st->status = ZERG_TASK_BLOCKED;
                 set_str(&st->reason, "blocked");
@@ -196,26 +179,25 @@ void orch_block_dependents(struct zerg_orch *o, size_t t)
     orch_mark_dirty(o);
 }
 
-static void fail_permanently(struct zerg_orch *o, size_t t,
-                             const char *reason, const char *error)
+static void fail_permanently(struct zerg_orch *o, size_t t, const char *reason,
+                             const char *error)
 {
-    struct zerg_task_state *st = ts(o, t);
+    struct zerg_task_state *st = orch_ts(o, t);
     release_slot_task(o, t);
     st->status = ZERG_TASK_FAILED;
-    st->completed_at = wall_now();
+    st->completed_at = orch_wall_now();
     set_str(&st->reason, reason);
     set_str(&st->error, error);
     orch_block_dependents(o, t);
 }
 
 /* A failure of task t: ask retry.decide and apply it. */
-static void task_failure(struct zerg_orch *o, size_t t, const char *kind,
-                         int exit_code, int sig, const char *error,
-                         int64_t now)
+void orch_task_failure(struct zerg_orch *o, size_t t, const char *kind,
+                       int exit_code, int sig, const char *error, int64_t now)
 {
-    struct zerg_task_state *st = ts(o, t);
+    struct zerg_task_state *st = orch_ts(o, t);
     struct zerg_retry_in in = {
-        .task_id = tid(o, t),
+        .task_id = orch_tid(o, t),
         .retry_count = st->retry_count,
         .crash_count = st->crash_count,
         .attempt = st->attempt,
@@ -230,9 +212,10 @@ static void task_failure(struct zerg_orch *o, size_t t, const char *kind,
     if (!o->cfg->resilience_enabled) {
         fail_permanently(o, t, kind, error);
         zerg_log_event(o->o.log, worker, ZERG_LOG_ERROR, "task_failed",
-                       tid(o, t), NULL,
+                       orch_tid(o, t), NULL,
                        "Task %s failed (%s): %s; resilience is disabled, "
-                       "not retried", tid(o, t), kind, error);
+                       "not retried",
+                       orch_tid(o, t), kind, error);
         return;
     }
     zerg_policy_retry(o->o.policy, &in, &out, &why);
@@ -245,12 +228,11 @@ static void task_failure(struct zerg_orch *o, size_t t, const char *kind,
         /* A charged failure keeps its kind ("timeout", "verification",
          * "exit") as the reason; an uncharged one says why the policy
          * stopped it (e.g. "crash_loop"). */
-        const char *reason =
-            !out.charge && out.reason[0] ? out.reason : kind;
+        const char *reason = !out.charge && out.reason[0] ? out.reason : kind;
         fail_permanently(o, t, reason, error);
         zerg_log_event(o->o.log, worker, ZERG_LOG_ERROR, "task_failed",
-                       tid(o, t), why,
-                       "Task %s failed permanently (%s): %s", tid(o, t),
+                       orch_tid(o, t), why,
+                       "Task %s failed permanently (%s): %s", orch_tid(o, t),
                        reason, error);
         return;
     }
@@ -260,22 +242,22 @@ static void task_failure(struct zerg_orch *o, size_t t, const char *kind,
     if (out.charge) {
         o->s->metrics.task_retries++;
         st->status = ZERG_TASK_WAITING_RETRY;
-        st->retry_at = wall_now() + out.delay_ns;
+        st->retry_at = orch_wall_now() + out.delay_ns;
         o->retry_at[t] = now + out.delay_ns;
         zerg_log_event(o->o.log, worker, ZERG_LOG_WARN, "task_failed",
-                       tid(o, t), why,
+                       orch_tid(o, t), why,
                        "Task %s failed (%s): %s; retry %d of %d in %.1fs",
-                       tid(o, t), kind, error, st->retry_count,
+                       orch_tid(o, t), kind, error, st->retry_count,
                        o->cfg->retry_attempts, SEC(out.delay_ns));
     } else {
         o->s->metrics.task_reassignments++;
         st->status = ZERG_TASK_PENDING;
         o->retry_at[t] = now + out.delay_ns;
         zerg_log_event(o->o.log, worker, ZERG_LOG_WARN, "task_reassigned",
-                       tid(o, t), why,
+                       orch_tid(o, t), why,
                        "Task %s reassigned after %s of worker %d "
                        "(retry_count stays %d, crash %d)",
-                       tid(o, t), kind, worker, st->retry_count,
+                       orch_tid(o, t), kind, worker, st->retry_count,
                        st->crash_count);
     }
     o->level_cursor[o->g->tasks[t].level] = 0;
@@ -283,312 +265,21 @@ static void task_failure(struct zerg_orch *o, size_t t, const char *kind,
 }
 
 /* ------------------------------------------------------------------ */
-/* Workers: spawn, ready, exit.                                        */
-
-static int work_left(const struct zerg_orch *o)
-{
-    for (size_t i = 0; i < o->g->ntasks; i++)
-        if (!zerg_task_status_terminal(o->s->tasks[i].status))
-            return 1;
-    return 0;
-}
-
-static void slot_set_status(struct zerg_orch *o, struct slot *sl,
-                            enum zerg_worker_status st)
-{
-    o->s->workers[sl->id].status = st;
-    orch_mark_dirty(o);
-}
-
-static void spawn_failed(struct zerg_orch *o, struct slot *sl,
-                         const char *why, int permanent, int64_t now)
-{
-    struct zerg_worker_state *w = &o->s->workers[sl->id];
-    int max = o->cfg->spawn_retry_attempts;
-
-    w->spawn_attempt++;
-    snprintf(sl->last_error, sizeof sl->last_error, "%s", why);
-    if (!permanent && o->cfg->resilience_enabled &&
-        w->spawn_attempt <= max) {
-        zerg_json *data = NULL;
-        int64_t delay = zerg_policy_backoff_ns(o->o.policy, "spawn",
-                                               w->spawn_attempt, &data);
-        if (!data)
-            data = zerg_json_obj();
-        zerg_json_set_num(data, "attempt", w->spawn_attempt);
-        zerg_json_set_num(data, "max_attempts", max);
-        zerg_json_set_num(data, "delay", SEC(delay));
-        zerg_json_set_str(data, "error", why);
-        sl->spawn_at = now + delay;
-        o->s->metrics.spawn_retries++;
-        slot_set_status(o, sl, ZERG_WORKER_BACKOFF);
-        zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_spawn_retry",
-                       NULL, data,
-                       "Worker %d failed to start (%s); retry %d of %d in "
-                       "%.1fs", sl->id, why, w->spawn_attempt, max,
-                       SEC(delay));
-        return;
-    }
-    sl->want = 0;
-    slot_set_status(o, sl, ZERG_WORKER_RETIRED);
-    zerg_json *data = zerg_json_obj();
-    zerg_json_set_num(data, "attempts", w->spawn_attempt);
-    zerg_json_set_str(data, "error", why);
-    zerg_json_set_bool(data, "permanent", permanent);
-    zerg_log_event(o->o.log, sl->id, ZERG_LOG_ERROR, "worker_spawn_failed",
-                   NULL, data,
-                   "Worker %d could not be started after %d attempt%s: %s. "
-                   "Check .zerg/logs/worker-%d.log, the zerg binary and "
-                   "workers.launch_prefix / container settings",
-                   sl->id, w->spawn_attempt, w->spawn_attempt == 1 ? "" : "s",
-                   why, sl->id);
-}
-
-static void slot_spawn(struct zerg_orch *o, struct slot *sl, int64_t now)
-{
-    struct zerg_worker_state *w = &o->s->workers[sl->id];
-    struct zerg_err err = {0};
-    int cls = ZERG_SPAWN_TRANSIENT;
-    struct zerg_spawn_req req = {
-        .slot = sl->id,
-        .epoch = o->s->next_epoch++,
-        .feature = o->o.feature,
-        .run_id = o->s->run_id,
-        .project = o->o.project,
-        .zerg_bin = o->o.zerg_bin,
-    };
-
-    /* The assignment must never name a task for a fresh incarnation. */
-    struct zerg_assign idle = {.epoch = req.epoch};
-    zerg_proto_write_assign(o->state_dir, sl->id, &idle, NULL);
-    if (o->o.launcher->ops->spawn(o->o.launcher, &req, &sl->proc, &cls,
-                                  &err) < 0) {
-        sl->proc.epoch = req.epoch;
-        spawn_failed(o, sl, err.msg, cls == ZERG_SPAWN_PERMANENT, now);
-        return;
-    }
-    sl->alive = 1;
-    sl->ready = 0;
-    sl->killed = KILL_NONE;
-    sl->spawned_at = now;
-    sl->hb_seq = -1;
-    sl->hb_change_at = now;
-    sl->hb_task_pgid = 0;
-    sl->task = -1;
-    w->epoch = req.epoch;
-    w->started_at = wall_now();
-    w->ready_at = 0;
-    slot_set_status(o, sl, ZERG_WORKER_STARTING);
-    zerg_json *data = zerg_json_obj();
-    zerg_json_set_num(data, "epoch", (double)req.epoch);
-    zerg_json_set_num(data, "pid", sl->proc.pid);
-    zerg_json_set_num(data, "attempt", w->spawn_attempt + 1);
-    zerg_json_set_str(data, "mode", o->o.launcher->ops->name);
-    if (sl->proc.name[0])
-        zerg_json_set_str(data, "container", sl->proc.name);
-    zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "worker_spawn", NULL,
-                   data, "Worker %d spawned (pid %d, epoch %" PRIu64 ")",
-                   sl->id, (int)sl->proc.pid, req.epoch);
-}
-
-static void worker_ready(struct zerg_orch *o, struct slot *sl, int64_t now)
-{
-    struct zerg_worker_state *w = &o->s->workers[sl->id];
-    sl->ready = 1;
-    w->ready_at = wall_now();
-    w->spawn_attempt = 0;
-    slot_set_status(o, sl, ZERG_WORKER_READY);
-    zerg_json *data = zerg_json_obj();
-    zerg_json_set_num(data, "startup_ms", MS(now - sl->spawned_at));
-    zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "worker_ready", NULL,
-                   data, "Worker %d ready in %.0f ms", sl->id,
-                   MS(now - sl->spawned_at));
-}
-
-static void respawn_or_retire(struct zerg_orch *o, struct slot *sl,
-                              const struct zerg_exit_info *info, int64_t now)
-{
-    struct zerg_worker_state *w = &o->s->workers[sl->id];
-    zerg_json *why = NULL;
-
-    if (!o->cfg->resilience_enabled) {
-        sl->want = 0;
-        slot_set_status(o, sl, ZERG_WORKER_CRASHED);
-        return;
-    }
-    if (sl->killed == KILL_TASK_TIMEOUT) {
-        /* Our own kill, not the worker's fault: replace it uncounted. */
-        sl->spawn_at = now;
-        slot_set_status(o, sl, ZERG_WORKER_BACKOFF);
-        return;
-    }
-    struct zerg_respawn_in in = {
-        .slot = sl->id,
-        .respawn_count = w->respawn_count,
-        .exit_code = info->exit_code,
-        .signal = info->signal,
-        .uptime_ns = now - sl->spawned_at,
-        .was_ready = sl->ready,
-        .work_left = work_left(o),
-    };
-    if (zerg_policy_respawn(o->o.policy, &in, &why)) {
-        w->respawn_count++;
-        o->s->metrics.worker_respawns++;
-        sl->spawn_at = now;
-        slot_set_status(o, sl, ZERG_WORKER_BACKOFF);
-        zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "worker_respawn",
-                       NULL, why, "Respawning worker %d (respawn %d of %d)",
-                       sl->id, w->respawn_count, o->cfg->max_respawn_attempts);
-        return;
-    }
-    sl->want = 0;
-    slot_set_status(o, sl, in.work_left ? ZERG_WORKER_RETIRED
-                                        : ZERG_WORKER_STOPPED);
-    if (in.work_left)
-        zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_retired",
-                       NULL, why, "Worker %d retired after %d respawns",
-                       sl->id, w->respawn_count);
-    else
-        zerg_json_free(why);
-}
-
-static void describe_exit(const struct zerg_exit_info *info, char *buf,
-                          size_t n)
-{
-    if (info->detail[0])
-        snprintf(buf, n, "%s", info->detail);
-    else if (info->signal)
-        snprintf(buf, n, "killed by signal %d", info->signal);
-    else
-        snprintf(buf, n, "exit code %d", info->exit_code);
-    if (info->oom_killed && strlen(buf) + 20 < n)
-        strcat(buf, " (out of memory)");
-}
-
-/* "what: last line of .zerg/logs/worker-N.log", so the reason a worker
- * could not start is in the event, not only in a file. */
-static void worker_log_tail(const struct zerg_orch *o, int slot,
-                            const char *what, char *buf, size_t n)
-{
-    char path[PATH_MAX], *text = NULL;
-    size_t len = 0;
-
-    snprintf(buf, n, "%s", what);
-    if (zerg_fsio_path(path, sizeof path, "%s/.zerg/logs/worker-%d.log",
-                       o->o.project, slot) ||
-        zerg_fsio_read_all(path, 8u << 20, &text, &len, NULL) < 0)
-        return;
-    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-        text[--len] = '\0';
-    char *last = strrchr(text, '\n');
-    last = last ? last + 1 : text;
-    if (*last)
-        snprintf(buf, n, "%s: %.300s", what, last);
-    free(text);
-}
-
-void zerg_orch_child_exited(struct zerg_orch *o, pid_t pid, int wstatus,
-                            int64_t now)
-{
-    struct slot *sl = NULL;
-    struct zerg_exit_info info = {0};
-    char what[256];
-
-    for (int i = 0; i < o->nslots; i++)
-        if (o->slots[i].alive && o->slots[i].proc.pid == pid)
-            sl = &o->slots[i];
-    if (!sl)
-        return;
-    o->o.launcher->ops->reaped(o->o.launcher, &sl->proc, wstatus, &info);
-    sl->alive = 0;
-    /* In subprocess mode the task's own process group outlives a killed
-     * worker unless we take it down (the worker cannot any more). */
-    if (sl->hb_task_pgid > 0 && !sl->proc.name[0])
-        kill(-sl->hb_task_pgid, SIGKILL);
-    describe_exit(&info, what, sizeof what);
-
-    zerg_json *data = zerg_json_obj();
-    zerg_json_set_num(data, "exit_code", info.exit_code);
-    zerg_json_set_num(data, "signal", info.signal);
-    zerg_json_set_bool(data, "oom_killed", info.oom_killed);
-    zerg_json_set_bool(data, "was_ready", sl->ready);
-    zerg_json_set_num(data, "uptime", SEC(now - sl->spawned_at));
-    static const char *const kill_names[] = {
-        "none", "ready_timeout", "heartbeat_stale", "task_timeout", "stop"};
-    zerg_json_set_str(data, "killed_by_orchestrator", kill_names[sl->killed]);
-    if (sl->task >= 0)
-        zerg_json_set_str(data, "task", tid(o, (size_t)sl->task));
-
-    if (sl->killed == KILL_STOP || (o->finishing && sl->task < 0)) {
-        zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "worker_exit", NULL,
-                       data, "Worker %d exited (%s)", sl->id, what);
-        slot_set_status(o, sl, ZERG_WORKER_STOPPED);
-        sl->want = 0;
-        if (sl->task >= 0)
-            orch_requeue(o, (size_t)sl->task, "interrupted by stop");
-        return;
-    }
-    if (!sl->ready) {
-        /* Exit 3 is the worker's "cannot set up" (unreadable graph or
-         * config): starting it again cannot help. */
-        int permanent = info.exit_code == ZERG_WORKER_EXIT_SETUP &&
-                        !info.runtime_error;
-        char why[512];
-        worker_log_tail(o, sl->id, what, why, sizeof why);
-        zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_exit", NULL,
-                       data, "Worker %d exited before ready (%s)", sl->id,
-                       why);
-        spawn_failed(o, sl, why, permanent, now);
-        return;
-    }
-    if (sl->killed != KILL_TASK_TIMEOUT)
-        o->s->metrics.worker_crashes++;
-    zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_crash", NULL,
-                   data, "Worker %d crashed (%s)%s", sl->id, what,
-                   sl->task >= 0 ? " while running a task" : "");
-    if (sl->task >= 0) {
-        size_t t = (size_t)sl->task;
-        if (sl->killed == KILL_TASK_TIMEOUT) {
-            char err[256];
-            snprintf(err, sizeof err, "no progress for %.1fs",
-                     SEC(now - sl->progress_at));
-            task_failure(o, t, "timeout", -1, SIGKILL, err, now);
-        } else {
-            char err[300];
-            snprintf(err, sizeof err, "worker %d %s", sl->id, what);
-            task_failure(o, t,
-                         sl->killed == KILL_HB_STALE ? "heartbeat_stale"
-                                                     : "crash",
-                         info.exit_code, info.signal, err, now);
-        }
-    }
-    respawn_or_retire(o, sl, &info, now);
-}
-
-static void kill_worker(struct zerg_orch *o, struct slot *sl,
-                        enum kill_reason why, int sig)
-{
-    sl->killed = why;
-    if (sl->hb_task_pgid > 0 && !sl->proc.name[0])
-        kill(-sl->hb_task_pgid, SIGKILL);
-    o->o.launcher->ops->kill(o->o.launcher, &sl->proc, sig);
-}
-
-/* ------------------------------------------------------------------ */
 /* Files from workers: heartbeats and results.                         */
 
 static void task_started(struct zerg_orch *o, struct slot *sl, size_t t)
 {
-    struct zerg_task_state *st = ts(o, t);
+    struct zerg_task_state *st = orch_ts(o, t);
     st->status = ZERG_TASK_IN_PROGRESS;
-    st->started_at = wall_now();
+    st->started_at = orch_wall_now();
     orch_mark_dirty(o);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "attempt", st->attempt);
     zerg_json_set_num(data, "pgid", sl->hb_task_pgid);
     zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "task_started",
-                   tid(o, t), data, "Worker %d started task %s (attempt %d)",
-                   sl->id, tid(o, t), st->attempt);
+                   orch_tid(o, t), data,
+                   "Worker %d started task %s (attempt %d)", sl->id,
+                   orch_tid(o, t), st->attempt);
 }
 
 static void on_heartbeat(struct zerg_orch *o, int slot, int64_t now)
@@ -617,9 +308,9 @@ static void on_heartbeat(struct zerg_orch *o, int slot, int64_t now)
     sl->hb_change_at = now;
     sl->hb_task_pgid = hb.task_pgid;
     if (!sl->ready)
-        worker_ready(o, sl, now);
-    if (sl->task < 0 || strcmp(hb.task_id, tid(o, (size_t)sl->task)) ||
-        hb.attempt != ts(o, (size_t)sl->task)->attempt)
+        orch_worker_ready(o, sl, now);
+    if (sl->task < 0 || strcmp(hb.task_id, orch_tid(o, (size_t)sl->task)) ||
+        hb.attempt != orch_ts(o, (size_t)sl->task)->attempt)
         return;
     size_t t = (size_t)sl->task;
     if (strcmp(hb.step, sl->hb_step) || hb.progress_pct != sl->hb_pct) {
@@ -627,7 +318,7 @@ static void on_heartbeat(struct zerg_orch *o, int slot, int64_t now)
         snprintf(sl->hb_step, sizeof sl->hb_step, "%s", hb.step);
         sl->hb_pct = hb.progress_pct;
     }
-    if (ts(o, t)->status == ZERG_TASK_CLAIMED)
+    if (orch_ts(o, t)->status == ZERG_TASK_CLAIMED)
         task_started(o, sl, t);
 }
 
@@ -642,8 +333,8 @@ static void fenced(struct zerg_orch *o, const struct zerg_result *r,
     zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_WARN, "result_fenced",
                    r->task[0] ? r->task : NULL, data,
                    "Dropped a result for %s attempt %d from worker %d "
-                   "(epoch %" PRIu64 "): %s", r->task, r->attempt,
-                   r->worker_id, r->epoch, why);
+                   "(epoch %" PRIu64 "): %s",
+                   r->task, r->attempt, r->worker_id, r->epoch, why);
     defer_unlink(o, path);
     orch_mark_dirty(o);
 }
@@ -662,7 +353,7 @@ int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now)
         fenced(o, &r, path, "unknown task");
         return 0;
     }
-    struct zerg_task_state *st = ts(o, (size_t)t);
+    struct zerg_task_state *st = orch_ts(o, (size_t)t);
     if ((st->status != ZERG_TASK_CLAIMED &&
          st->status != ZERG_TASK_IN_PROGRESS) ||
         st->epoch != r.epoch || st->attempt != r.attempt) {
@@ -678,7 +369,7 @@ int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now)
     if (r.outcome == ZERG_OUTCOME_COMPLETE) {
         release_slot_task(o, (size_t)t);
         st->status = ZERG_TASK_COMPLETE;
-        st->completed_at = wall_now();
+        st->completed_at = orch_wall_now();
         set_str(&st->error, NULL);
         set_str(&st->reason, NULL);
         orch_mark_dirty(o);
@@ -696,18 +387,17 @@ int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now)
         snprintf(err, sizeof err, "%s %s: %s", r.stage,
                  r.timed_out ? "timed out" : "failed",
                  r.error[0] ? r.error : "no detail");
-        task_failure(o, (size_t)t, kind, r.exit_code, r.signal, err, now);
+        orch_task_failure(o, (size_t)t, kind, r.exit_code, r.signal, err, now);
     }
     if (sl) {
         sl->task = -1;
         if (sl->alive && sl->ready)
-            slot_set_status(o, sl, ZERG_WORKER_READY);
+            orch_slot_status(o, sl, ZERG_WORKER_READY);
     }
     return 1;
 }
 
-void zerg_orch_file_changed(struct zerg_orch *o, const char *name,
-                            int64_t now)
+void zerg_orch_file_changed(struct zerg_orch *o, const char *name, int64_t now)
 {
     char path[PATH_MAX];
     int slot = -1;
@@ -748,7 +438,7 @@ static int conflict_running(struct zerg_orch *o, size_t t)
 {
     const struct zerg_task *tk = &o->g->tasks[t];
     for (size_t c = 0; c < tk->nconflicts; c++) {
-        enum zerg_task_status s = ts(o, tk->conflicts[c])->status;
+        enum zerg_task_status s = orch_ts(o, tk->conflicts[c])->status;
         if (s == ZERG_TASK_CLAIMED || s == ZERG_TASK_IN_PROGRESS)
             return 1;
     }
@@ -765,11 +455,11 @@ static ssize_t next_task(struct zerg_orch *o, int64_t now, int64_t *wake)
     const struct zerg_level *L = &o->g->levels[lvl];
     size_t *cur = &o->level_cursor[lvl];
     while (*cur < L->n &&
-           zerg_task_status_terminal(ts(o, L->tasks[*cur])->status))
+           zerg_task_status_terminal(orch_ts(o, L->tasks[*cur])->status))
         (*cur)++;
     for (size_t i = *cur; i < L->n; i++) {
         size_t t = L->tasks[i];
-        struct zerg_task_state *st = ts(o, t);
+        struct zerg_task_state *st = orch_ts(o, t);
         if (st->status != ZERG_TASK_PENDING &&
             st->status != ZERG_TASK_WAITING_RETRY)
             continue;
@@ -787,35 +477,37 @@ static ssize_t next_task(struct zerg_orch *o, int64_t now, int64_t *wake)
 
 static int assign(struct zerg_orch *o, struct slot *sl, size_t t, int64_t now)
 {
-    struct zerg_task_state *st = ts(o, t);
+    struct zerg_task_state *st = orch_ts(o, t);
     struct zerg_err err = {0};
-    struct zerg_assign a = {.epoch = sl->proc.epoch, .attempt = st->attempt + 1};
+    struct zerg_assign a = {.epoch = sl->proc.epoch,
+                            .attempt = st->attempt + 1};
 
-    snprintf(a.task, sizeof a.task, "%s", tid(o, t));
+    snprintf(a.task, sizeof a.task, "%s", orch_tid(o, t));
     if (zerg_proto_write_assign(o->state_dir, sl->id, &a, &err) < 0) {
         zerg_log_event(o->o.log, sl->id, ZERG_LOG_ERROR, "assign_failed",
-                       tid(o, t), NULL, "Cannot assign %s: %s", tid(o, t),
-                       err.msg);
+                       orch_tid(o, t), NULL, "Cannot assign %s: %s",
+                       orch_tid(o, t), err.msg);
         return -1;
     }
     st->attempt = a.attempt;
     st->epoch = a.epoch;
     st->worker_id = sl->id;
     st->status = ZERG_TASK_CLAIMED;
-    st->claimed_at = wall_now();
+    st->claimed_at = orch_wall_now();
     o->retry_at[t] = 0;
     sl->task = (int)t;
     sl->progress_at = now;
     sl->assigned_at = now;
     sl->hb_step[0] = '\0';
     sl->hb_pct = -1;
-    slot_set_status(o, sl, ZERG_WORKER_BUSY);
+    orch_slot_status(o, sl, ZERG_WORKER_BUSY);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "attempt", a.attempt);
     zerg_json_set_num(data, "epoch", (double)a.epoch);
     zerg_json_set_num(data, "level", o->g->tasks[t].level);
-    zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "task_claimed", tid(o, t),
-                   data, "Worker %d claimed task %s", sl->id, tid(o, t));
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "task_claimed",
+                   orch_tid(o, t), data, "Worker %d claimed task %s", sl->id,
+                   orch_tid(o, t));
     return 0;
 }
 
@@ -837,7 +529,8 @@ static void level_log(struct zerg_orch *o, const char *event, int lvl)
 {
     size_t done = 0, failed = 0, n = o->g->levels[lvl].n;
     for (size_t i = 0; i < n; i++) {
-        enum zerg_task_status s = ts(o, o->g->levels[lvl].tasks[i])->status;
+        enum zerg_task_status s =
+            orch_ts(o, o->g->levels[lvl].tasks[i])->status;
         done += s == ZERG_TASK_COMPLETE;
         failed += s == ZERG_TASK_FAILED || s == ZERG_TASK_BLOCKED;
     }
@@ -876,7 +569,7 @@ static void advance_levels(struct zerg_orch *o, int64_t now)
                 continue; /* a fix may have reopened this or a lower level */
             if (s->levels[lvl].status != ZERG_LEVEL_COMPLETE) {
                 s->levels[lvl].status = ZERG_LEVEL_COMPLETE;
-                s->levels[lvl].completed_at = wall_now();
+                s->levels[lvl].completed_at = orch_wall_now();
                 level_log(o, "level_complete", lvl);
             }
         }
@@ -887,106 +580,14 @@ static void advance_levels(struct zerg_orch *o, int64_t now)
         struct zerg_level_state *ls = &s->levels[s->current_level];
         if (ls->status == ZERG_LEVEL_PENDING) {
             ls->status = ZERG_LEVEL_RUNNING;
-            ls->started_at = wall_now();
+            ls->started_at = orch_wall_now();
             level_log(o, "level_start", s->current_level);
         }
     }
 }
 
 /* ------------------------------------------------------------------ */
-/* Watchdogs.                                                          */
-
-static void check_slot(struct zerg_orch *o, struct slot *sl, int64_t now,
-                       int64_t *wake)
-{
-    const struct zerg_config *c = o->cfg;
-
-    if (!sl->alive || sl->killed)
-        return;
-    if (!sl->ready) {
-        int64_t deadline = sl->spawned_at + c->spawn_ready_timeout_ns;
-        if (now >= deadline) {
-            zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN,
-                           "worker_ready_timeout", NULL, NULL,
-                           "Worker %d did not report ready within %.1fs",
-                           sl->id, SEC(c->spawn_ready_timeout_ns));
-            kill_worker(o, sl, KILL_READY_TIMEOUT, SIGKILL);
-        } else if (deadline < *wake) {
-            *wake = deadline;
-        }
-        return;
-    }
-    if (!c->resilience_enabled)
-        return;
-    zerg_json *why = NULL;
-    if (zerg_policy_stale_worker(o->o.policy, sl->id, sl->hb_seq,
-                                 sl->hb_change_at, now, &why)) {
-        o->s->metrics.stale_detections++;
-        zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "heartbeat_stale",
-                       sl->task >= 0 ? tid(o, (size_t)sl->task) : NULL, why,
-                       "Worker %d heartbeat stale for %.1fs (threshold "
-                       "%.1fs); killing it", sl->id,
-                       SEC(now - sl->hb_change_at),
-                       SEC(c->heartbeat_stale_threshold_ns));
-        kill_worker(o, sl, KILL_HB_STALE, SIGKILL);
-        return;
-    }
-    zerg_json_free(why);
-    why = NULL;
-    /* Re-check one heartbeat interval after the threshold would pass. */
-    int64_t hb_wake = sl->hb_change_at + c->heartbeat_stale_threshold_ns;
-    if (hb_wake < *wake)
-        *wake = hb_wake > now ? hb_wake : now + c->heartbeat_interval_ns;
-    if (sl->task < 0 || ts(o, (size_t)sl->task)->status !=
-                            ZERG_TASK_IN_PROGRESS)
-        return;
-    size_t t = (size_t)sl->task;
-    if (zerg_policy_stale_task(o->o.policy, tid(o, t), sl->id,
-                               sl->assigned_at, sl->progress_at, now,
-                               &why)) {
-        o->s->metrics.stale_detections++;
-        o->s->metrics.task_timeouts++;
-        zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "task_timeout",
-                       tid(o, t), why,
-                       "Task %s on worker %d made no progress for %.1fs "
-                       "(timeout %.1fs); killing it", tid(o, t), sl->id,
-                       SEC(now - sl->progress_at),
-                       SEC(c->task_stale_timeout_ns));
-        kill_worker(o, sl, KILL_TASK_TIMEOUT, SIGKILL);
-        return;
-    }
-    zerg_json_free(why);
-    int64_t t_wake = sl->progress_at + c->task_stale_timeout_ns;
-    if (t_wake < *wake)
-        *wake = t_wake > now ? t_wake : now + c->heartbeat_interval_ns;
-}
-
-static int live_slots(const struct zerg_orch *o)
-{
-    int n = 0;
-    for (int i = 0; i < o->nslots; i++)
-        n += o->slots[i].alive || o->slots[i].want;
-    return n;
-}
-
-/* ------------------------------------------------------------------ */
 /* Stop and finish.                                                    */
-
-static void stop_workers(struct zerg_orch *o, int sig)
-{
-    for (int i = 0; i < o->nslots; i++) {
-        struct slot *sl = &o->slots[i];
-        sl->want = 0;
-        if (!sl->alive)
-            continue;
-        struct zerg_assign a = {.epoch = sl->proc.epoch, .stop = 1};
-        zerg_proto_write_assign(o->state_dir, sl->id, &a, NULL);
-        if (sig)
-            kill_worker(o, sl, KILL_STOP, sig);
-        else
-            sl->killed = KILL_STOP;
-    }
-}
 
 void zerg_orch_request_stop(struct zerg_orch *o, int force, int64_t now)
 {
@@ -997,7 +598,7 @@ void zerg_orch_request_stop(struct zerg_orch *o, int force, int64_t now)
     zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "rush_stop", NULL,
                    NULL, "Stop requested%s: stopping workers",
                    force ? " (forced)" : "");
-    stop_workers(o, force ? SIGKILL : SIGTERM);
+    orch_stop_workers(o, force ? SIGKILL : SIGTERM);
     free(o->s->status);
     o->s->status = strdup("stopped");
     orch_mark_dirty(o);
@@ -1028,31 +629,17 @@ static void finish(struct zerg_orch *o, int64_t now)
                       (double)o->s->metrics.worker_crashes);
     zerg_json_set_num(data, "task_reassignments",
                       (double)o->s->metrics.task_reassignments);
-    zerg_log_event(o->o.log, ZERG_LOG_ORCH,
-                   ok ? ZERG_LOG_INFO : ZERG_LOG_ERROR,
+    zerg_log_event(o->o.log, ZERG_LOG_ORCH, ok ? ZERG_LOG_INFO : ZERG_LOG_ERROR,
                    ok ? "rush_complete" : "rush_failed", NULL, data,
                    "Rush %s in %.1fs: %s",
-                   o->stopping ? "stopped" : ok ? "complete" : "failed",
+                   o->stopping ? "stopped"
+                   : ok        ? "complete"
+                               : "failed",
                    SEC(now - o->started_mono), summary);
 }
 
 /* ------------------------------------------------------------------ */
 /* The tick.                                                           */
-
-static int64_t tick_workers(struct zerg_orch *o, int64_t now, int64_t wake)
-{
-    for (int i = 0; i < o->nslots; i++) {
-        struct slot *sl = &o->slots[i];
-        check_slot(o, sl, now, &wake);
-        if (sl->alive || !sl->want || o->finishing || o->stopping)
-            continue;
-        if (sl->spawn_at <= now)
-            slot_spawn(o, sl, now);
-        else if (sl->spawn_at < wake)
-            wake = sl->spawn_at;
-    }
-    return wake;
-}
 
 static int64_t tick_periodic(struct zerg_orch *o, int64_t now, int64_t wake)
 {
@@ -1101,7 +688,7 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
         if (now >= o->stop_deadline) {
             for (int i = 0; i < o->nslots; i++)
                 if (o->slots[i].alive)
-                    kill_worker(o, &o->slots[i], KILL_STOP, SIGKILL);
+                    orch_kill_worker(o, &o->slots[i], KILL_STOP, SIGKILL);
             o->stop_deadline = now + ZERG_NS_PER_S;
         }
         orch_checkpoint(o, now, 0);
@@ -1109,15 +696,15 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
     }
     wake = tick_periodic(o, now, wake);
     advance_levels(o, now);
-    if (!work_left(o)) {
+    if (!orch_work_left(o)) {
         o->finishing = 1;
         o->stop_deadline = now + 3 * ZERG_NS_PER_S;
-        stop_workers(o, 0);
+        orch_stop_workers(o, 0);
         orch_checkpoint(o, now, 1);
         return now;
     }
-    wake = tick_workers(o, now, wake);
-    if (live_slots(o) == 0) {
+    wake = orch_tick_workers(o, now, wake);
+    if (orch_live_slots(o) == 0) {
         snprintf(o->run_error, sizeof o->run_error,
                  "no worker is left to run the remaining tasks (all %d "
                  "retired: spawn retries or respawn cap exhausted)",
@@ -1195,7 +782,8 @@ void zerg_orch_summary(const struct zerg_orch *o, char *buf, size_t size)
         snprintf(buf + n, size - (size_t)n,
                  " %s. Next: check `zerg logs --event worker_spawn_failed` "
                  "and .zerg/logs/worker-*.log, fix the cause, then `zerg "
-                 "rush --resume`.", o->run_error);
+                 "rush --resume`.",
+                 o->run_error);
     else if (c[ZERG_TASK_COMPLETE] != o->g->ntasks)
         snprintf(buf + n, size - (size_t)n,
                  " Next: `zerg status` lists the failed tasks, `zerg logs "
@@ -1205,8 +793,8 @@ void zerg_orch_summary(const struct zerg_orch *o, char *buf, size_t size)
 
 static void resume_results(struct zerg_orch *o, int64_t now);
 
-struct zerg_orch *zerg_orch_new(const struct zerg_orch_opts *opts,
-                                int64_t now, struct zerg_err *err)
+struct zerg_orch *zerg_orch_new(const struct zerg_orch_opts *opts, int64_t now,
+                                struct zerg_err *err)
 {
     struct zerg_orch *o = calloc(1, sizeof *o);
     if (!o)
@@ -1227,13 +815,13 @@ struct zerg_orch *zerg_orch_new(const struct zerg_orch_opts *opts,
     o->nslots = opts->workers;
     o->slots = calloc((size_t)o->nslots, sizeof *o->slots);
     o->retry_at = calloc(o->g->ntasks + 1, sizeof *o->retry_at);
-    o->level_cursor = calloc((size_t)o->g->nlevels + 2,
-                             sizeof *o->level_cursor);
+    o->level_cursor =
+        calloc((size_t)o->g->nlevels + 2, sizeof *o->level_cursor);
     if (!o->slots || !o->retry_at || !o->level_cursor)
         goto oom;
     if ((size_t)o->nslots != o->s->nworkers) {
-        void *w = realloc(o->s->workers, (size_t)o->nslots *
-                                             sizeof *o->s->workers);
+        void *w =
+            realloc(o->s->workers, (size_t)o->nslots * sizeof *o->s->workers);
         if (!w)
             goto oom;
         o->s->workers = w;
@@ -1275,7 +863,8 @@ static void resume_results(struct zerg_orch *o, int64_t now)
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO,
                        "results_recovered", NULL, NULL,
                        "Applied %d result%s finished while the orchestrator "
-                       "was down", n, n == 1 ? "" : "s");
+                       "was down",
+                       n, n == 1 ? "" : "s");
     orch_reconcile(o, 1, now);
 }
 

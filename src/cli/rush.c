@@ -89,18 +89,32 @@ static int parse_opts(int argc, char **argv, struct rush_opts *ro)
             break;
         case 'm':
             if (zerg_mode_parse(optarg, &ro->mode) < 0) {
-                zerg_cli_error("rush", "--mode takes subprocess, container "
-                                       "or auto, not '%s'", optarg);
+                zerg_cli_error("rush",
+                               "--mode takes subprocess, container "
+                               "or auto, not '%s'",
+                               optarg);
                 return ZERG_EXIT_USAGE;
             }
             ro->mode_set = 1;
             break;
-        case 'r': ro->resume = 1; break;
-        case 'F': ro->fresh = 1; break;
-        case 'n': ro->dry_run = 1; break;
-        case 'e': ro->executor = optarg; break;
-        case 'h': fputs(usage, stdout); return -1;
-        default: fputs(usage, stderr); return ZERG_EXIT_USAGE;
+        case 'r':
+            ro->resume = 1;
+            break;
+        case 'F':
+            ro->fresh = 1;
+            break;
+        case 'n':
+            ro->dry_run = 1;
+            break;
+        case 'e':
+            ro->executor = optarg;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return -1;
+        default:
+            fputs(usage, stderr);
+            return ZERG_EXIT_USAGE;
         }
     }
     if (optind < argc) {
@@ -141,8 +155,10 @@ static int prepare_state(struct zerg_cli *cli, const char *feature,
     int rc = zerg_state_load(s, g, path, &dropped, &err);
     if (rc == -ENOENT) {
         if (ro->resume)
-            fprintf(stderr, "zerg rush: nothing to resume for %s; starting "
-                            "a new run\n", feature);
+            fprintf(stderr,
+                    "zerg rush: nothing to resume for %s; starting "
+                    "a new run\n",
+                    feature);
         return zerg_state_init(s, g, feature,
                                zerg_clock_wall(&zerg_clock_system)) < 0
                    ? ZERG_EXIT_FAIL
@@ -153,8 +169,9 @@ static int prepare_state(struct zerg_cli *cli, const char *feature,
         return ZERG_EXIT_USAGE;
     }
     if (dropped)
-        fprintf(stderr, "zerg rush: warning: %zu task%s in the state file "
-                        "are no longer in the graph; ignored\n",
+        fprintf(stderr,
+                "zerg rush: warning: %zu task%s in the state file "
+                "are no longer in the graph; ignored\n",
                 dropped, dropped == 1 ? "" : "s");
     int unfinished = !s->status || strcmp(s->status, "complete");
     if (ro->resume)
@@ -172,8 +189,8 @@ static int prepare_state(struct zerg_cli *cli, const char *feature,
         return ZERG_EXIT_USAGE;
     }
     zerg_state_close(s);
-    return zerg_state_init(s, g, feature,
-                           zerg_clock_wall(&zerg_clock_system)) < 0
+    return zerg_state_init(s, g, feature, zerg_clock_wall(&zerg_clock_system)) <
+                   0
                ? ZERG_EXIT_FAIL
                : 0;
 }
@@ -187,8 +204,8 @@ static struct zerg_launcher *make_launcher(const struct zerg_config *cfg,
 
     if (mode == ZERG_MODE_AUTO) {
         int ok = zerg_container_available(cfg, why, sizeof why);
-        zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "mode_selected",
-                       NULL, NULL, "Mode auto: using %s (%s)",
+        zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "mode_selected", NULL,
+                       NULL, "Mode auto: using %s (%s)",
                        ok ? "container" : "subprocess", why);
         mode = ok ? ZERG_MODE_CONTAINER : ZERG_MODE_SUBPROCESS;
     }
@@ -212,8 +229,8 @@ static void cleanup_leftovers(struct zerg_cli *cli, const char *feature,
         zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "leftovers_removed",
                        NULL, NULL,
                        "Removed %d worker process%s/container%s left by an "
-                       "earlier orchestrator", n, n == 1 ? "" : "es",
-                       n == 1 ? "" : "s");
+                       "earlier orchestrator",
+                       n, n == 1 ? "" : "es", n == 1 ? "" : "s");
 }
 
 /* Everything that can fail with exit 2 has been checked; run it. */
@@ -238,8 +255,8 @@ static int run(struct zerg_cli *cli, const char *feature,
         return ZERG_EXIT_FAIL;
     cleanup_leftovers(cli, feature, s, l, log);
     for (size_t i = 0; i < g->warnings.n; i++)
-        zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "graph_warning",
-                       NULL, NULL, "%s", g->warnings.v[i]);
+        zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "graph_warning", NULL,
+                       NULL, "%s", g->warnings.v[i]);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "tasks", (double)g->ntasks);
     zerg_json_set_num(data, "levels", g->nlevels);
@@ -248,16 +265,24 @@ static int run(struct zerg_cli *cli, const char *feature,
     zerg_json_set_str(data, "run_id", s->run_id);
     zerg_json_set_bool(data, "resume", ro->resume);
     zerg_json_set_bool(data, "resilience", cfg->resilience_enabled);
-    zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "rush_start", NULL,
-                   data, "Rush %s%s: %zu tasks in %d levels on %d %s "
-                   "worker%s", feature, ro->resume ? " resumed" : " started",
-                   g->ntasks, g->nlevels, workers, l->ops->name,
-                   workers == 1 ? "" : "s");
+    zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "rush_start", NULL, data,
+                   "Rush %s%s: %zu tasks in %d levels on %d %s "
+                   "worker%s",
+                   feature, ro->resume ? " resumed" : " started", g->ntasks,
+                   g->nlevels, workers, l->ops->name, workers == 1 ? "" : "s");
 
     struct zerg_orch_opts oo = {
-        .project = cli->project, .feature = feature, .zerg_bin = self,
-        .cfg = cfg, .graph = g, .state = s, .policy = pol, .launcher = l,
-        .log = log, .workers = workers, .resume = ro->resume,
+        .project = cli->project,
+        .feature = feature,
+        .zerg_bin = self,
+        .cfg = cfg,
+        .graph = g,
+        .state = s,
+        .policy = pol,
+        .launcher = l,
+        .log = log,
+        .workers = workers,
+        .resume = ro->resume,
     };
     struct zerg_orch *o =
         zerg_orch_new(&oo, zerg_clock_mono(&zerg_clock_system), &err);
@@ -270,8 +295,8 @@ static int run(struct zerg_cli *cli, const char *feature,
     int rc = zerg_orch_run(o, &zerg_clock_system);
     zerg_orch_summary(o, summary, sizeof summary);
     zerg_view_free(view);
-    printf("%s %s\n", rc == ZERG_EXIT_OK ? "Rush complete:" : "Rush failed:",
-           summary);
+    printf("%s %s\n",
+           rc == ZERG_EXIT_OK ? "Rush complete:" : "Rush failed:", summary);
     l->ops->cleanup(l, feature, "");
     zerg_orch_free(o);
     l->ops->free(l);
@@ -309,9 +334,8 @@ int zerg_cmd_rush(struct zerg_cli *cli, int argc, char **argv)
     }
     if (ro.dry_run) {
         int w = ro.workers ? ro.workers : cfg.workers_max_concurrent;
-        rc = zerg_cli_print_plan(stdout, g, w, cli->color) < 0
-                 ? ZERG_EXIT_FAIL
-                 : ZERG_EXIT_OK;
+        rc = zerg_cli_print_plan(stdout, g, w, cli->color) < 0 ? ZERG_EXIT_FAIL
+                                                               : ZERG_EXIT_OK;
         goto out;
     }
     zerg_cli_path(cli, path, sizeof path, ".zerg/policies");
@@ -323,8 +347,8 @@ int zerg_cmd_rush(struct zerg_cli *cli, int argc, char **argv)
     zerg_cli_path(cli, path, sizeof path, ".zerg/state/%s.lock", feature);
     if (zerg_lock_probe(path, NULL) == 1) {
         zerg_lock_acquire(&lk, path, &err); /* for the message */
-        zerg_cli_error("rush", "%s", err.msg[0] ? err.msg
-                                                : "another rush is running");
+        zerg_cli_error("rush", "%s",
+                       err.msg[0] ? err.msg : "another rush is running");
         rc = ZERG_EXIT_LOCKED;
         goto out;
     }

@@ -21,10 +21,14 @@ struct zerg_view {
 static const char *level_color(enum zerg_log_level l)
 {
     switch (l) {
-    case ZERG_LOG_ERROR: return "\033[31m";
-    case ZERG_LOG_WARN: return "\033[33m";
-    case ZERG_LOG_DEBUG: return "\033[2m";
-    default: return "";
+    case ZERG_LOG_ERROR:
+        return "\033[31m";
+    case ZERG_LOG_WARN:
+        return "\033[33m";
+    case ZERG_LOG_DEBUG:
+        return "\033[2m";
+    default:
+        return "";
     }
 }
 
@@ -42,8 +46,8 @@ static void draw_bar(struct zerg_view *v)
     zerg_state_count(v->s, c);
     for (size_t i = 0; i < v->s->nworkers; i++)
         busy += v->s->workers[i].status == ZERG_WORKER_BUSY;
-    size_t done = c[ZERG_TASK_COMPLETE] + c[ZERG_TASK_FAILED] +
-                  c[ZERG_TASK_BLOCKED];
+    size_t done =
+        c[ZERG_TASK_COMPLETE] + c[ZERG_TASK_FAILED] + c[ZERG_TASK_BLOCKED];
     size_t fill = v->g->ntasks ? done * 20 / v->g->ntasks : 20;
     for (size_t i = 0; i < 20; i++)
         bar[i] = i < fill ? '#' : '.';
@@ -51,8 +55,9 @@ static void draw_bar(struct zerg_view *v)
     const struct zerg_metrics *m = &v->s->metrics;
     printf("\r\033[K[%s] level %d/%d  %zu/%zu done  %zu failed  %zu busy"
            "  recovered %lld",
-           bar, v->s->current_level > v->g->nlevels ? v->g->nlevels
-                                                   : v->s->current_level,
+           bar,
+           v->s->current_level > v->g->nlevels ? v->g->nlevels
+                                               : v->s->current_level,
            v->g->nlevels, c[ZERG_TASK_COMPLETE], v->g->ntasks,
            c[ZERG_TASK_FAILED] + c[ZERG_TASK_BLOCKED], busy,
            (long long)(m->task_reassignments + m->worker_respawns +

@@ -15,7 +15,7 @@
 #include "zerg/json.h"
 #include "zerg/log.h"
 
-#define NS(s) ((int64_t)((s) * 1e9 + 0.5))
+#define NS(s) ((int64_t)((s)*1e9 + 0.5))
 #define MIB (1024 * 1024)
 
 /* Collected warnings. */
@@ -32,8 +32,8 @@ static void collect(void *ud, const char *msg)
     w->n++;
 }
 
-static int load(struct zerg_config *c, const char *text,
-                struct warnings *w, struct zerg_err *err)
+static int load(struct zerg_config *c, const char *text, struct warnings *w,
+                struct zerg_err *err)
 {
     return zerg_config_load_string(c, "t.yaml", text, strlen(text),
                                    w ? collect : NULL, w, err);
@@ -259,6 +259,11 @@ static void test_partial_files_stack(void **state)
     assert_int_equal(c.retry_attempts, 7);
     assert_int_equal(c.log_level, ZERG_LOG_WARN); /* ZERG's spelling */
     assert_int_equal(c.workers_max_concurrent, 3);
+    /* A number where a string is due is that string. */
+    assert_int_equal(
+        load(&c, "container: {image: 42, memory: 2048}\n", NULL, &err), 0);
+    assert_string_equal(c.container_image, "42");
+    assert_string_equal(c.container_memory, "2048");
     zerg_config_free(&c);
 }
 
@@ -268,9 +273,8 @@ static void test_booleans_yaml11(void **state)
     static const struct {
         const char *text;
         int want;
-    } cases[] = {{"true", 1}, {"True", 1}, {"yes", 1}, {"YES", 1},
-                 {"on", 1},   {"false", 0}, {"no", 0},  {"No", 0},
-                 {"off", 0},  {"OFF", 0}};
+    } cases[] = {{"true", 1},  {"True", 1}, {"yes", 1}, {"YES", 1}, {"on", 1},
+                 {"false", 0}, {"no", 0},   {"No", 0},  {"off", 0}, {"OFF", 0}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char text[64];
         struct zerg_config c;
@@ -327,8 +331,7 @@ static void test_executor_string_is_split(void **state)
                      0);
     const char *want[] = {"my-agent", "--fast", "-q"};
     assert_argv(&c.executor, want, 3);
-    assert_int_equal(load(&c, "workers:\n  executor: codex\n", NULL, &err),
-                     0);
+    assert_int_equal(load(&c, "workers:\n  executor: codex\n", NULL, &err), 0);
     const char *one[] = {"codex"};
     assert_argv(&c.executor, one, 1);
     zerg_config_free(&c);
@@ -336,134 +339,296 @@ static void test_executor_string_is_split(void **state)
 
 /* ---- malformed input --------------------------------------------------- */
 
-#define BIG ((const char *)1) /* a generated 2 MiB file */
+/* Generated inputs: 2 MiB of comments; 101 anchors. */
+static char *gen_big(size_t *len)
+{
+    char *t = malloc(2 * MIB);
+    assert_non_null(t);
+    for (size_t k = 0; k < 2 * MIB; k++)
+        t[k] = k % 64 == 63 ? '\n' : '#';
+    *len = 2 * MIB;
+    return t;
+}
+
+static char *gen_anchors(size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    n += (size_t)snprintf(t, cap, "junk: [");
+    for (int i = 0; i < 101; i++)
+        n += (size_t)snprintf(t + n, cap - n, "&a%d x, ", i);
+    n += (size_t)snprintf(t + n, cap - n, "*a0]\n");
+    *len = n;
+    return t;
+}
 
 struct bad_case {
     const char *what;
-    const char *text;
-    size_t len; /* 0: strlen(text) */
+    const char *text; /* NULL: made by gen */
+    size_t len;       /* 0: strlen(text) */
     const char *needles[5];
+    char *(*gen)(size_t *len);
 };
 
 static const struct bad_case bad_cases[] = {
-    {"flow list never closed", "workers:\n  max_concurrent: [1, 2\n", 0,
-     {"t.yaml:", "YAML syntax error", "did not find expected"}},
-    {"tab indentation", "workers:\n\tmax_concurrent: 3\n", 0,
-     {"t.yaml:2:1: YAML syntax error",
-      "tabs cannot indent YAML, use spaces"}},
-    {"unclosed quote", "container:\n  image: \"zerg-worker\n", 0,
-     {"t.yaml:3:1: YAML syntax error", "quoted scalar",
-      "at line 2, column 10"}},
-    {"bad indentation", "workers:\n  max_concurrent: 3\n retry_attempts: 1\n",
-     0, {"t.yaml:3:", "YAML syntax error"}},
-    {"string for int", "workers:\n  max_concurrent: three\n", 0,
+    {"flow list never closed",
+     "workers:\n  max_concurrent: [1, 2\n",
+     0,
+     {"t.yaml:", "YAML syntax error", "did not find expected"},
+     NULL},
+    {"tab indentation",
+     "workers:\n\tmax_concurrent: 3\n",
+     0,
+     {"t.yaml:2:1: YAML syntax error", "tabs cannot indent YAML, use spaces"},
+     NULL},
+    {"unclosed quote",
+     "container:\n  image: \"zerg-worker\n",
+     0,
+     {"t.yaml:3:1: YAML syntax error", "quoted scalar", "at line 2, column 10"},
+     NULL},
+    {"bad indentation",
+     "workers:\n  max_concurrent: 3\n retry_attempts: 1\n",
+     0,
+     {"t.yaml:3:", "YAML syntax error"},
+     NULL},
+    {"string for int",
+     "workers:\n  max_concurrent: three\n",
+     0,
      {"t.yaml:2:19: workers.max_concurrent: found 'three', expected an "
-      "integer in 1..256"}},
-    {"fraction for int", "workers:\n  retry_attempts: 2.5\n", 0,
-     {"t.yaml:2:19: workers.retry_attempts: found '2.5'", "0..100"}},
-    {"list for scalar", "workers:\n  spawn_retry_attempts: [1]\n", 0,
+      "integer in 1..256"},
+     NULL},
+    {"fraction for int",
+     "workers:\n  retry_attempts: 2.5\n",
+     0,
+     {"t.yaml:2:19: workers.retry_attempts: found '2.5'", "0..100"},
+     NULL},
+    {"list for scalar",
+     "workers:\n  spawn_retry_attempts: [1]\n",
+     0,
      {"t.yaml:2:25: workers.spawn_retry_attempts: found a list, expected "
-      "an integer in 0..100"}},
-    {"mapping for bool", "resilience:\n  enabled: {a: 1}\n", 0,
+      "an integer in 0..100"},
+     NULL},
+    {"mapping for bool",
+     "resilience:\n  enabled: {a: 1}\n",
+     0,
      {"t.yaml:2:12: resilience.enabled: found a mapping, expected true or "
-      "false"}},
-    {"word for bool", "workers:\n  auto_respawn: maybe\n", 0,
-     {"workers.auto_respawn: found 'maybe'", "yes/no, on/off"}},
-    {"null value", "workers:\n  max_concurrent:\n", 0,
-     {"t.yaml:2:", "workers.max_concurrent: found nothing (null)"}},
-    {"zero duration", "workers:\n  heartbeat_interval_seconds: 0\n", 0,
+      "false"},
+     NULL},
+    {"word for bool",
+     "workers:\n  auto_respawn: maybe\n",
+     0,
+     {"workers.auto_respawn: found 'maybe'", "yes/no, on/off"},
+     NULL},
+    {"null value",
+     "workers:\n  max_concurrent:\n",
+     0,
+     {"t.yaml:2:", "workers.max_concurrent: found nothing (null)"},
+     NULL},
+    {"zero duration",
+     "workers:\n  heartbeat_interval_seconds: 0\n",
+     0,
      {"t.yaml:2:31: workers.heartbeat_interval_seconds: found '0', expected "
-      "a number of seconds in 0.001..604800"}},
-    {"negative duration", "resilience:\n  reconcile_interval_seconds: -5\n",
-     0, {"resilience.reconcile_interval_seconds: found '-5'",
-         "0.001..604800"}},
-    {"absurd duration", "workers:\n  task_stale_timeout_seconds: 1e9\n", 0,
-     {"workers.task_stale_timeout_seconds: found '1e9'", "0.001..604800"}},
-    {"duration with unit", "workers:\n  backoff_base_seconds: 30s\n", 0,
-     {"workers.backoff_base_seconds: found '30s'", "no unit suffix"}},
-    {"infinite duration", "workers:\n  backoff_max_seconds: .inf\n", 0,
-     {"workers.backoff_max_seconds: found '.inf'"}},
-    {"policy budget over a minute", "policies:\n  time_budget_seconds: 61\n",
-     0, {"policies.time_budget_seconds: found '61'", "0.001..60"}},
-    {"unknown strategy", "workers:\n  backoff_strategy: quadratic\n", 0,
+      "a number of seconds in 0.001..604800"},
+     NULL},
+    {"negative duration",
+     "resilience:\n  reconcile_interval_seconds: -5\n",
+     0,
+     {"resilience.reconcile_interval_seconds: found '-5'", "0.001..604800"},
+     NULL},
+    {"absurd duration",
+     "workers:\n  task_stale_timeout_seconds: 1e9\n",
+     0,
+     {"workers.task_stale_timeout_seconds: found '1e9'", "0.001..604800"},
+     NULL},
+    {"duration with unit",
+     "workers:\n  backoff_base_seconds: 30s\n",
+     0,
+     {"workers.backoff_base_seconds: found '30s'", "no unit suffix"},
+     NULL},
+    {"infinite duration",
+     "workers:\n  backoff_max_seconds: .inf\n",
+     0,
+     {"workers.backoff_max_seconds: found '.inf'"},
+     NULL},
+    {"policy budget over a minute",
+     "policies:\n  time_budget_seconds: 61\n",
+     0,
+     {"policies.time_budget_seconds: found '61'", "0.001..60"},
+     NULL},
+    {"unknown strategy",
+     "workers:\n  backoff_strategy: quadratic\n",
+     0,
      {"t.yaml:2:21: workers.backoff_strategy: found 'quadratic', expected "
-      "one of exponential|linear|fixed"}},
-    {"unknown mode", "workers:\n  mode: docker\n", 0,
-     {"workers.mode: found 'docker'", "subprocess|container|auto"}},
-    {"unknown log level", "logging:\n  level: verbose\n", 0,
-     {"logging.level: found 'verbose'", "debug|info|warn|error"}},
-    {"count above range", "workers:\n  spawn_retry_attempts: 101\n", 0,
-     {"workers.spawn_retry_attempts: found '101'", "0..100"}},
-    {"zero workers", "workers:\n  max_concurrent: 0\n", 0,
-     {"workers.max_concurrent: found '0'", "1..256"}},
+      "one of exponential|linear|fixed"},
+     NULL},
+    {"unknown mode",
+     "workers:\n  mode: docker\n",
+     0,
+     {"workers.mode: found 'docker'", "subprocess|container|auto"},
+     NULL},
+    {"unknown log level",
+     "logging:\n  level: verbose\n",
+     0,
+     {"logging.level: found 'verbose'", "debug|info|warn|error"},
+     NULL},
+    {"count above range",
+     "workers:\n  spawn_retry_attempts: 101\n",
+     0,
+     {"workers.spawn_retry_attempts: found '101'", "0..100"},
+     NULL},
+    {"zero workers",
+     "workers:\n  max_concurrent: 0\n",
+     0,
+     {"workers.max_concurrent: found '0'", "1..256"},
+     NULL},
     {"integer overflow",
-     "policies:\n  instruction_budget: 99999999999999999999999\n", 0,
-     {"policies.instruction_budget: found", "1000..1000000000"}},
-    {"negative cpus", "container:\n  cpus: -1\n", 0,
-     {"container.cpus: found '-1', expected a number in 0..1024"}},
-    {"bad memory size", "container:\n  memory: lots\n", 0,
-     {"container.memory: found 'lots'", "512m, 2g"}},
-    {"image with a space", "container:\n  image: \"my image\"\n", 0,
-     {"container.image: found 'my image'", "without spaces"}},
-    {"empty runtime", "container:\n  runtime: \"\"\n", 0,
-     {"container.runtime: found ''", "auto|docker|podman|PATH"}},
-    {"NUL escape in a string", "container:\n  image: \"a\\0b\"\n", 0,
-     {"container.image: found 'a?b'"}},
-    {"string for argv", "workers:\n  launch_prefix: nice\n", 0,
+     "policies:\n  instruction_budget: 99999999999999999999999\n",
+     0,
+     {"policies.instruction_budget: found", "1000..1000000000"},
+     NULL},
+    {"negative cpus",
+     "container:\n  cpus: -1\n",
+     0,
+     {"container.cpus: found '-1', expected a number in 0..1024"},
+     NULL},
+    {"bad memory size",
+     "container:\n  memory: lots\n",
+     0,
+     {"container.memory: found 'lots'", "512m, 2g"},
+     NULL},
+    {"image with a space",
+     "container:\n  image: \"my image\"\n",
+     0,
+     {"container.image: found 'my image'", "without spaces"},
+     NULL},
+    {"empty runtime",
+     "container:\n  runtime: \"\"\n",
+     0,
+     {"container.runtime: found ''", "auto|docker|podman|PATH"},
+     NULL},
+    {"NUL escape in a string",
+     "container:\n  image: \"a\\0b\"\n",
+     0,
+     {"container.image: found 'a?b'"},
+     NULL},
+    {"string for argv",
+     "workers:\n  launch_prefix: nice\n",
+     0,
      {"t.yaml:2:18: workers.launch_prefix: found 'nice', expected a list "
-      "of strings"}},
-    {"mapping inside argv", "workers:\n  launch_prefix: [nice, {a: b}]\n", 0,
+      "of strings"},
+     NULL},
+    {"mapping inside argv",
+     "workers:\n  launch_prefix: [nice, {a: b}]\n",
+     0,
      {"t.yaml:2:25: workers.launch_prefix[1]: found a mapping, expected a "
-      "string"}},
-    {"empty executor", "workers:\n  executor: []\n", 0,
-     {"workers.executor: found a list", "non-empty list of strings"}},
-    {"blank executor string", "workers:\n  executor: \"   \"\n", 0,
-     {"workers.executor: found '   '", "non-empty"}},
+      "string"},
+     NULL},
+    {"empty executor",
+     "workers:\n  executor: []\n",
+     0,
+     {"workers.executor: found a list", "non-empty list of strings"},
+     NULL},
+    {"blank executor string",
+     "workers:\n  executor: \"   \"\n",
+     0,
+     {"workers.executor: found '   '", "non-empty"},
+     NULL},
     {"spawn base above max",
      "workers:\n  spawn_backoff_base_seconds: 40\n"
      "  spawn_backoff_max_seconds: 30\n",
      0,
      {"t.yaml:2:31: workers.spawn_backoff_base_seconds: found 40, expected "
-      "at most workers.spawn_backoff_max_seconds (30)"}},
-    {"task base above the default max", "workers:\n  backoff_base_seconds: 301\n",
+      "at most workers.spawn_backoff_max_seconds (30)"},
+     NULL},
+    {"task base above the default max",
+     "workers:\n  backoff_base_seconds: 301\n",
      0,
      {"t.yaml:2:25: workers.backoff_base_seconds: found 301, expected at "
-      "most workers.backoff_max_seconds (300)"}},
+      "most workers.backoff_max_seconds (300)"},
+     NULL},
     {"interval equal to threshold",
-     "workers:\n  heartbeat_interval_seconds: 120\n", 0,
+     "workers:\n  heartbeat_interval_seconds: 120\n",
+     0,
      {"t.yaml:2:31: workers.heartbeat_interval_seconds: found 120, expected "
-      "less than workers.heartbeat_stale_threshold (120)"}},
-    {"threshold below interval", "workers:\n  heartbeat_stale_threshold: 10\n",
+      "less than workers.heartbeat_stale_threshold (120)"},
+     NULL},
+    {"threshold below interval",
+     "workers:\n  heartbeat_stale_threshold: 10\n",
      0,
      {"t.yaml:2:30: workers.heartbeat_interval_seconds: found 30",
-      "less than workers.heartbeat_stale_threshold (10)"}},
+      "less than workers.heartbeat_stale_threshold (10)"},
+     NULL},
     {"duplicate key",
-     "workers:\n  retry_attempts: 1\n  retry_attempts: 2\n", 0,
+     "workers:\n  retry_attempts: 1\n  retry_attempts: 2\n",
+     0,
      {"t.yaml:3:3: workers.retry_attempts: found a duplicate key",
-      "first at line 2, column 3"}},
-    {"duplicate section", "workers: {}\nlogging: {}\nworkers: {}\n", 0,
+      "first at line 2, column 3"},
+     NULL},
+    {"duplicate section",
+     "workers: {}\nlogging: {}\nworkers: {}\n",
+     0,
      {"t.yaml:3:1: workers: found a duplicate key",
-      "first at line 1, column 1"}},
-    {"list at top level", "- workers\n- logging\n", 0,
+      "first at line 1, column 1"},
+     NULL},
+    {"list at top level",
+     "- workers\n- logging\n",
+     0,
      {"t.yaml:1:1: top level: found a list, expected a mapping of sections "
-      "(resilience, workers, container, policies, logging)"}},
-    {"scalar at top level", "workers\n", 0,
-     {"t.yaml:1:1: top level: found 'workers'"}},
-    {"scalar section", "workers: 5\n", 0,
-     {"t.yaml:1:10: workers: found '5', expected a mapping of keys"}},
-    {"list section", "logging:\n  - level\n", 0,
-     {"logging: found a list, expected a mapping of keys"}},
-    {"list as a key", "? [a, b]\n: 1\n", 0,
-     {"t.yaml:1:3: top level: found a list, expected a section name"}},
-    {"two documents", "workers: {}\n---\nlogging: {}\n", 0,
-     {"t.yaml:3:1: found a second YAML document"}},
-    {"NUL byte", "workers:\n  max\0_concurrent: 3\n", 30,
-     {"t.yaml:2:6: found a NUL byte, expected UTF-8 text"}},
-    {"invalid UTF-8", "workers:\n  image: \xff\xfe\n", 0,
-     {"t.yaml:2:10: YAML syntax error", "UTF-8"}},
-    {"2 MiB file", BIG, 2 * MIB,
+      "(resilience, workers, container, policies, logging)"},
+     NULL},
+    {"scalar at top level",
+     "workers\n",
+     0,
+     {"t.yaml:1:1: top level: found 'workers'"},
+     NULL},
+    {"scalar section",
+     "workers: 5\n",
+     0,
+     {"t.yaml:1:10: workers: found '5', expected a mapping of keys"},
+     NULL},
+    {"list section",
+     "logging:\n  - level\n",
+     0,
+     {"logging: found a list, expected a mapping of keys"},
+     NULL},
+    {"list as a key",
+     "? [a, b]\n: 1\n",
+     0,
+     {"t.yaml:1:3: top level: found a list, expected a section name"},
+     NULL},
+    {"two documents",
+     "workers: {}\n---\nlogging: {}\n",
+     0,
+     {"t.yaml:3:1: found a second YAML document"},
+     NULL},
+    {"NUL byte",
+     "workers:\n  max\0_concurrent: 3\n",
+     30,
+     {"t.yaml:2:6: found a NUL byte, expected UTF-8 text"},
+     NULL},
+    {"invalid UTF-8",
+     "workers:\n  image: \xff\xfe\n",
+     0,
+     {"t.yaml:2:10: YAML syntax error", "UTF-8"},
+     NULL},
+    {"deep nesting",
+     "x: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n",
+     0,
+     {"t.yaml:1:35: found lists or mappings nested 33 deep, expected at "
+      "most 32"},
+     NULL},
+    {"too many anchors",
+     NULL,
+     0,
+     {"t.yaml:1:", "found more than 100 YAML anchors, expected at most 100"},
+     gen_anchors},
+    {"2 MiB file",
+     NULL,
+     0,
      {"t.yaml: found a file of 2097152 bytes, expected at most 1048576 (1 "
-      "MiB)"}},
+      "MiB)"},
+     gen_big},
 };
 
 static void test_malformed_table(void **state)
@@ -472,25 +637,21 @@ static void test_malformed_table(void **state)
     assert_true(sizeof bad_cases / sizeof *bad_cases >= 20);
     for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) {
         const struct bad_case *bc = &bad_cases[i];
-        char *big = NULL;
+        char *made = NULL;
         const char *text = bc->text;
-        size_t len = bc->len ? bc->len : strlen(text);
-        if (text == BIG) {
-            big = malloc(len);
-            assert_non_null(big);
-            for (size_t k = 0; k < len; k++)
-                big[k] = k % 64 == 63 ? '\n' : '#';
-            text = big;
-        }
+        size_t len = bc->len;
+        if (bc->gen)
+            text = made = bc->gen(&len);
+        else if (!len)
+            len = strlen(text);
         struct zerg_config c;
         struct zerg_err err = {0};
         zerg_config_defaults(&c);
-        int rc = zerg_config_load_string(&c, "t.yaml", text, len, NULL, NULL,
-                                         &err);
-        free(big);
+        int rc =
+            zerg_config_load_string(&c, "t.yaml", text, len, NULL, NULL, &err);
+        free(made);
         if (rc != ZERG_EINVAL_INPUT)
-            fail_msg("case '%s': rc %d, message '%s'", bc->what, rc,
-                     err.msg);
+            fail_msg("case '%s': rc %d, message '%s'", bc->what, rc, err.msg);
         assert_int_equal(err.code, ZERG_EINVAL_INPUT);
         for (size_t k = 0; k < 5 && bc->needles[k]; k++) {
             if (!tu_contains(err.msg, bc->needles[k]))
@@ -571,10 +732,9 @@ static void test_unknown_keys_warn_with_suggestion(void **state)
                           &w, &err),
                      0);
     assert_int_equal(w.n, 9);
-    assert_string_equal(w.msg[0],
-                        "t.yaml:2:3: unknown key "
-                        "'workers.spawn_retry_atempts' (did you mean "
-                        "'workers.spawn_retry_attempts'?)");
+    assert_string_equal(w.msg[0], "t.yaml:2:3: unknown key "
+                                  "'workers.spawn_retry_atempts' (did you mean "
+                                  "'workers.spawn_retry_attempts'?)");
     assert_string_equal(w.msg[1], "t.yaml:3:3: unknown key "
                                   "'workers.timeout_minutes' (a ZERG "
                                   "setting that zerg does not use)");
@@ -657,8 +817,9 @@ static void test_enum_names_round_trip(void **state)
         struct zerg_config c;
         struct zerg_err err = {0};
         zerg_config_defaults(&c);
-        snprintf(text, sizeof text, "workers:\n  backoff_strategy: %s\n"
-                                    "  mode: %s\n",
+        snprintf(text, sizeof text,
+                 "workers:\n  backoff_strategy: %s\n"
+                 "  mode: %s\n",
                  zerg_backoff_name((enum zerg_backoff)b),
                  zerg_mode_name((enum zerg_mode)b));
         assert_int_equal(load(&c, text, NULL, &err), 0);
@@ -691,11 +852,9 @@ static void test_to_json(void **state)
     const zerg_json *wk = zerg_json_get(j, "workers");
     assert_int_equal(zerg_json_len(wk), 19);
     assert_true(zerg_json_as_num(
-                    zerg_json_get(wk, "spawn_backoff_base_seconds"), 0) ==
-                0.2);
-    assert_true(
-        zerg_json_as_num(zerg_json_get(wk, "heartbeat_stale_threshold"), 0) ==
-        120);
+                    zerg_json_get(wk, "spawn_backoff_base_seconds"), 0) == 0.2);
+    assert_true(zerg_json_as_num(zerg_json_get(wk, "heartbeat_stale_threshold"),
+                                 0) == 120);
     assert_string_equal(
         zerg_json_as_str(zerg_json_get(wk, "spawn_backoff_strategy")),
         "exponential");
@@ -704,15 +863,15 @@ static void test_to_json(void **state)
     assert_int_equal(zerg_json_len(exec), 3);
     assert_string_equal(zerg_json_as_str(zerg_json_at(exec, 2)),
                         "--dangerously-skip-permissions");
-    assert_true(zerg_json_is(zerg_json_get(wk, "launch_prefix"),
-                             ZERG_JSON_ARRAY));
-    assert_true(zerg_json_is(
-        zerg_json_get(zerg_json_get(j, "resilience"), "enabled"),
-        ZERG_JSON_BOOL));
+    assert_true(
+        zerg_json_is(zerg_json_get(wk, "launch_prefix"), ZERG_JSON_ARRAY));
+    assert_true(
+        zerg_json_is(zerg_json_get(zerg_json_get(j, "resilience"), "enabled"),
+                     ZERG_JSON_BOOL));
     const zerg_json *pol = zerg_json_get(j, "policies");
     assert_true(zerg_json_as_num(zerg_json_get(pol, "memory_mb"), 0) == 64);
-    assert_true(zerg_json_as_num(zerg_json_get(pol, "time_budget_seconds"),
-                                 0) == 0.1);
+    assert_true(
+        zerg_json_as_num(zerg_json_get(pol, "time_budget_seconds"), 0) == 0.1);
     assert_string_equal(
         zerg_json_as_str(zerg_json_get(zerg_json_get(j, "logging"), "level")),
         "info");
@@ -741,8 +900,7 @@ static size_t yaml_paths(const char *text, char paths[][96], size_t max)
     yaml_document_t doc;
     size_t n = 0;
     assert_true(yaml_parser_initialize(&p));
-    yaml_parser_set_input_string(&p, (const unsigned char *)text,
-                                 strlen(text));
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, strlen(text));
     assert_true(yaml_parser_load(&p, &doc));
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     assert_non_null(root);
