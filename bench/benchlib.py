@@ -159,6 +159,41 @@ def new_project(env, name, tasks, config, root=None):
     return proj
 
 
+# ---- the disk -------------------------------------------------------------
+
+def fsync_ms(directory, n=40):
+    """Median milliseconds of a 4 KiB write + fsync, and of the atomic
+    replace zerg uses for durable files (write, fsync, rename, fsync of
+    the directory)."""
+    path = os.path.join(directory, "fsync-probe")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    dfd = os.open(directory, os.O_RDONLY)
+    plain, replace = [], []
+    try:
+        for _ in range(n):
+            t0 = time.monotonic()
+            os.pwrite(fd, b"x" * 4096, 0)
+            os.fsync(fd)
+            plain.append((time.monotonic() - t0) * 1000.0)
+            t0 = time.monotonic()
+            with open(path + ".tmp", "wb") as f:
+                f.write(b"y" * 4096)
+                f.flush()
+                os.fsync(f.fileno())
+            os.rename(path + ".tmp", path + ".new")
+            os.fsync(dfd)
+            replace.append((time.monotonic() - t0) * 1000.0)
+    finally:
+        os.close(fd)
+        os.close(dfd)
+        for p in (path, path + ".new"):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+    return statistics.median(plain), statistics.median(replace)
+
+
 # ---- /proc ----------------------------------------------------------------
 
 def proc_cpu(pid):

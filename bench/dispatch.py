@@ -108,6 +108,7 @@ def measure_size(env, n, runs, tmpfs):
     rows = []
     for rep in range(runs):
         row = {"xargs": run_xargs(n), "make": run_make(makefile)}
+        row["replace_ms"] = bl.fsync_ms(env.root, 10)[1]
         rush = run_zerg(env, n, rep)
         row["zerg"] = rush.wall
         row["transitions_ms"] = level_transitions(rush.all_events)
@@ -116,10 +117,10 @@ def measure_size(env, n, runs, tmpfs):
         row["worker_hwm_kb"] = max(rush.worker_hwm_kb.values(), default=None)
         if tmpfs:
             row["zerg_tmpfs"] = run_zerg(env, n, rep, tmpfs, "tmpfs").wall
-        env.log("%d tasks, run %d: zerg %.2fs%s, xargs %.2fs, make %.2fs",
-                n, rep + 1, row["zerg"],
+        env.log("%d tasks, run %d: zerg %.2fs%s, xargs %.2fs, make %.2fs, "
+                "durable replace %.1f ms", n, rep + 1, row["zerg"],
                 " (tmpfs %.2fs)" % row["zerg_tmpfs"] if tmpfs else "",
-                row["xargs"], row["make"])
+                row["xargs"], row["make"], row["replace_ms"])
         rows.append(row)
     return rows
 
@@ -130,7 +131,7 @@ def summarize(n, rows):
     res = {"tasks": n, "levels": LEVELS, "workers": WORKERS,
            "runs": len(rows), "raw": rows}
     for k in ("zerg", "xargs", "make", "zerg_tmpfs", "orch_hwm_kb",
-              "worker_hwm_kb"):
+              "worker_hwm_kb", "replace_ms"):
         res[k] = bl.summary(col(k))
     res["zerg_per_xargs"] = bl.summary([r["zerg"] / r["xargs"] for r in rows])
     res["zerg_per_make"] = bl.summary([r["zerg"] / r["make"] for r in rows])

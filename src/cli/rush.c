@@ -332,16 +332,16 @@ int zerg_cmd_rush(struct zerg_cli *cli, int argc, char **argv)
         rc = ZERG_EXIT_USAGE;
         goto out;
     }
-    if (ro.dry_run) {
-        int w = ro.workers ? ro.workers : cfg.workers_max_concurrent;
-        rc = zerg_cli_print_plan(stdout, g, w, cli->color) < 0 ? ZERG_EXIT_FAIL
-                                                               : ZERG_EXIT_OK;
-        goto out;
-    }
     zerg_cli_path(cli, path, sizeof path, ".zerg/policies");
     if (!(pol = zerg_policy_new(path, &cfg, NULL, &err))) {
         zerg_cli_error("rush", "%s", err.msg);
         rc = ZERG_EXIT_USAGE;
+        goto out;
+    }
+    if (ro.dry_run) {
+        int w = ro.workers ? ro.workers : cfg.workers_max_concurrent;
+        rc = zerg_cli_print_plan(stdout, g, w, cli->color) < 0 ? ZERG_EXIT_FAIL
+                                                               : ZERG_EXIT_OK;
         goto out;
     }
     zerg_cli_path(cli, path, sizeof path, ".zerg/state/%s.lock", feature);

@@ -15,12 +15,7 @@
 #include "zerg/graph.h"
 #include "zerg/json.h"
 #include "zerg/policy.h"
-#if __has_include("zerg/wiring.h")
 #include "zerg/wiring.h"
-#else
-#define zerg_wiring_check(dir, out, err)                                       \
-    zerg_err_set(err, -ENOSYS, "not available in this build")
-#endif
 
 #define MAX_NOTES 200 /* same-level orderings listed */
 

@@ -210,7 +210,8 @@ static zerg_json *object_to_json(lua_State *L, int idx, int depth,
         n++;
         lua_pop(L, 1);                     /* ... key */
     }
-    qsort(m, n, sizeof *m, member_cmp);
+    if (n > 1)
+        qsort(m, n, sizeof *m, member_cmp);
     obj = zerg_json_obj();
     for (size_t i = 0; i < n && obj; i++) {
         if (zerg_json_set(obj, m[i].key, m[i].val) != 0) {

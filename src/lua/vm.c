@@ -284,6 +284,35 @@ static int sb_collectgarbage(lua_State *L)
                       opt);
 }
 
+/* The message handler of a sandboxed xpcall.  An error raised by the
+ * budget hook calls the handler from inside the hook, where Lua runs no
+ * hooks at all: a handler that loops there could never be stopped.  So
+ * once a budget has tripped the user's handler is not called. */
+static int sb_msgh(lua_State *L)
+{
+    if (vm_of(L)->tripped)
+        return 1; /* the message as it is */
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+static int sb_xpcall(lua_State *L)
+{
+    int n = lua_gettop(L);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, sb_msgh, 1);
+    lua_replace(L, 2);            /* f msgh args */
+    lua_pushvalue(L, 1);
+    lua_insert(L, 3);             /* f msgh f args */
+    int ok = lua_pcall(L, n - 2, LUA_MULTRET, 2) == LUA_OK;
+    lua_pushboolean(L, ok);
+    lua_insert(L, 3);             /* f msgh ok results-or-error */
+    return lua_gettop(L) - 2;
+}
+
 static int sb_print(lua_State *L)
 {
     struct zerg_vm *vm = vm_of(L);
@@ -401,7 +430,7 @@ static const char *const base_allowed[] = {
     "assert", "error",  "getmetatable", "ipairs",   "next",
     "pairs",  "pcall",  "rawequal",     "rawget",   "rawlen",
     "rawset", "select", "tonumber",     "tostring", "type",
-    "xpcall", "_VERSION", NULL,
+    "_VERSION", NULL,
 };
 
 static const luaL_Reg sandbox_funcs[] = {
@@ -409,6 +438,7 @@ static const luaL_Reg sandbox_funcs[] = {
     {"setmetatable", sb_setmetatable},
     {"collectgarbage", sb_collectgarbage},
     {"print", sb_print},
+    {"xpcall", sb_xpcall},
     {"require", sb_require},
     {NULL, NULL},
 };
@@ -493,8 +523,9 @@ static int vm_msgh(lua_State *L)
 {
     const char *msg = lua_tostring(L, 1);
     if (!msg) {
-        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) ==
-                                                     LUA_TSTRING)
+        /* No user __tostring once a budget tripped: see sb_msgh. */
+        if (!vm_of(L)->tripped && luaL_callmeta(L, 1, "__tostring") &&
+            lua_type(L, -1) == LUA_TSTRING)
             msg = lua_tostring(L, -1);
         else
             msg = lua_pushfstring(L, "(error object is a %s value)",
@@ -502,6 +533,21 @@ static int vm_msgh(lua_State *L)
     }
     luaL_traceback(L, L, msg, 1);
     return 1;
+}
+
+/* A traceback with nothing but C frames ("[C]: in ?") says nothing a
+ * policy author can use; drop it. */
+static void strip_c_traceback(struct zerg_err *err)
+{
+    if (!err)
+        return;
+    char *tb = strstr(err->msg, "\nstack traceback:");
+    if (!tb)
+        return;
+    for (char *nl = strchr(tb + 1, '\n'); nl; nl = strchr(nl + 1, '\n'))
+        if (strncmp(nl + 1, "\t[C]", 4) != 0)
+            return;
+    *tb = '\0';
 }
 
 int zerg_vm_cpcall(struct zerg_vm *vm, lua_CFunction fn, void *ud,
@@ -525,6 +571,7 @@ int zerg_vm_cpcall(struct zerg_vm *vm, lua_CFunction fn, void *ud,
                      ")", vm->o.memory_bytes);
     else
         zerg_err_set(err, ZERG_EPOLICY, "%s", msg ? msg : "unknown error");
+    strip_c_traceback(err);
     lua_settop(L, top);
     if (rc == LUA_ERRMEM)
         lua_gc(L, LUA_GCCOLLECT, 0); /* give the memory back for next call */

@@ -147,3 +147,11 @@ no_procs() {
     left=$(project_pids "$PROJ" | wc -l)
     [ "$left" -eq 0 ] || { ps -eo pid,pgid,args | grep -v grep | grep -F "${1:-zerg}" >&2 || true; fail "$left processes of $PROJ still running"; }
 }
+
+# alive PID: true while PID exists and is not a zombie (a killed process
+# stays visible to kill -0 until its new parent reaps it).
+alive() {
+    local st
+    st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+    [ -n "$st" ] && [ "$st" != Z ]
+}

@@ -330,6 +330,17 @@ want_out '"critical_path":{"tasks":["A-L1-001","A-L1-002","A-L2-001"]'
 want_out '"parallelism":2'
 ok
 
+t "validate --check-wiring"
+z -C "$proj" validate --check-wiring
+want_rc 0
+want_out "All modules properly wired"
+want_out "OK: demo is valid"
+z -C "$proj" validate --check-wiring --json
+want_rc 0
+want_out '"wiring_problems":0'
+want_err "All modules properly wired"
+ok
+
 t "validate writes nothing"
 [ ! -e "$proj/.zerg/state" ] || fail ".zerg/state was created"
 ok

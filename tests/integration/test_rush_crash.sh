@@ -32,7 +32,7 @@ has_event worker_respawn || fail "no worker_respawn event"
 [ "$(state_field metrics.worker_respawns)" -ge 1 ] || fail "metrics.worker_respawns"
 [ "$(state_field metrics.task_reassignments)" -ge 1 ] || fail "metrics.task_reassignments"
 pass "killed worker's task reassigned uncharged; replacement spawned"
-kill -0 "$sleeper" 2>/dev/null && fail "the killed task's process $sleeper survived"
+! alive "$sleeper" || fail "the killed task's process $sleeper survived"
 no_procs
 pass "the killed task's processes are gone"
 echo "$TESTS_PASSED passed, 0 failed"

@@ -23,7 +23,7 @@ rush_wait 60
 has_event heartbeat_stale || fail "no heartbeat_stale event"
 [ "$(task_status S-L1-001)" = complete ] || fail "task not finished elsewhere"
 [ "$(task_status S-L1-001 retry_count)" -eq 0 ] || fail "stale worker charged the task"
-kill -0 "$victim" 2>/dev/null && fail "stopped worker $victim still exists"
+! alive "$victim" || fail "stopped worker $victim still exists"
 pass "SIGSTOPped worker detected stale, killed, task finished elsewhere"
 
 new_project hung
