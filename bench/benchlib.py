@@ -46,6 +46,8 @@ class Env:
             self.root = tempfile.mkdtemp(prefix="zerg-bench-")
         self.results = {}
         atexit.register(self._cleanup)
+        # SIGTERM (e.g. from `timeout`) cleans up like Ctrl-C does.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     def _cleanup(self):
         sweep(self.root)
@@ -232,9 +234,9 @@ def proc_ppid(pid):
 
 
 def project_pids(prefix):
-    """Pids whose environment has ZERG_PROJECT under prefix (workers and
-    the tasks they started carry it)."""
-    want = ("ZERG_PROJECT=" + prefix).encode()
+    """Pids whose environment has ZERG_PROJECT equal to prefix or below it
+    (workers and the tasks they started carry it)."""
+    want = ("ZERG_PROJECT=" + prefix.rstrip("/")).encode()
     pids = []
     for d in os.listdir("/proc"):
         if not d.isdigit() or int(d) == os.getpid():
@@ -244,7 +246,8 @@ def project_pids(prefix):
                 env = f.read()
         except OSError:
             continue
-        if any(e.startswith(want) for e in env.split(b"\0")):
+        if any(e == want or e.startswith(want + b"/")
+               for e in env.split(b"\0")):
             pids.append(int(d))
     return pids
 
@@ -363,7 +366,6 @@ class Rush:
     def _finish(self):
         self._stop_sampling.set()
         self._out.close()
-        sweep(self.proj + "/")
         sweep(self.proj)
 
     # -- the event log

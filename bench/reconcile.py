@@ -15,6 +15,7 @@ import os
 import sys
 import time
 
+sys.dont_write_bytecode = True  # leave no __pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as bl  # noqa: E402
 

@@ -90,8 +90,8 @@ class Page:
             return
         kind = "quick run (`--quick`: one repetition, smaller sizes)" \
             if m.get("quick") else "full run"
-        tree = ", working tree modified" if m.get("tree_modified") else ""
-        self.w("Measured %s with %s (commit %s%s); %s." %
+        tree = ", with local changes" if m.get("tree_modified") else ""
+        self.w("Measured %s with %s (source tree at commit %s%s); %s." %
                (m["date"], m["zerg_version"], m["commit"], tree, kind))
         self.w()
         self.w("Machine: %s, %d cores (`nproc`), Linux %s, %s.  Scratch "
@@ -187,6 +187,11 @@ class Page:
 
     def kill(self):
         self.w("### 3. Kill → reassign latency")
+        self.w()
+        self.w("From the wall clock read just before `kill(2)` to the `ts` "
+               "of each event; event timestamps have millisecond "
+               "resolution, so a figure can read up to 1 ms low (even "
+               "slightly negative).")
         self.w()
         self.w("| mode | kill → `task_reassigned` | kill → `worker_crash` | "
                "kill → replacement `worker_ready` |")

@@ -47,6 +47,7 @@ for tool in xargs make df; do
     command -v "$tool" >/dev/null || { echo "run.sh: $tool is missing" >&2; exit 2; }
 done
 
+export PYTHONDONTWRITEBYTECODE=1
 RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/zerg-bench-results-XXXXXX")
 TEMPLATE="$HERE/../docs/wiki/Performance.md"
 if [ -z "$PAGE" ]; then

@@ -366,6 +366,12 @@ int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now)
         sl = &o->slots[r.worker_id];
     st->duration_ms = r.duration_ms;
     defer_unlink(o, path);
+    /* A task that failed because we were killing its worker (stop, stale
+     * heartbeat, timeout) is not the task's failure: the worker's exit
+     * decides what happens to it. */
+    if (r.outcome != ZERG_OUTCOME_COMPLETE &&
+        (o->stopping || (sl && sl->killed)))
+        return 0;
     if (r.outcome == ZERG_OUTCOME_COMPLETE) {
         release_slot_task(o, (size_t)t);
         st->status = ZERG_TASK_COMPLETE;
@@ -581,8 +587,10 @@ static void advance_levels(struct zerg_orch *o, int64_t now)
         if (ls->status == ZERG_LEVEL_PENDING) {
             ls->status = ZERG_LEVEL_RUNNING;
             ls->started_at = orch_wall_now();
-            level_log(o, "level_start", s->current_level);
         }
+        /* Every level transition is durable before it is announced. */
+        orch_checkpoint(o, now, 1);
+        level_log(o, "level_start", s->current_level);
     }
 }
 

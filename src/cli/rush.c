@@ -30,7 +30,7 @@
 #include "zerg/state.h"
 
 static const char usage[] =
-    "Usage: zerg rush [--feature F] [--workers N] [--mode MODE] [--resume]\n"
+    "usage: zerg rush [--feature F] [--workers N] [--mode MODE] [--resume]\n"
     "                 [--fresh] [--dry-run] [--executor CMD]\n"
     "\n"
     "Runs the feature's task graph level by level on N workers, recovering\n"

@@ -15,7 +15,7 @@ src = sys.argv[1]
 code = set()
 for f in glob.glob(src + "/src/**/*.c", recursive=True):
     text = open(f).read()
-    for m in re.finditer(r"zerg_log_event\(", text):
+    for m in re.finditer(r"(?<!void )zerg_log_event\(", text):
         # The 4th argument: split the call at top-level commas.
         depth, args, cur, i = 0, [], "", m.end()
         while i < len(text) and len(args) < 4:
