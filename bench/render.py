@@ -137,9 +137,11 @@ class Page:
         tmp = [r for r in sizes if r.get("zerg_tmpfs")]
         for r in tmp:
             self.w("Diagnostic: the same %s-task rush with the project on "
-                   "tmpfs (`/dev/shm`, where fsync costs nothing) takes %s, "
-                   "%s the time of xargs: the difference to the row "
-                   "above is the cost of durable writes on this disk." %
+                   "tmpfs (`/dev/shm`: no journal, fsync free) takes %s, "
+                   "%s the time of xargs.  The difference to the row above "
+                   "is what the disk filesystem costs: the durable writes "
+                   "and the file creations and renames that wait for the "
+                   "journal commits those writes force." %
                    (format(r["tasks"], ","), spread(r["zerg_tmpfs"], 2, " s"),
                     spread(r["tmpfs_per_xargs"], 2, "x")))
             self.w()

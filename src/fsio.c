@@ -268,6 +268,11 @@ int zerg_fsio_mkdirs(const char *path, mode_t mode)
     int rc = zerg_fsio_path(buf, sizeof buf, "%s", path);
     if (rc < 0)
         return rc;
+    /* The common case, the parent exists: one mkdir instead of one per
+     * path component. */
+    rc = mkdir_one(buf, mode);
+    if (rc != -ENOENT)
+        return rc;
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/' || p[-1] == '/')
             continue;

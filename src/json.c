@@ -177,6 +177,21 @@ int zerg_json_set(zerg_json *obj, const char *key, zerg_json *v)
     return 0;
 }
 
+int zerg_json_add(zerg_json *obj, const char *key, zerg_json *v)
+{
+    if (!v || !obj || !key || obj->type != ZERG_JSON_OBJECT) {
+        zerg_json_free(v);
+        return v ? -EINVAL : -ENOMEM;
+    }
+    char *k = strdup(key);
+    if (!k || obj_append(obj, k, v) < 0) {
+        free(k);
+        zerg_json_free(v);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 int zerg_json_set_str(zerg_json *obj, const char *key, const char *s)
 {
     return zerg_json_set(obj, key, zerg_json_str(s));

@@ -44,7 +44,9 @@ struct slot {
     int hb_task_pgid;
     int64_t assigned_at;     /* mono: task assigned */
     int64_t progress_at;     /* mono: task start or last progress */
+    int64_t next_stale_check;/* mono: policies are asked at most this often */
     int task;                /* graph index, -1 when idle */
+    int task_seen;           /* a heartbeat showed the worker running it */
     char last_error[256];
 };
 
@@ -61,7 +63,7 @@ struct zerg_orch {
 
     int64_t *retry_at;       /* mono time a waiting_retry task may run */
     size_t *level_cursor;    /* per level: first maybe-unfinished index */
-    char (*pending_unlink)[PATH_MAX]; /* applied results to delete */
+    char **pending_unlink;   /* applied results to delete after a save */
     size_t nunlink, unlink_cap;
 
     int dirty;

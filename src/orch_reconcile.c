@@ -56,7 +56,7 @@ static zerg_json *snapshot(const struct zerg_orch *o, int thorough)
     zerg_json_set_num(snap, "current_level", o->s->current_level);
     for (size_t t = 0; t < o->g->ntasks; t++)
         if (in_snapshot(o, t, thorough))
-            zerg_json_set(tasks, o->g->tasks[t].id, task_snapshot(o, t));
+            zerg_json_add(tasks, o->g->tasks[t].id, task_snapshot(o, t));
     for (int l = 1; l <= o->g->nlevels; l++) {
         zerg_json *lv = zerg_json_obj();
         size_t unfinished = 0;

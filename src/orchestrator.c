@@ -90,24 +90,30 @@ void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
     }
     o->dirty = 0;
     o->last_save = now;
-    for (size_t i = 0; i < o->nunlink; i++)
+    for (size_t i = 0; i < o->nunlink; i++) {
         unlink(o->pending_unlink[i]);
+        free(o->pending_unlink[i]);
+    }
     o->nunlink = 0;
 }
 
 static void defer_unlink(struct zerg_orch *o, const char *path)
 {
-    if (o->nunlink == o->unlink_cap) {
+    char *copy = strdup(path);
+    if (copy && o->nunlink == o->unlink_cap) {
         size_t cap = o->unlink_cap ? o->unlink_cap * 2 : 16;
         void *p = realloc(o->pending_unlink, cap * sizeof *o->pending_unlink);
-        if (!p) {
-            unlink(path); /* out of memory: lose the journal, not the run */
-            return;
+        if (p) {
+            o->pending_unlink = p;
+            o->unlink_cap = cap;
         }
-        o->pending_unlink = p;
-        o->unlink_cap = cap;
     }
-    snprintf(o->pending_unlink[o->nunlink++], PATH_MAX, "%s", path);
+    if (!copy || o->nunlink == o->unlink_cap) {
+        unlink(path); /* out of memory: lose the journal, not the run */
+        free(copy);
+        return;
+    }
+    o->pending_unlink[o->nunlink++] = copy;
 }
 
 /* ------------------------------------------------------------------ */
@@ -282,6 +288,33 @@ static void task_started(struct zerg_orch *o, struct slot *sl, size_t t)
                    orch_tid(o, t), st->attempt);
 }
 
+/* The worker ran our task and went idle, yet no result was applied: the
+ * result is on disk but not seen yet (apply it), or the worker could not
+ * write it (a full disk): then the outcome is unknown and the task runs
+ * again, uncharged. */
+static void lost_result(struct zerg_orch *o, struct slot *sl, int64_t now)
+{
+    size_t t = (size_t)sl->task;
+    char path[PATH_MAX];
+
+    if (zerg_proto_result_path(path, sizeof path, o->state_dir, orch_tid(o, t),
+                               orch_ts(o, t)->attempt) == 0 &&
+        access(path, F_OK) == 0 && orch_apply_result(o, path, now))
+        return;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "attempt", orch_ts(o, t)->attempt);
+    zerg_json_set_str(data, "why", "result_lost");
+    o->s->metrics.task_reassignments++;
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "task_reassigned",
+                   orch_tid(o, t), data,
+                   "Task %s reassigned: worker %d finished it but its result "
+                   "never arrived (see .zerg/logs/worker-%d.log)",
+                   orch_tid(o, t), sl->id, sl->id);
+    orch_requeue(o, t, "result lost");
+    if (sl->alive && sl->ready)
+        orch_slot_status(o, sl, ZERG_WORKER_READY);
+}
+
 static void on_heartbeat(struct zerg_orch *o, int slot, int64_t now)
 {
     struct zerg_heartbeat hb;
@@ -309,10 +342,15 @@ static void on_heartbeat(struct zerg_orch *o, int slot, int64_t now)
     sl->hb_task_pgid = hb.task_pgid;
     if (!sl->ready)
         orch_worker_ready(o, sl, now);
+    if (sl->task >= 0 && sl->task_seen && !hb.task_id[0]) {
+        lost_result(o, sl, now);
+        return;
+    }
     if (sl->task < 0 || strcmp(hb.task_id, orch_tid(o, (size_t)sl->task)) ||
         hb.attempt != orch_ts(o, (size_t)sl->task)->attempt)
         return;
     size_t t = (size_t)sl->task;
+    sl->task_seen = 1;
     if (strcmp(hb.step, sl->hb_step) || hb.progress_pct != sl->hb_pct) {
         sl->progress_at = now;
         snprintf(sl->hb_step, sizeof sl->hb_step, "%s", hb.step);
@@ -504,6 +542,7 @@ static int assign(struct zerg_orch *o, struct slot *sl, size_t t, int64_t now)
     sl->task = (int)t;
     sl->progress_at = now;
     sl->assigned_at = now;
+    sl->task_seen = 0;
     sl->hb_step[0] = '\0';
     sl->hb_pct = -1;
     orch_slot_status(o, sl, ZERG_WORKER_BUSY);
@@ -883,6 +922,8 @@ void zerg_orch_free(struct zerg_orch *o)
     free(o->slots);
     free(o->retry_at);
     free(o->level_cursor);
+    for (size_t i = 0; i < o->nunlink; i++)
+        free(o->pending_unlink[i]);
     free(o->pending_unlink);
     free(o);
 }

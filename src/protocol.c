@@ -10,6 +10,7 @@
 #include "zerg/protocol.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -27,9 +28,17 @@
 
 /* ---- paths ---------------------------------------------------------- */
 
+/* Each slot's assignment lives in a directory of its own, so a worker's
+ * inotify watch wakes it for its own assignments only, not for every
+ * heartbeat and result of the others. */
+int zerg_proto_slot_dir(char *buf, size_t n, const char *dir, int slot)
+{
+    return zerg_fsio_path(buf, n, "%s/slot-%d", dir, slot);
+}
+
 int zerg_proto_assign_path(char *buf, size_t n, const char *dir, int slot)
 {
-    return zerg_fsio_path(buf, n, "%s/assign-%d.json", dir, slot);
+    return zerg_fsio_path(buf, n, "%s/slot-%d/assign.json", dir, slot);
 }
 
 int zerg_proto_heartbeat_path(char *buf, size_t n, const char *dir, int slot)
@@ -189,6 +198,11 @@ int zerg_proto_write_assign(const char *dir, int slot,
     if (a->task[0] && !zerg_id_valid(a->task))
         return zerg_err_set(err, -EINVAL, "cannot write %s: bad task id \"%s\"",
                             path, a->task);
+    char slot_dir[PATH_MAX];
+    if (zerg_proto_slot_dir(slot_dir, sizeof slot_dir, dir, slot) == 0 &&
+        mkdir(slot_dir, 0755) < 0 && errno != EEXIST)
+        return zerg_err_set(err, -errno, "cannot create %s: %s", slot_dir,
+                            strerror(errno));
     zerg_json *o = zerg_json_obj();
     int rc = -ENOMEM;
     if (o)

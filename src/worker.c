@@ -418,15 +418,20 @@ static int setup_state(struct worker *w)
     if (rc == 0)
         rc = zerg_proto_assign_path(w->assign_path, sizeof w->assign_path,
                                     w->state_dir, o->slot);
+    char slot_dir[PATH_MAX];
     if (rc == 0)
-        rc = zerg_fsio_mkdirs(w->state_dir, 0755);
+        rc = zerg_proto_slot_dir(slot_dir, sizeof slot_dir, w->state_dir,
+                                 o->slot);
+    if (rc == 0)
+        rc = zerg_fsio_mkdirs(slot_dir, 0755);
     if (rc < 0)
         return zerg_err_set(w->err, rc, "cannot use state directory %s: %s",
                             w->state_dir, strerror(-rc));
+    /* Only our slot's directory: the others' traffic never wakes us. */
     w->inofd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (w->inofd < 0 || inotify_add_watch(w->inofd, w->state_dir,
+    if (w->inofd < 0 || inotify_add_watch(w->inofd, slot_dir,
                                           IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
-        return zerg_err_set(w->err, -errno, "cannot watch %s: %s", w->state_dir,
+        return zerg_err_set(w->err, -errno, "cannot watch %s: %s", slot_dir,
                             strerror(errno));
     return 0;
 }

@@ -23,6 +23,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "zerg/fsio.h"
@@ -329,8 +330,18 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
     if (r.outcome == ZERG_OUTCOME_COMPLETE)
         wk_step(w, "done", 100);
     r.duration_ms = (wk_now_ns(w) - start) / ZERG_NS_PER_MS;
-    if (zerg_proto_write_result(w->state_dir, &r, &e) < 0)
-        fprintf(stderr, "zerg worker %d: %s\n", w->o->slot, e.msg);
+    /* A full disk is often momentary (logs rotated, a build's temp files
+     * removed): try for about two seconds before giving up.  A result that
+     * never arrives is requeued, uncharged, by the orchestrator when it
+     * sees this worker idle. */
+    for (int tries = 0; zerg_proto_write_result(w->state_dir, &r, &e) < 0;
+         tries++) {
+        if (tries == 20) {
+            fprintf(stderr, "zerg worker %d: %s\n", w->o->slot, e.msg);
+            break;
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
+    }
     w->hb.task_id[0] = '\0';
     w->hb.attempt = 0;
     wk_step(w, "idle", 0);

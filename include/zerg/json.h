@@ -67,6 +67,10 @@ zerg_json *zerg_json_obj(void);
  * key replaces its value.  Return 0 or -ENOMEM/-EINVAL. */
 int zerg_json_push(zerg_json *arr, zerg_json *v);
 int zerg_json_set(zerg_json *obj, const char *key, zerg_json *v);
+/* Appends key without looking for an existing one: O(1) instead of
+ * zerg_json_set's O(keys), for building large objects whose keys the
+ * caller knows to be unique. */
+int zerg_json_add(zerg_json *obj, const char *key, zerg_json *v);
 /* Shorthands for zerg_json_set(obj, key, zerg_json_<type>(...)). */
 int zerg_json_set_str(zerg_json *obj, const char *key, const char *s);
 int zerg_json_set_num(zerg_json *obj, const char *key, double n);

@@ -4,7 +4,7 @@
  * work the same across a container bind mount.  The orchestrator is the
  * only writer of the state document; workers never touch it.
  *
- *   assign-{slot}.json     orchestrator -> worker: what to run now
+ *   slot-{slot}/assign.json  orchestrator -> worker: what to run now
  *   heartbeat-{slot}.json  worker -> orchestrator: alive, progress
  *   result-{task}-{attempt}.json  worker -> orchestrator: how it ended
  *   lease-{feature}.json   orchestrator -> workers: "I am alive"
@@ -63,6 +63,7 @@ struct zerg_result {
 };
 
 /* Paths: dir is the state directory.  0 or -ENAMETOOLONG. */
+int zerg_proto_slot_dir(char *buf, size_t n, const char *dir, int slot);
 int zerg_proto_assign_path(char *buf, size_t n, const char *dir, int slot);
 int zerg_proto_heartbeat_path(char *buf, size_t n, const char *dir, int slot);
 int zerg_proto_result_path(char *buf, size_t n, const char *dir,

@@ -411,7 +411,7 @@ static void test_stale_heartbeat_kills_and_reassigns(void **st)
     heartbeat(x, 0, x->g->tasks[t].id, 1, "command", 10);
     advance(x, 4.9);
     assert_int_equal(x->fake.kills, 0);
-    advance(x, 0.2); /* past the 5 s threshold */
+    advance(x, 1.0); /* within one interval (1 s) past the 5 s threshold */
     assert_int_equal(x->fake.kills, 1);
     assert_int_equal(x->fake.last_sig, SIGKILL);
     assert_int_equal(x->s.metrics.stale_detections, 1);

@@ -38,7 +38,7 @@ static void test_paths(void **state)
 {
     char buf[PATH_MAX], tiny[8];
     assert_int_equal(zerg_proto_assign_path(buf, sizeof buf, "/s", 3), 0);
-    assert_string_equal(buf, "/s/assign-3.json");
+    assert_string_equal(buf, "/s/slot-3/assign.json");
     assert_int_equal(zerg_proto_heartbeat_path(buf, sizeof buf, "/s", 12), 0);
     assert_string_equal(buf, "/s/heartbeat-12.json");
     assert_int_equal(zerg_proto_result_path(buf, sizeof buf, "/s", "A-L1-1", 2),
@@ -243,7 +243,7 @@ static void expect_corrupt(const char *dir, const char *text)
     struct zerg_result r;
     int64_t seq;
     char path[PATH_MAX];
-    tu_write(dir, "assign-0.json", text);
+    tu_write(dir, "slot-0/assign.json", text);
     assert_int_equal(zerg_proto_read_assign(dir, 0, &a), ZERG_ECORRUPT);
     tu_write(dir, "heartbeat-0.json", text);
     snprintf(path, sizeof path, "%s/heartbeat-0.json", dir);
@@ -307,10 +307,10 @@ static void test_wrong_types_are_corrupt(void **state)
         "{\"epoch\":1,\"task\":\"T\",\"stop\":false}",
     };
     for (size_t i = 0; i < sizeof assigns / sizeof *assigns; i++) {
-        tu_write(f->dir, "assign-0.json", assigns[i]);
+        tu_write(f->dir, "slot-0/assign.json", assigns[i]);
         assert_int_equal(zerg_proto_read_assign(f->dir, 0, &a), ZERG_ECORRUPT);
     }
-    tu_write(f->dir, "assign-0.json",
+    tu_write(f->dir, "slot-0/assign.json",
              "{\"epoch\":1,\"task\":\"T\",\"attempt\":1,\"stop\":false,"
              "\"extra\":[1]}");
     assert_int_equal(zerg_proto_read_assign(f->dir, 0, &a), 0);
