@@ -62,11 +62,14 @@ struct zerg_orch {
     int nslots;
 
     int64_t *retry_at;       /* mono time a waiting_retry task may run */
+    int *applied_attempt;    /* per task: the attempt whose result was
+                                applied last (0 = none) */
     size_t *level_cursor;    /* per level: first maybe-unfinished index */
     char **pending_unlink;   /* applied results to delete after a save */
     size_t nunlink, unlink_cap;
 
     int dirty;
+    int replaying;           /* applying the journal on --resume */
     int64_t last_save;
     int64_t save_cost;       /* how long the last state write took */
     int64_t next_reconcile;

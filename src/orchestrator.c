@@ -392,6 +392,10 @@ int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now)
         return 0;
     }
     struct zerg_task_state *st = orch_ts(o, (size_t)t);
+    /* The same result seen twice (an event for a file already applied
+     * through another path) is not a stale one. */
+    if (o->applied_attempt[t] == r.attempt && st->epoch == r.epoch)
+        return 0;
     if ((st->status != ZERG_TASK_CLAIMED &&
          st->status != ZERG_TASK_IN_PROGRESS) ||
         st->epoch != r.epoch || st->attempt != r.attempt) {
@@ -403,6 +407,7 @@ int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now)
         o->slots[r.worker_id].task == (int)t)
         sl = &o->slots[r.worker_id];
     st->duration_ms = r.duration_ms;
+    o->applied_attempt[t] = r.attempt;
     defer_unlink(o, path);
     /* A task that failed because we were killing its worker (stop, stale
      * heartbeat, timeout) is not the task's failure: the worker's exit
@@ -420,6 +425,9 @@ int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now)
         zerg_json *data = zerg_json_obj();
         zerg_json_set_num(data, "attempt", r.attempt);
         zerg_json_set_num(data, "duration_ms", (double)r.duration_ms);
+        zerg_json_set_num(data, "epoch", (double)r.epoch);
+        if (o->replaying)
+            zerg_json_set_bool(data, "replayed", 1);
         zerg_log_event(o->o.log, r.worker_id, ZERG_LOG_INFO, "task_complete",
                        r.task, data, "Task %s complete in %.2fs (worker %d)",
                        r.task, (double)r.duration_ms / 1000, r.worker_id);
@@ -862,9 +870,11 @@ struct zerg_orch *zerg_orch_new(const struct zerg_orch_opts *opts, int64_t now,
     o->nslots = opts->workers;
     o->slots = calloc((size_t)o->nslots, sizeof *o->slots);
     o->retry_at = calloc(o->g->ntasks + 1, sizeof *o->retry_at);
+    o->applied_attempt =
+        calloc(o->g->ntasks + 1, sizeof *o->applied_attempt);
     o->level_cursor =
         calloc((size_t)o->g->nlevels + 2, sizeof *o->level_cursor);
-    if (!o->slots || !o->retry_at || !o->level_cursor)
+    if (!o->slots || !o->retry_at || !o->applied_attempt || !o->level_cursor)
         goto oom;
     if ((size_t)o->nslots != o->s->nworkers) {
         void *w =
@@ -905,7 +915,9 @@ fail:
  * gone -- uncharged -- through a thorough reconciliation. */
 static void resume_results(struct zerg_orch *o, int64_t now)
 {
+    o->replaying = 1;
     int n = orch_scan_results(o, now);
+    o->replaying = 0;
     if (n > 0)
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO,
                        "results_recovered", NULL, NULL,
@@ -921,6 +933,7 @@ void zerg_orch_free(struct zerg_orch *o)
         return;
     free(o->slots);
     free(o->retry_at);
+    free(o->applied_attempt);
     free(o->level_cursor);
     for (size_t i = 0; i < o->nunlink; i++)
         free(o->pending_unlink[i]);

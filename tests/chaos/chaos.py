@@ -4,7 +4,9 @@
 Runs `zerg rush` on a generated graph of a few hundred tasks and, while it
 runs, kills (SIGKILL) or freezes (SIGSTOP) random workers, corrupts
 heartbeat files and, with --kill-orchestrator, kills the orchestrator and
-resumes it.  Afterwards it checks the invariants:
+resumes it; with --spawn-failures every third worker launch fails; with
+--disk-full .zerg/state is a small tmpfs that is filled to the last byte
+now and then (needs root for the mount).  Afterwards it checks the invariants:
 
   * every task ended complete, exactly one task_complete event each;
   * no crash was charged to a retry budget (retry_count == 0 everywhere);
@@ -12,7 +14,7 @@ resumes it.  Afterwards it checks the invariants:
   * no process of the run is left.
 
 Usage: chaos.py ZERG [--seed N] [--seconds S] [--tasks N] [--workers N]
-                     [--kill-orchestrator]
+                     [--kill-orchestrator] [--spawn-failures] [--disk-full]
 The seed is printed first and on failure; rerun with --seed to reproduce.
 """
 import argparse
@@ -53,23 +55,52 @@ def worker_pids(proj):
     return out
 
 
-def make_project(root, ntasks, levels):
+FLAKY_LAUNCH = """#!/bin/sh
+# Every third worker launch fails, as a flaky launcher or runtime would.
+n=$(cat "$(dirname "$0")/launches" 2>/dev/null || echo 0)
+echo $((n + 1)) > "$(dirname "$0")/launches"
+[ $((n % 3)) -ne 1 ] || { echo "chaos: launch $n refused" >&2; exit 1; }
+exec "$@"
+"""
+
+
+def fill_disk(proj, rng):
+    """Fills the tmpfs under .zerg/state, holds it full briefly, frees it."""
+    path = proj + "/.zerg/state/chaos-filler"
+    try:
+        with open(path, "wb") as f:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+    except OSError:
+        pass
+    time.sleep(rng.uniform(0.1, 0.5))
+    os.unlink(path)
+
+
+def make_project(root, ntasks, levels, spawn_failures):
     proj = os.path.join(root, "chaos")
     os.makedirs(proj + "/.gsd/specs/f")
     os.makedirs(proj + "/.zerg")
     with open(proj + "/.gsd/.current-feature", "w") as f:
         f.write("f\n")
     with open(proj + "/.zerg/config.yaml", "w") as f:
-        f.write("workers:\n"
+        f.write("resilience:\n"
+                "  reconcile_interval_seconds: 0.3\n"
+                "workers:\n"
                 "  heartbeat_interval_seconds: 0.1\n"
                 "  heartbeat_stale_threshold: 0.8\n"
                 "  spawn_backoff_base_seconds: 0.05\n"
                 "  spawn_backoff_max_seconds: 0.2\n"
                 "  max_respawn_attempts: 1000\n"
                 "  max_task_crashes: 100\n"
-                "  retry_attempts: 0\n"
-                "resilience:\n"
-                "  reconcile_interval_seconds: 0.3\n")
+                "  retry_attempts: 0\n")
+        if spawn_failures:
+            f.write("  launch_prefix: [\"%s/flaky-launch.sh\"]\n" % proj)
+    if spawn_failures:
+        with open(proj + "/flaky-launch.sh", "w") as f:
+            f.write(FLAKY_LAUNCH)
+        os.chmod(proj + "/flaky-launch.sh", 0o755)
     per = max(1, ntasks // levels)
     tasks = []
     for l in range(1, levels + 1):
@@ -93,19 +124,22 @@ def rush(zerg, proj, workers, resume):
     return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
 
 
-def inject(proj, rng, stats, stopped):
+def inject(proj, rng, stats, stopped, disk_full):
     workers = worker_pids(proj)
     if not workers:
         return
     slot = rng.choice(sorted(workers))
     pid = workers[slot]
-    what = rng.choices(["kill", "stop", "corrupt"], [6, 2, 2])[0]
+    what = rng.choices(["kill", "stop", "corrupt", "fill"],
+                       [6, 2, 2, 2 if disk_full else 0])[0]
     try:
         if what == "kill":
             os.kill(pid, signal.SIGKILL)
         elif what == "stop":
             os.kill(pid, signal.SIGSTOP)
             stopped.append(pid)
+        elif what == "fill":
+            fill_disk(proj, rng)
         else:
             with open(proj + "/.zerg/state/heartbeat-%d.json" % slot, "w") as f:
                 f.write('{"worker_id": %d, "seq": "garbage' % slot)
@@ -127,12 +161,18 @@ def check(proj, ntasks):
     charged = [t for t, v in state["tasks"].items() if v["retry_count"]]
     if charged:
         problems.append("crashes charged to retry budgets: %s" % charged[:5])
-    events = collections.Counter()
+    # A completion may be logged twice when the orchestrator was killed
+    # after applying a result but before its state write was durable: the
+    # journal replay on --resume records the same (epoch, attempt) again.
+    # Two different completions of one task would be a real double run.
+    completions = collections.defaultdict(set)
     with open(proj + "/.zerg/monitor.jsonl") as f:
         for line in f:
             e = json.loads(line)
             if e["event"] == "task_complete":
-                events[e["task"]] += 1
+                completions[e["task"]].add((e["data"].get("epoch"),
+                                            e["data"].get("attempt")))
+    events = {t: len(c) for t, c in completions.items()}
     twice = [t for t, n in events.items() if n != 1]
     if twice:
         problems.append("tasks completed more than once: %s" % twice[:5])
@@ -155,13 +195,27 @@ def main():
     ap.add_argument("--levels", type=int, default=4)
     ap.add_argument("--workers", type=int, default=6)
     ap.add_argument("--kill-orchestrator", action="store_true")
+    ap.add_argument("--spawn-failures", action="store_true")
+    ap.add_argument("--disk-full", action="store_true")
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "big")
     print("chaos: seed %d" % seed, flush=True)
     rng = random.Random(seed)
     random.seed(seed)
     root = tempfile.mkdtemp(prefix="zerg-chaos-")
-    proj, ntasks = make_project(root, a.tasks, a.levels)
+    proj, ntasks = make_project(root, a.tasks, a.levels, a.spawn_failures)
+    if a.disk_full:
+        os.makedirs(proj + "/.zerg/state")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs",
+                        proj + "/.zerg/state"], check=True)
+    try:
+        return run(a, seed, rng, root, proj, ntasks)
+    finally:
+        if a.disk_full:
+            subprocess.run(["umount", "-l", proj + "/.zerg/state"])
+
+
+def run(a, seed, rng, root, proj, ntasks):
     stats = collections.Counter()
     stopped = []
     p = rush(os.path.abspath(a.zerg), proj, a.workers, False)
@@ -178,7 +232,7 @@ def main():
             time.sleep(0.3)
             p = rush(os.path.abspath(a.zerg), proj, a.workers, True)
             continue
-        inject(proj, rng, stats, stopped)
+        inject(proj, rng, stats, stopped, a.disk_full)
     try:
         rc = p.wait(timeout=180)
     except subprocess.TimeoutExpired:
@@ -198,13 +252,27 @@ def main():
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+    seen = collections.Counter()
+    try:
+        with open(proj + "/.zerg/monitor.jsonl") as f:
+            for line in f:
+                seen[json.loads(line)["event"]] += 1
+    except (OSError, ValueError):
+        pass
     print("chaos: %d tasks, %d workers, injected %s, orchestrator kills %d" %
           (ntasks, a.workers, dict(stats), orch_kills))
+    print("chaos: recovery seen: %s" % {k: seen[k] for k in (
+        "worker_crash", "task_reassigned", "heartbeat_stale",
+        "worker_spawn_retry", "state_write_failed", "result_fenced",
+        "state_reconcile_fix") if seen[k]})
     if problems:
         print("chaos: FAILED with seed %d (project kept in %s):" % (seed, root))
         for pr in problems:
             print("  - " + pr)
         return 1
+    if a.disk_full:
+        subprocess.run(["umount", "-l", proj + "/.zerg/state"])
+        a.disk_full = False
     shutil.rmtree(root)
     print("chaos: all invariants hold (seed %d)" % seed)
     return 0
