@@ -93,9 +93,14 @@ char *zerg_clock_iso8601(int64_t wall_ns, char buf[ZERG_TS_MAX])
     int64_t y;
     int m, d;
     civil_from_days(days, &y, &m, &d);
-    snprintf(buf, ZERG_TS_MAX, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ",
+    /* Formatted through a roomy buffer: the compiler cannot prove the
+     * fields fit ZERG_TS_MAX, and years past 9999 would not. */
+    char tmp[96];
+    snprintf(tmp, sizeof tmp, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ",
              (long long)y, m, d, (int)(sod / 3600), (int)(sod / 60 % 60),
              (int)(sod % 60), (int)(ms - secs * 1000));
+    memcpy(buf, tmp, ZERG_TS_MAX - 1);
+    buf[ZERG_TS_MAX - 1] = '\0';
     return buf;
 }
 

@@ -294,9 +294,12 @@ static int run(struct zerg_cli *cli, const char *feature,
     struct zerg_view *view = zerg_view_new(cli, g, s, log);
     int rc = zerg_orch_run(o, &zerg_clock_system);
     zerg_orch_summary(o, summary, sizeof summary);
+    int viewed = view != NULL;
     zerg_view_free(view);
-    printf("%s %s\n",
-           rc == ZERG_EXIT_OK ? "Rush complete:" : "Rush failed:", summary);
+    if (!viewed) /* otherwise the view printed the rush_complete event */
+        printf("%s %s\n",
+               rc == ZERG_EXIT_OK ? "Rush complete:" : "Rush failed:",
+               summary);
     l->ops->cleanup(l, feature, "");
     zerg_orch_free(o);
     l->ops->free(l);

@@ -16,6 +16,7 @@ struct zerg_view {
     struct zerg_log *log;
     int tty, color;
     int bar_shown;
+    int64_t last_draw_ns;
 };
 
 static const char *level_color(enum zerg_log_level l)
@@ -54,7 +55,7 @@ static void draw_bar(struct zerg_view *v)
     bar[20] = '\0';
     const struct zerg_metrics *m = &v->s->metrics;
     printf("\r\033[K[%s] level %d/%d  %zu/%zu done  %zu failed  %zu busy"
-           "  recovered %lld",
+           "  recoveries %lld",
            bar,
            v->s->current_level > v->g->nlevels ? v->g->nlevels
                                                : v->s->current_level,
@@ -90,10 +91,17 @@ static void observe(void *ud, const struct zerg_log_rec *r)
         printf("%s%s [%s] %s%s\n", v->color ? level_color(r->level) : "",
                ts + 11, who, r->msg, v->color ? "\033[0m" : "");
     }
-    if (strcmp(r->event, "rush_complete") && strcmp(r->event, "rush_failed"))
+    if (!strcmp(r->event, "rush_complete") || !strcmp(r->event, "rush_failed")) {
+        if (v->bar_shown)
+            printf("\r\033[K");
+        v->bar_shown = 0;
+        return;
+    }
+    /* A terminal is slow: redraw at most 20 times a second. */
+    if (interesting(r) || r->wall_ns - v->last_draw_ns >= 50 * ZERG_NS_PER_MS) {
         draw_bar(v);
-    else if (v->bar_shown)
-        printf("\r\033[K");
+        v->last_draw_ns = r->wall_ns;
+    }
 }
 
 struct zerg_view *zerg_view_new(const struct zerg_cli *cli,
