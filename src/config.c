@@ -23,6 +23,7 @@
 #include <yaml.h>
 
 #include "zerg/err.h"
+#include "zerg/text.h"
 #include "zerg/log.h"
 
 /* A config file is a few KB; 1 MiB bounds parser memory on hostile input. */
@@ -849,35 +850,6 @@ static int apply_value(struct loader *L, size_t i, const yaml_node_t *v)
 
 /* ---- unknown keys ----------------------------------------------------- */
 
-/* Optimal-string-alignment distance (a swap of two letters costs 1). */
-static size_t edit_distance(const char *a, const char *b)
-{
-    enum { MAXLEN = 64 };
-    size_t na = strlen(a), nb = strlen(b);
-    if (na >= MAXLEN || nb >= MAXLEN)
-        return (size_t)-1;
-    size_t d[MAXLEN + 1][MAXLEN + 1];
-    for (size_t x = 0; x <= na; x++)
-        d[x][0] = x;
-    for (size_t y = 0; y <= nb; y++)
-        d[0][y] = y;
-    for (size_t x = 1; x <= na; x++) {
-        for (size_t y = 1; y <= nb; y++) {
-            size_t cost = a[x - 1] != b[y - 1];
-            size_t best = d[x - 1][y - 1] + cost;
-            if (d[x - 1][y] + 1 < best)
-                best = d[x - 1][y] + 1;
-            if (d[x][y - 1] + 1 < best)
-                best = d[x][y - 1] + 1;
-            if (x > 1 && y > 1 && a[x - 1] == b[y - 2] &&
-                a[x - 2] == b[y - 1] && d[x - 2][y - 2] + 1 < best)
-                best = d[x - 2][y - 2] + 1;
-            d[x][y] = best;
-        }
-    }
-    return d[na][nb];
-}
-
 /* Typos worth suggesting a fix for: 1 edit in short names, up to 3. */
 static size_t typo_limit(const char *s)
 {
@@ -897,7 +869,7 @@ static const char *suggest(const char *path, char *buf, size_t size)
     const char *best = NULL;
     int best_here = 0;
     for (size_t i = 0; i < NKEYS; i++) {
-        size_t d = edit_distance(leaf, leaf_of(i));
+        size_t d = zerg_edit_distance(leaf, leaf_of(i));
         int here = dot && section_len(key_rows[i].path) == sn &&
                    !memcmp(key_rows[i].path, path, sn);
         if (d < bestd || (d == bestd && here && !best_here)) {
@@ -912,7 +884,7 @@ static const char *suggest(const char *path, char *buf, size_t size)
             continue;
         snprintf(name, sizeof name, "%.*s", (int)section_len(key_rows[i].path),
                  key_rows[i].path);
-        size_t d = edit_distance(path, name);
+        size_t d = zerg_edit_distance(path, name);
         if (d <= limit && d <= bestd) {
             bestd = d;
             best = buf;

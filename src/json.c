@@ -168,13 +168,7 @@ int zerg_json_set(zerg_json *obj, const char *key, zerg_json *v)
         obj->u.obj.vals[at] = v;
         return 0;
     }
-    char *k = strdup(key);
-    if (!k || obj_append(obj, k, v) < 0) {
-        free(k);
-        zerg_json_free(v);
-        return -ENOMEM;
-    }
-    return 0;
+    return zerg_json_add(obj, key, v);
 }
 
 int zerg_json_add(zerg_json *obj, const char *key, zerg_json *v)

@@ -21,6 +21,7 @@
 
 #include "zerg/fsio.h"
 #include "zerg/graph.h"
+#include "zerg/text.h"
 
 #ifndef ZERG_VERSION
 #define ZERG_VERSION "0.1.0"
@@ -297,34 +298,6 @@ static void usage(FILE *out)
           out);
 }
 
-/* Edit distance with adjacent transpositions ("rsuh" is 1 from "rush"). */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 32 || lb > 32)
-        return 99;
-    size_t d[33][33];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        for (size_t j = 1; j <= lb; j++) {
-            size_t cost = a[i - 1] != b[j - 1];
-            size_t best = d[i - 1][j - 1] + cost;
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
-                a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    }
-    return d[la][lb];
-}
-
 /* The listed command closest to word: a prefix of it or within 2 edits. */
 static const char *closest_command(const char *word)
 {
@@ -333,7 +306,7 @@ static const char *closest_command(const char *word)
     for (size_t i = 0; i < NCOMMANDS; i++) {
         if (!commands[i].summary)
             continue;
-        size_t dist = edit_distance(word, commands[i].name);
+        size_t dist = zerg_edit_distance(word, commands[i].name);
         if (*word && strncmp(commands[i].name, word, strlen(word)) == 0)
             dist = 1;
         if (dist < best_d) {

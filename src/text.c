@@ -1,0 +1,34 @@
+/* text.c - "did you mean" support (see text.h). */
+#include <stdint.h>
+#include <string.h>
+
+#include "zerg/text.h"
+
+static size_t min3(size_t a, size_t b, size_t c)
+{
+    size_t m = a < b ? a : b;
+    return m < c ? m : c;
+}
+
+size_t zerg_edit_distance(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    if (na >= ZERG_EDIT_MAX || nb >= ZERG_EDIT_MAX)
+        return SIZE_MAX;
+    size_t d[ZERG_EDIT_MAX + 1][ZERG_EDIT_MAX + 1];
+    for (size_t x = 0; x <= na; x++)
+        d[x][0] = x;
+    for (size_t y = 0; y <= nb; y++)
+        d[0][y] = y;
+    for (size_t x = 1; x <= na; x++) {
+        for (size_t y = 1; y <= nb; y++) {
+            size_t best = min3(d[x - 1][y - 1] + (a[x - 1] != b[y - 1]),
+                               d[x - 1][y] + 1, d[x][y - 1] + 1);
+            if (x > 1 && y > 1 && a[x - 1] == b[y - 2] &&
+                a[x - 2] == b[y - 1] && d[x - 2][y - 2] + 1 < best)
+                best = d[x - 2][y - 2] + 1;
+            d[x][y] = best;
+        }
+    }
+    return d[na][nb];
+}
