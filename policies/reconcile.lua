@@ -9,8 +9,14 @@
 --                  the periodic light one
 --   current_level  the level being run
 --   tasks = {[id] = {status, level (0/nil when unknown), graph_level,
---                    worker, worker_alive, deps = {ids}}}
---   levels = {[n] = {status}}
+--                    worker (-1/nil when none), worker_alive,
+--                    deps = {ids}}}
+--                  thorough: every task; light: only claimed and
+--                  in_progress tasks and tasks without a level
+--   levels = {[n] = {status, tasks, unfinished}}
+--                  tasks/unfinished: counts over the whole level (so a
+--                  light check sees a level's open tasks without listing
+--                  them); when absent they are counted from `tasks`
 --
 -- Fixes, in this order for a deterministic answer (tasks by id, then
 -- levels by number):
@@ -44,10 +50,12 @@ local function check_task(fixes, tasks, id, t)
         end
     end
     if RUNNING[t.status] and t.worker_alive ~= true then
-        fixes[#fixes + 1] = {
-            task = id, fix = "requeue", level = lv,
-            reason = string.format("%s but worker %s is not alive",
-                                   t.status, tostring(t.worker)) }
+        local who = "no worker holds it"
+        if t.worker and t.worker >= 0 then
+            who = string.format("worker %d is not alive", t.worker)
+        end
+        fixes[#fixes + 1] = { task = id, fix = "requeue", level = lv,
+                              reason = t.status .. " but " .. who }
     end
     if t.status == "pending" then
         for _, dep in ipairs(t.deps or {}) do
@@ -64,6 +72,20 @@ local function check_task(fixes, tasks, id, t)
     return lv
 end
 
+-- What is known of level n: marked complete?  open (a non-terminal task,
+-- or the orchestrator's unfinished count)?  how many tasks?
+local function level_facts(mark, group)
+    local facts = { marked = mark ~= nil and mark.status == "complete" }
+    facts.total = (mark and mark.tasks) or (group and group.total) or 0
+    if group and group.open then
+        facts.open = string.format("%s is %s", group.open, group.open_status)
+    elseif mark and mark.unfinished and mark.unfinished > 0 then
+        facts.open = string.format("%d of its tasks are unfinished",
+                                   mark.unfinished)
+    end
+    return facts
+end
+
 local function check_levels(fixes, snapshot, by_level)
     local marks = snapshot.levels or {}
     local all = {}
@@ -74,20 +96,18 @@ local function check_levels(fixes, snapshot, by_level)
         all[n] = true
     end
     for _, n in ipairs(util.sorted_keys(all)) do
-        local marked = marks[n] and marks[n].status == "complete"
-        local group = by_level[n]
-        if marked and group and group.open then
+        local f = level_facts(marks[n], by_level[n])
+        if f.marked and f.open then
             fixes[#fixes + 1] = {
                 level = n, fix = "reopen_level",
-                reason = string.format("level %d is marked complete but %s "
-                                       .. "is %s", n, group.open,
-                                       group.open_status) }
-        elseif snapshot.thorough and not marked and group
-            and not group.open then
+                reason = string.format("level %d is marked complete but %s",
+                                       n, f.open) }
+        elseif snapshot.thorough and not f.marked and not f.open
+            and f.total > 0 then
             fixes[#fixes + 1] = {
                 level = n, fix = "complete_level",
                 reason = string.format("all %d tasks of level %d are "
-                                       .. "terminal", group.total, n) }
+                                       .. "terminal", f.total, n) }
         end
     end
 end

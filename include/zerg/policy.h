@@ -95,9 +95,12 @@ void zerg_policy_retry(struct zerg_policy *p, const struct zerg_retry_in *in,
 
 /* reconcile.check(snapshot, opts) -> list of fixes.  snapshot is built by
  * the caller: {thorough, current_level, tasks = {id = {status, level,
- * worker, worker_alive}}, levels = {[n] = {status}}, workers = {...}}.
- * Each fix names a task or a level, the fix and the reason; fixes the C
- * side does not know are dropped and logged. */
+ * graph_level, worker, worker_alive, deps = [ids]}}, levels = [{status,
+ * tasks, unfinished}] (an array indexed by level - 1, or an object keyed
+ * "n"; Lua sees levels[n] either way)}.  Each fix names a task or a level,
+ * the fix and the reason; fixes the C side does not know are dropped and
+ * logged.  *fixes is malloc'd (NULL when there are none): the caller
+ * free()s it.  Returns 0. */
 struct zerg_fix {
     char task[72];       /* "" when it is a level fix */
     int level;           /* level fixed, or the new level for set_level */

@@ -14,10 +14,10 @@ struct zerg_err;
 struct zerg_config;
 
 struct zerg_repl_opts {
-    const char *project;            /* absolute project root */
-    const char *feature;            /* NULL when none could be chosen */
-    const struct zerg_config *cfg;  /* the effective config (not NULL) */
-    FILE *out, *err;                /* NULL: stdout, stderr */
+    const char *project;           /* absolute project root */
+    const char *feature;           /* NULL when none could be chosen */
+    const struct zerg_config *cfg; /* the effective config (not NULL) */
+    FILE *out, *err;               /* NULL: stdout, stderr */
 };
 
 struct zerg_repl;

@@ -30,9 +30,11 @@ static const char usage[] =
     "  FILE [ARGS...]      run a Lua file (ARGS as ... and arg[1..])\n"
     "  -h, --help          show this help\n"
     "\n"
-    "Exit status: 0, or 1 when the code raised an error.  The session is\n"
-    "sandboxed like the policies (no io, os, debug); Ctrl-C stops the\n"
-    "running chunk, Ctrl-D leaves.\n";
+    "The session is sandboxed like the policies (no io, os, debug);\n"
+    "Ctrl-C stops the running chunk, Ctrl-D leaves.\n"
+    "\n"
+    "Exit codes: 0 ok; 1 the code raised an error; 2 usage or config\n"
+    "error.\n";
 
 /* Parses the options; returns -1 to go on, or an exit code. */
 static int parse(int argc, char **argv, const char **code)
@@ -78,8 +80,7 @@ int zerg_cmd_lua(struct zerg_cli *cli, int argc, char **argv)
             return ZERG_EXIT_USAGE;
         }
         if (interactive)
-            fprintf(stderr, "zerg lua: state and graph are nil: %s\n",
-                    err.msg);
+            fprintf(stderr, "zerg lua: state and graph are nil: %s\n", err.msg);
         feat = NULL;
     }
     struct zerg_config cfg;
@@ -89,8 +90,8 @@ int zerg_cmd_lua(struct zerg_cli *cli, int argc, char **argv)
         zerg_config_free(&cfg);
         return ZERG_EXIT_USAGE;
     }
-    struct zerg_repl_opts o = {.project = cli->project, .feature = feat,
-                               .cfg = &cfg};
+    struct zerg_repl_opts o = {
+        .project = cli->project, .feature = feat, .cfg = &cfg};
     struct zerg_repl *r = zerg_repl_new(&o, &err);
     if (!r) {
         zerg_cli_error("lua", "%s", err.msg);

@@ -48,20 +48,20 @@ void zerg_lua_push_json(lua_State *L, const zerg_json *v)
         lua_pushlstring(L, v->u.str.s, v->u.str.len);
         break;
     case ZERG_JSON_ARRAY:
-        lua_createtable(L, (int)v->u.arr.n, 0);       /* t */
+        lua_createtable(L, (int)v->u.arr.n, 0); /* t */
         for (size_t i = 0; i < v->u.arr.n; i++) {
             zerg_lua_push_json(L, v->u.arr.items[i]); /* t item */
             lua_rawseti(L, -2, (lua_Integer)i + 1);   /* t */
         }
         break;
     case ZERG_JSON_OBJECT:
-        lua_createtable(L, 0, (int)v->u.obj.n);       /* t */
+        lua_createtable(L, 0, (int)v->u.obj.n); /* t */
         for (size_t i = 0; i < v->u.obj.n; i++) {
             if (v->u.obj.vals[i]->type == ZERG_JSON_NULL)
                 continue;
-            lua_pushstring(L, v->u.obj.keys[i]);      /* t key */
-            zerg_lua_push_json(L, v->u.obj.vals[i]);  /* t key value */
-            lua_rawset(L, -3);                        /* t */
+            lua_pushstring(L, v->u.obj.keys[i]);     /* t key */
+            zerg_lua_push_json(L, v->u.obj.vals[i]); /* t key value */
+            lua_rawset(L, -3);                       /* t */
         }
         break;
     }
@@ -192,7 +192,7 @@ static zerg_json *object_to_json(lua_State *L, int idx, int depth,
     struct member *m = NULL;
     zerg_json *obj = NULL;
     lua_pushnil(L);
-    while (lua_next(L, idx)) {             /* ... key value */
+    while (lua_next(L, idx)) { /* ... key value */
         if (n == cap) {
             cap = cap ? cap * 2 : 8;
             struct member *grown = realloc(m, cap * sizeof *m);
@@ -208,7 +208,7 @@ static zerg_json *object_to_json(lua_State *L, int idx, int depth,
             goto done;
         }
         n++;
-        lua_pop(L, 1);                     /* ... key */
+        lua_pop(L, 1); /* ... key */
     }
     if (n > 1)
         qsort(m, n, sizeof *m, member_cmp);
@@ -260,8 +260,7 @@ static zerg_json *to_json(lua_State *L, int idx, int depth, struct conv *c)
     }
 }
 
-zerg_json *zerg_lua_to_json(lua_State *L, int idx, char *errbuf,
-                            size_t errlen)
+zerg_json *zerg_lua_to_json(lua_State *L, int idx, char *errbuf, size_t errlen)
 {
     struct conv c = {.errbuf = errbuf, .errlen = errlen};
     errbuf[0] = '\0';
@@ -295,18 +294,17 @@ void zerg_lua_intkeys(lua_State *L, int idx)
     idx = lua_absindex(L, idx);
     if (!lua_istable(L, idx))
         return;
-    lua_newtable(L);                       /* copy */
+    lua_newtable(L); /* copy */
     int copy = lua_gettop(L);
     lua_pushnil(L);
-    while (lua_next(L, idx)) {             /* copy key value */
+    while (lua_next(L, idx)) { /* copy key value */
         lua_Integer i;
-        if (lua_type(L, -2) == LUA_TSTRING &&
-            int_text(lua_tostring(L, -2), &i))
+        if (lua_type(L, -2) == LUA_TSTRING && int_text(lua_tostring(L, -2), &i))
             lua_pushinteger(L, i);
         else
             lua_pushvalue(L, -2);
-        lua_insert(L, -2);                 /* copy key newkey value */
-        lua_rawset(L, copy);               /* copy key */
+        lua_insert(L, -2);   /* copy key newkey value */
+        lua_rawset(L, copy); /* copy key */
     }
     lua_replace(L, idx);
 }

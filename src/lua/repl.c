@@ -16,7 +16,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <editline/readline.h>
@@ -34,8 +33,8 @@
 struct zerg_repl {
     struct zerg_vm *vm;
     FILE *out, *errf;
-    char monitor[PATH_MAX];  /* .zerg/monitor.jsonl */
-    char history[PATH_MAX];  /* "" when there is nowhere to keep it */
+    char monitor[PATH_MAX]; /* .zerg/monitor.jsonl */
+    char history[PATH_MAX]; /* "" when there is nowhere to keep it */
 };
 
 static volatile sig_atomic_t repl_sigint;
@@ -110,8 +109,8 @@ static void load_overrides(struct zerg_repl *r, const char *project)
         if (rc == 0)
             rc = zerg_policy_load_override(r->vm, *n, path, text, len, &e);
         if (rc != 0 && rc != -ENOENT)
-            fprintf(r->errf, "zerg lua: using the bundled %s policy: %s\n",
-                    *n, e.msg);
+            fprintf(r->errf, "zerg lua: using the bundled %s policy: %s\n", *n,
+                    e.msg);
         free(text);
     }
 }
@@ -149,7 +148,7 @@ static struct box *push_box(lua_State *L)
 static int repl_events(lua_State *L)
 {
     const char *id = luaL_checkstring(L, 1);
-    struct box *b = push_box(L);                 /* id box */
+    struct box *b = push_box(L); /* id box */
     b->v = zerg_json_arr();
     FILE *f = fopen(lua_tostring(L, lua_upvalueindex(1)), "r");
     char *line = NULL;
@@ -168,8 +167,9 @@ static int repl_events(lua_State *L)
     free(line);
     if (f)
         fclose(f);
-    zerg_lua_push_json(L, b->v);                 /* id box events */
-    box_gc(L);                                   /* (box is index 2) */
+    zerg_lua_push_json(L, b->v); /* id box events */
+    zerg_json_free(b->v);
+    b->v = NULL;
     return 1;
 }
 
@@ -180,8 +180,7 @@ struct setup_ctx {
 };
 
 /* Sets env[name] = v (nil allowed: the name stays readable). */
-static void set_doc(lua_State *L, int env, const char *name,
-                    const zerg_json *v)
+static void set_doc(lua_State *L, int env, const char *name, const zerg_json *v)
 {
     zerg_vm_declare(L, name);
     lua_pushstring(L, name);
@@ -192,32 +191,32 @@ static void set_doc(lua_State *L, int env, const char *name,
 static int repl_setup(lua_State *L)
 {
     struct setup_ctx *c = lua_touserdata(L, 1);
-    zerg_vm_push_env(L);                             /* ud env */
+    zerg_vm_push_env(L); /* ud env */
     int env = lua_gettop(L);
     set_doc(L, env, "state", c->state);
     set_doc(L, env, "graph", c->graph);
     set_doc(L, env, "config", c->config);
     zerg_vm_declare(L, "feature");
-    lua_pushstring(L, c->feature);                   /* NULL pushes nil */
+    lua_pushstring(L, c->feature); /* NULL pushes nil */
     lua_setfield(L, env, "feature");
-    zerg_lua_push_json(L, c->heartbeats);            /* ud env hbs */
+    zerg_lua_push_json(L, c->heartbeats); /* ud env hbs */
     if (!lua_istable(L, -1)) {
         lua_pop(L, 1);
         lua_newtable(L);
     }
-    zerg_lua_intkeys(L, -1);                         /* worker 0 -> [0] */
+    zerg_lua_intkeys(L, -1); /* worker 0 -> [0] */
     lua_setfield(L, env, "heartbeats");
-    lua_newtable(L);                                 /* ud env policies */
+    lua_newtable(L); /* ud env policies */
     for (const char *const *n = zerg_policy_names; *n; n++) {
         zerg_policy_push_module(L, *n);
         lua_setfield(L, -2, *n);
     }
     lua_setfield(L, env, "policies");
-    zerg_vm_require(L, "zerg.repl");                 /* ud env repl */
-    lua_getfield(L, -1, "install");                  /* ud env repl fn */
+    zerg_vm_require(L, "zerg.repl"); /* ud env repl */
+    lua_getfield(L, -1, "install");  /* ud env repl fn */
     lua_pushvalue(L, env);
     lua_pushstring(L, c->r->monitor);
-    lua_pushcclosure(L, repl_events, 1);             /* ... fn env events */
+    lua_pushcclosure(L, repl_events, 1); /* ... fn env events */
     lua_call(L, 2, 0);
     return 0;
 }
@@ -232,8 +231,8 @@ static void history_path(struct zerg_repl *r)
         zerg_fsio_mkdirs(dir, 0700) == 0)
         zerg_fsio_path(r->history, sizeof r->history, "%s/lua_history", dir);
     else if (home && *home)
-        zerg_fsio_path(r->history, sizeof r->history,
-                       "%s/.zerg_lua_history", home);
+        zerg_fsio_path(r->history, sizeof r->history, "%s/.zerg_lua_history",
+                       home);
 }
 
 struct zerg_repl *zerg_repl_new(const struct zerg_repl_opts *o,
@@ -246,8 +245,8 @@ struct zerg_repl *zerg_repl_new(const struct zerg_repl_opts *o,
     }
     r->out = o->out ? o->out : stdout;
     r->errf = o->err ? o->err : stderr;
-    struct zerg_vm_opts vo = {.mode = ZERG_VM_REPL, .out = r->out,
-                              .interrupt = &repl_sigint};
+    struct zerg_vm_opts vo = {
+        .mode = ZERG_VM_REPL, .out = r->out, .interrupt = &repl_sigint};
     r->vm = zerg_vm_new(&vo, err);
     if (!r->vm) {
         free(r);
@@ -300,9 +299,9 @@ struct eval_ctx {
     const char *chunkname;
     const char *code;
     size_t len;
-    int expr_first;  /* try "return <code>" first */
-    int whole;       /* the input is complete: "<eof>" is an error */
-    int incomplete;  /* out: the chunk ends early; more input needed */
+    int expr_first;     /* try "return <code>" first */
+    int whole;          /* the input is complete: "<eof>" is an error */
+    int incomplete;     /* out: the chunk ends early; more input needed */
     const char *script; /* file mode: the path, arg[0] */
     int argc;           /* file mode: arguments, as `...` and arg[1..] */
     char **argv;
@@ -323,11 +322,11 @@ static void load_chunk(lua_State *L, struct eval_ctx *c)
         luaL_addstring(&b, "return ");
         luaL_addlstring(&b, c->code, c->len);
         luaL_addchar(&b, ';');
-        luaL_pushresult(&b);                     /* ud text */
+        luaL_pushresult(&b); /* ud text */
         size_t len;
         const char *text = lua_tolstring(L, -1, &len);
         int rc = zerg_vm_try_load(L, c->chunkname, text, len);
-        lua_remove(L, -2);                       /* ud fn|msg */
+        lua_remove(L, -2); /* ud fn|msg */
         if (rc == LUA_OK)
             return;
         lua_pop(L, 1);
@@ -349,7 +348,7 @@ static void print_results(lua_State *L, struct zerg_repl *r, int base)
     if (top < base)
         return;
     zerg_vm_require(L, "zerg.inspect");
-    lua_getfield(L, -1, "show");                 /* ... inspect show */
+    lua_getfield(L, -1, "show"); /* ... inspect show */
     for (int i = base; i <= top; i++) {
         lua_pushvalue(L, -1);
         lua_pushvalue(L, i);
@@ -368,13 +367,13 @@ static void print_results(lua_State *L, struct zerg_repl *r, int base)
 static int eval_chunk(lua_State *L)
 {
     struct eval_ctx *c = lua_touserdata(L, 1);
-    load_chunk(L, c);                            /* ud fn */
+    load_chunk(L, c); /* ud fn */
     if (c->incomplete)
         return 0;
     int base = lua_gettop(L);
     if (c->script) {
-        zerg_vm_push_env(L);                     /* ud fn env */
-        lua_createtable(L, c->argc, 1);          /* ud fn env arg */
+        zerg_vm_push_env(L);            /* ud fn env */
+        lua_createtable(L, c->argc, 1); /* ud fn env arg */
         lua_pushstring(L, c->script);
         lua_rawseti(L, -2, 0);
         for (int i = 0; i < c->argc; i++) {
@@ -382,11 +381,11 @@ static int eval_chunk(lua_State *L)
             lua_rawseti(L, -2, i + 1);
         }
         lua_setfield(L, -2, "arg");
-        lua_pop(L, 1);                           /* ud fn */
+        lua_pop(L, 1); /* ud fn */
     }
     for (int i = 0; i < c->argc; i++)
         lua_pushstring(L, c->argv[i]);
-    lua_call(L, c->argc, LUA_MULTRET);           /* ud results... */
+    lua_call(L, c->argc, LUA_MULTRET); /* ud results... */
     print_results(L, c->r, base);
     return 0;
 }
@@ -414,8 +413,11 @@ static int eval(struct zerg_repl *r, struct eval_ctx *c)
 
 int zerg_repl_run_string(struct zerg_repl *r, const char *code)
 {
-    struct eval_ctx c = {.chunkname = "=(command line)", .code = code,
-                         .len = strlen(code), .expr_first = 1, .whole = 1};
+    struct eval_ctx c = {.chunkname = "=(command line)",
+                         .code = code,
+                         .len = strlen(code),
+                         .expr_first = 1,
+                         .whole = 1};
     if (code[0] == '=') /* "=expr" is "return expr" */
         c.code++, c.len--;
     return eval(r, &c);
@@ -447,8 +449,12 @@ int zerg_repl_run_file(struct zerg_repl *r, const char *path, int argc,
     }
     char name[PATH_MAX + 1];
     snprintf(name, sizeof name, "@%s", path);
-    struct eval_ctx c = {.chunkname = name, .code = text, .len = len,
-                         .whole = 1, .script = path, .argc = argc,
+    struct eval_ctx c = {.chunkname = name,
+                         .code = text,
+                         .len = len,
+                         .whole = 1,
+                         .script = path,
+                         .argc = argc,
                          .argv = argv};
     int rc = eval(r, &c);
     free(text);
@@ -494,8 +500,7 @@ static int blank(const char *s)
 
 /* Feeds one more line to the pending chunk and runs it once it is whole.
  * Returns -1 on an error, 0 otherwise; *chunk is freed once it ran. */
-static int feed(struct zerg_repl *r, char **chunk, const char *line,
-                int *ran)
+static int feed(struct zerg_repl *r, char **chunk, const char *line, int *ran)
 {
     *ran = 0;
     if (chunk_add(chunk, line) != 0) {
@@ -508,8 +513,10 @@ static int feed(struct zerg_repl *r, char **chunk, const char *line,
         return 0;
     }
     const char *code = *chunk;
-    struct eval_ctx c = {.chunkname = "=stdin", .code = code,
-                         .len = strlen(code), .expr_first = 1};
+    struct eval_ctx c = {.chunkname = "=stdin",
+                         .code = code,
+                         .len = strlen(code),
+                         .expr_first = 1};
     if (code[0] == '=')
         c.code++, c.len--;
     int rc = eval(r, &c);
@@ -537,8 +544,10 @@ static int repl_lines(struct zerg_repl *r)
         }
     }
     if (chunk) { /* input ended inside a chunk: show why */
-        struct eval_ctx c = {.chunkname = "=stdin", .code = chunk,
-                             .len = strlen(chunk), .whole = 1};
+        struct eval_ctx c = {.chunkname = "=stdin",
+                             .code = chunk,
+                             .len = strlen(chunk),
+                             .whole = 1};
         failed |= eval(r, &c) != 0;
     }
     free(chunk);
@@ -555,8 +564,10 @@ int zerg_repl_interactive(struct zerg_repl *r)
     stifle_history(HISTORY_LINES);
     if (r->history[0])
         read_history(r->history);
-    fprintf(r->out, "zerg lua (%s) - help() lists what is in scope; "
-                    "Ctrl-D leaves\n", LUA_RELEASE);
+    fprintf(r->out,
+            "zerg lua (%s) - help() lists what is in scope; "
+            "Ctrl-D leaves\n",
+            LUA_RELEASE);
     fflush(r->out);
     /* Ctrl-C at the prompt drops the pending input, as in a shell. */
     struct sigaction sa = {.sa_handler = on_sigint}, old;

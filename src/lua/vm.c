@@ -33,9 +33,9 @@
  * costs well under 1% of the run time. */
 #define ZERG_VM_HOOK_EVERY 1000
 
-#define REG_ENV "zerg.env"         /* the sandbox _ENV */
+#define REG_ENV "zerg.env"           /* the sandbox _ENV */
 #define REG_DECLARED "zerg.declared" /* globals that may read as nil */
-#define REG_LOADED "zerg.loaded"   /* require cache */
+#define REG_LOADED "zerg.loaded"     /* require cache */
 
 struct zerg_vm {
     lua_State *L;
@@ -103,8 +103,7 @@ static const char *vm_over_budget(struct zerg_vm *vm)
         snprintf(vm->trip_msg, sizeof vm->trip_msg, "interrupted");
         return vm->trip_msg;
     }
-    if (vm->o.instruction_budget > 0 &&
-        vm->insns >= vm->o.instruction_budget) {
+    if (vm->o.instruction_budget > 0 && vm->insns >= vm->o.instruction_budget) {
         snprintf(vm->trip_msg, sizeof vm->trip_msg,
                  "instruction budget exceeded (%" PRId64 " instructions)",
                  vm->o.instruction_budget);
@@ -257,8 +256,8 @@ static int sb_setmetatable(lua_State *L)
         return luaL_error(L, "setmetatable: __gc is not allowed here");
     lua_settop(L, 2);
     luaL_checktype(L, 1, LUA_TTABLE);
-    if (lua_getmetatable(L, 1) && lua_getfield(L, -1, "__metatable") !=
-                                      LUA_TNIL)
+    if (lua_getmetatable(L, 1) &&
+        lua_getfield(L, -1, "__metatable") != LUA_TNIL)
         return luaL_error(L, "cannot change a protected metatable");
     lua_settop(L, 2);
     lua_setmetatable(L, 1);
@@ -304,20 +303,20 @@ static int sb_xpcall(lua_State *L)
     luaL_checktype(L, 2, LUA_TFUNCTION);
     lua_pushvalue(L, 2);
     lua_pushcclosure(L, sb_msgh, 1);
-    lua_replace(L, 2);            /* f msgh args */
+    lua_replace(L, 2); /* f msgh args */
     lua_pushvalue(L, 1);
-    lua_insert(L, 3);             /* f msgh f args */
+    lua_insert(L, 3); /* f msgh f args */
     int ok = lua_pcall(L, n - 2, LUA_MULTRET, 2) == LUA_OK;
     lua_pushboolean(L, ok);
-    lua_insert(L, 3);             /* f msgh ok results-or-error */
+    lua_insert(L, 3); /* f msgh ok results-or-error */
     return lua_gettop(L) - 2;
 }
 
 static int sb_print(lua_State *L)
 {
     struct zerg_vm *vm = vm_of(L);
-    FILE *f = vm->o.mode == ZERG_VM_REPL ? (vm->o.out ? vm->o.out : stdout)
-                                         : stderr;
+    FILE *f =
+        vm->o.mode == ZERG_VM_REPL ? (vm->o.out ? vm->o.out : stdout) : stderr;
     int n = lua_gettop(L);
     for (int i = 1; i <= n; i++) {
         size_t len;
@@ -367,8 +366,8 @@ static void push_module_list(lua_State *L)
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     for (const struct zerg_embedded *e = zerg_embedded_lua; e->name; e++) {
-        const char *ns = strncmp(e->name, "lua/", 4) == 0 ? "zerg."
-                                                          : "policies.";
+        const char *ns =
+            strncmp(e->name, "lua/", 4) == 0 ? "zerg." : "policies.";
         const char *base = strchr(e->name, '/') + 1;
         if (e != zerg_embedded_lua)
             luaL_addstring(&b, ", ");
@@ -404,10 +403,10 @@ static int sb_require(lua_State *L)
     }
     lua_pushlightuserdata(L, marker);
     lua_setfield(L, 2, name);
-    lua_pushfstring(L, "@%s", path);            /* name loaded chunkname */
+    lua_pushfstring(L, "@%s", path); /* name loaded chunkname */
     zerg_vm_load(L, lua_tostring(L, -1), e->text, e->len);
     lua_pushstring(L, name);
-    lua_call(L, 1, 1);                          /* name loaded cn result */
+    lua_call(L, 1, 1); /* name loaded cn result */
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
         lua_pushboolean(L, 1);
@@ -427,10 +426,9 @@ void zerg_vm_require(lua_State *L, const char *name)
 /* ---- setup ----------------------------------------------------------- */
 
 static const char *const base_allowed[] = {
-    "assert", "error",  "getmetatable", "ipairs",   "next",
-    "pairs",  "pcall",  "rawequal",     "rawget",   "rawlen",
-    "rawset", "select", "tonumber",     "tostring", "type",
-    "_VERSION", NULL,
+    "assert",   "error",    "getmetatable", "ipairs",   "next",   "pairs",
+    "pcall",    "rawequal", "rawget",       "rawlen",   "rawset", "select",
+    "tonumber", "tostring", "type",         "_VERSION", NULL,
 };
 
 static const luaL_Reg sandbox_funcs[] = {
@@ -446,9 +444,9 @@ static const luaL_Reg sandbox_funcs[] = {
 static void open_libs(lua_State *L)
 {
     static const luaL_Reg libs[] = {
-        {LUA_GNAME, luaopen_base},       {LUA_TABLIBNAME, luaopen_table},
+        {LUA_GNAME, luaopen_base},        {LUA_TABLIBNAME, luaopen_table},
         {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},
-        {LUA_UTF8LIBNAME, luaopen_utf8}, {NULL, NULL},
+        {LUA_UTF8LIBNAME, luaopen_utf8},  {NULL, NULL},
     };
     for (const luaL_Reg *l = libs; l->name; l++) {
         luaL_requiref(L, l->name, l->func, 1);
@@ -460,14 +458,14 @@ static void open_libs(lua_State *L)
  * from the time (math.randomseed()) and string.dump (bytecode). */
 static void trim_libs(lua_State *L, uint64_t seed)
 {
-    lua_getglobal(L, LUA_MATHLIBNAME);           /* math */
-    lua_getfield(L, -1, "randomseed");           /* math randomseed */
+    lua_getglobal(L, LUA_MATHLIBNAME); /* math */
+    lua_getfield(L, -1, "randomseed"); /* math randomseed */
     lua_pushinteger(L, (lua_Integer)(seed & 0x7fffffffffffffff));
-    lua_call(L, 1, 0);                           /* math */
+    lua_call(L, 1, 0); /* math */
     lua_pushnil(L);
     lua_setfield(L, -2, "randomseed");
     lua_pop(L, 1);
-    lua_getglobal(L, LUA_STRLIBNAME);            /* string */
+    lua_getglobal(L, LUA_STRLIBNAME); /* string */
     lua_pushnil(L);
     lua_setfield(L, -2, "dump");
     lua_pop(L, 1);
@@ -475,14 +473,13 @@ static void trim_libs(lua_State *L, uint64_t seed)
 
 static void build_env(lua_State *L, enum zerg_vm_mode mode)
 {
-    lua_newtable(L);                             /* env */
+    lua_newtable(L); /* env */
     for (const char *const *n = base_allowed; *n; n++) {
         lua_getglobal(L, *n);
         lua_setfield(L, -2, *n);
     }
     static const char *const libs[] = {
-        LUA_TABLIBNAME, LUA_STRLIBNAME, LUA_MATHLIBNAME, LUA_UTF8LIBNAME,
-        NULL,
+        LUA_TABLIBNAME, LUA_STRLIBNAME, LUA_MATHLIBNAME, LUA_UTF8LIBNAME, NULL,
     };
     for (const char *const *n = libs; *n; n++) {
         lua_getglobal(L, *n);
@@ -490,8 +487,8 @@ static void build_env(lua_State *L, enum zerg_vm_mode mode)
     }
     luaL_setfuncs(L, sandbox_funcs, 0);
     lua_pushvalue(L, -1);
-    lua_setfield(L, -2, "_G");                   /* env._G = env */
-    lua_newtable(L);                             /* env mt */
+    lua_setfield(L, -2, "_G"); /* env._G = env */
+    lua_newtable(L);           /* env mt */
     lua_pushcfunction(L, env_index);
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, mode == ZERG_VM_REPL ? env_newindex_repl
@@ -499,7 +496,7 @@ static void build_env(lua_State *L, enum zerg_vm_mode mode)
     lua_setfield(L, -2, "__newindex");
     lua_pushliteral(L, "sandbox");
     lua_setfield(L, -2, "__metatable");
-    lua_setmetatable(L, -2);                     /* env */
+    lua_setmetatable(L, -2); /* env */
     lua_setfield(L, LUA_REGISTRYINDEX, REG_ENV);
 }
 
@@ -556,9 +553,9 @@ int zerg_vm_cpcall(struct zerg_vm *vm, lua_CFunction fn, void *ud,
     lua_State *L = vm->L;
     int top = lua_gettop(L);
     vm_budget_start(vm);
-    lua_pushcfunction(L, vm_msgh);     /* msgh */
-    lua_pushcfunction(L, fn);          /* msgh fn */
-    lua_pushlightuserdata(L, ud);      /* msgh fn ud */
+    lua_pushcfunction(L, vm_msgh); /* msgh */
+    lua_pushcfunction(L, fn);      /* msgh fn */
+    lua_pushlightuserdata(L, ud);  /* msgh fn ud */
     int rc = lua_pcall(L, 1, 0, top + 1);
     if (rc == LUA_OK) {
         lua_settop(L, top);
@@ -567,8 +564,8 @@ int zerg_vm_cpcall(struct zerg_vm *vm, lua_CFunction fn, void *ud,
     const char *msg = lua_tostring(L, -1);
     if (rc == LUA_ERRMEM && vm->o.memory_bytes > 0)
         zerg_err_set(err, ZERG_EPOLICY,
-                     "not enough memory (policy_memory_bytes is %" PRId64
-                     ")", vm->o.memory_bytes);
+                     "not enough memory (policy_memory_bytes is %" PRId64 ")",
+                     vm->o.memory_bytes);
     else
         zerg_err_set(err, ZERG_EPOLICY, "%s", msg ? msg : "unknown error");
     strip_c_traceback(err);
@@ -583,8 +580,7 @@ lua_State *zerg_vm_lua(struct zerg_vm *vm)
     return vm->L;
 }
 
-struct zerg_vm *zerg_vm_new(const struct zerg_vm_opts *o,
-                            struct zerg_err *err)
+struct zerg_vm *zerg_vm_new(const struct zerg_vm_opts *o, struct zerg_err *err)
 {
     struct zerg_vm *vm = calloc(1, sizeof *vm);
     if (!vm) {
@@ -660,15 +656,15 @@ static int set_global(lua_State *L)
 {
     struct global_ctx *c = lua_touserdata(L, 1);
     zerg_vm_declare(L, c->name);
-    zerg_vm_push_env(L);                 /* ud env */
-    lua_pushstring(L, c->name);          /* ud env name */
-    zerg_lua_push_json(L, c->v);         /* ud env name value */
-    lua_rawset(L, -3);                   /* ud env */
+    zerg_vm_push_env(L);         /* ud env */
+    lua_pushstring(L, c->name);  /* ud env name */
+    zerg_lua_push_json(L, c->v); /* ud env name value */
+    lua_rawset(L, -3);           /* ud env */
     return 0;
 }
 
-int zerg_vm_set_global(struct zerg_vm *vm, const char *name,
-                       const zerg_json *v, struct zerg_err *err)
+int zerg_vm_set_global(struct zerg_vm *vm, const char *name, const zerg_json *v,
+                       struct zerg_err *err)
 {
     struct global_ctx c = {name, v};
     return zerg_vm_cpcall(vm, set_global, &c, err);

@@ -3,7 +3,8 @@
  *
  *   vm.c       lifecycle, sandbox, require, budgets, memory cap
  *   convert.c  zerg_json <-> Lua values
- *   policy.c   include/zerg/policy.h on top of two VMs
+ *   policy.c   include/zerg/policy.h on top of two VMs (hooks:
+ *              policy_hooks.c, policy_reconcile.c, policy_call.h)
  *   repl.c     `zerg lua`
  *   wiring.c   `zerg validate --check-wiring`
  *
@@ -30,14 +31,14 @@ enum zerg_vm_mode {
 
 struct zerg_vm_opts {
     enum zerg_vm_mode mode;
-    int64_t instruction_budget; /* VM instructions per call; 0 = none */
-    int64_t time_budget_ns;     /* CPU time per call; 0 = none */
-    int64_t memory_bytes;       /* cap on the whole VM; 0 = none */
-    uint64_t seed;              /* math.random; 0 = ZERG_VM_SEED */
+    int64_t instruction_budget;   /* VM instructions per call; 0 = none */
+    int64_t time_budget_ns;       /* CPU time per call; 0 = none */
+    int64_t memory_bytes;         /* cap on the whole VM; 0 = none */
+    uint64_t seed;                /* math.random; 0 = ZERG_VM_SEED */
     int64_t (*cpu_ns)(void *ctx); /* NULL: this thread's CPU clock */
     void *cpu_ctx;
     volatile sig_atomic_t *interrupt; /* non-zero stops the call (Ctrl-C) */
-    FILE *out;                  /* print() in REPL mode (NULL = stdout) */
+    FILE *out;                        /* print() in REPL mode (NULL = stdout) */
 };
 
 #define ZERG_VM_SEED UINT64_C(0x5a455247) /* "ZERG": same run, same draws */
@@ -46,8 +47,7 @@ struct zerg_vm;
 
 /* Opens a VM with the sandbox set up (inside one protected call).  NULL
  * with err set on failure. */
-struct zerg_vm *zerg_vm_new(const struct zerg_vm_opts *o,
-                            struct zerg_err *err);
+struct zerg_vm *zerg_vm_new(const struct zerg_vm_opts *o, struct zerg_err *err);
 void zerg_vm_free(struct zerg_vm *vm); /* accepts NULL */
 lua_State *zerg_vm_lua(struct zerg_vm *vm);
 
@@ -86,8 +86,8 @@ int zerg_vm_exec(struct zerg_vm *vm, const char *name, const char *code,
 
 /* Sets the global `name` to v converted (NULL v: declared, nil).  0 or
  * ZERG_EPOLICY (out of memory). */
-int zerg_vm_set_global(struct zerg_vm *vm, const char *name,
-                       const zerg_json *v, struct zerg_err *err);
+int zerg_vm_set_global(struct zerg_vm *vm, const char *name, const zerg_json *v,
+                       struct zerg_err *err);
 
 /* Bytes the VM holds now. */
 size_t zerg_vm_memory(const struct zerg_vm *vm);
@@ -107,8 +107,7 @@ void zerg_lua_push_json(lua_State *L, const zerg_json *v);
  * with its keys sorted (integer keys written as decimal text).  Functions,
  * userdata, threads, other key types, nesting past 100 levels (or a cycle)
  * fail: NULL with a sentence in errbuf. */
-zerg_json *zerg_lua_to_json(lua_State *L, int idx, char *errbuf,
-                            size_t errlen);
+zerg_json *zerg_lua_to_json(lua_State *L, int idx, char *errbuf, size_t errlen);
 
 /* Replaces the table at idx by a copy in which keys that are decimal
  * integer text ("3") become integers (JSON objects can only have string
@@ -125,8 +124,8 @@ extern const char *const zerg_policy_names[];
  * exist in the bundled module (a typo gets "did you mean").  path names
  * the file in messages and tracebacks.  0 or ZERG_EPOLICY with err set. */
 int zerg_policy_load_override(struct zerg_vm *vm, const char *name,
-                              const char *path, const char *text,
-                              size_t len, struct zerg_err *err);
+                              const char *path, const char *text, size_t len,
+                              struct zerg_err *err);
 
 /* Pushes the module that decides for `name` in vm: the loaded override,
  * else the bundled one.  Only inside zerg_vm_cpcall. */

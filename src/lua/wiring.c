@@ -51,8 +51,8 @@ static int in_list(const char *s, const char *const *list)
 /* ---- bundled policies ------------------------------------------------ */
 
 struct hooks_ctx {
-    char policy[64];              /* "backoff" */
-    char names[MAX_HOOKS][80];    /* "backoff.delay", ... */
+    char policy[64];           /* "backoff" */
+    char names[MAX_HOOKS][80]; /* "backoff.delay", ... */
     int n;
 };
 
@@ -61,16 +61,19 @@ static int list_hooks(lua_State *L)
 {
     struct hooks_ctx *c = lua_touserdata(L, 1);
     lua_pushfstring(L, "policies.%s", c->policy);
-    zerg_vm_require(L, lua_tostring(L, -1));     /* ud name module */
+    zerg_vm_require(L, lua_tostring(L, -1)); /* ud name module */
     if (!lua_istable(L, -1))
         return luaL_error(L, "policies/%s.lua returns a %s, not a table",
                           c->policy, luaL_typename(L, -1));
     lua_pushnil(L);
-    while (lua_next(L, -2)) {                    /* ... module key value */
+    while (lua_next(L, -2)) { /* ... module key value */
         if (lua_type(L, -2) == LUA_TSTRING && lua_isfunction(L, -1) &&
-            c->n < MAX_HOOKS)
-            snprintf(c->names[c->n++], sizeof c->names[0], "%s.%s",
-                     c->policy, lua_tostring(L, -2));
+            c->n < MAX_HOOKS) {
+            char name[sizeof c->names[0]];
+            snprintf(name, sizeof name, "%s.%s", c->policy,
+                     lua_tostring(L, -2));
+            memcpy(c->names[c->n++], name, sizeof name);
+        }
         lua_pop(L, 1);
     }
     return 0;
@@ -124,8 +127,8 @@ static void check_bundled(struct wiring *w, struct zerg_vm *vm)
         if (!policy_of(e->name, name, sizeof name))
             continue;
         if (!in_list(name, zerg_policy_names)) {
-            problem(w, "%s: the core never asks a policy called '%s'",
-                    e->name, name);
+            problem(w, "%s: the core never asks a policy called '%s'", e->name,
+                    name);
             continue;
         }
         if (ndefs == 16)
@@ -139,14 +142,18 @@ static void check_bundled(struct wiring *w, struct zerg_vm *vm)
         }
         for (int j = 0; j < c->n; j++)
             if (!in_list(c->names[j], zerg_policy_hooks))
-                problem(w, "%s defines hook '%s', which the core never "
-                        "calls", e->name, c->names[j]);
+                problem(w,
+                        "%s defines hook '%s', which the core never "
+                        "calls",
+                        e->name, c->names[j]);
         ndefs++;
     }
     for (const char *const *h = zerg_policy_hooks; *h; h++)
         if (!hook_defined(*h, defs, ndefs))
-            problem(w, "the core calls '%s', which no bundled policy "
-                    "defines", *h);
+            problem(w,
+                    "the core calls '%s', which no bundled policy "
+                    "defines",
+                    *h);
 }
 
 /* ---- overrides ------------------------------------------------------- */
@@ -162,9 +169,10 @@ static void check_override(struct wiring *w, struct zerg_vm *vm,
     }
     if (!in_list(name, zerg_policy_names)) {
         const char *hint = zerg_lua_suggest(name, zerg_policy_names);
-        problem(w, "%s: no policy is called '%s' (policies: backoff, "
-                "stale, respawn, retry, reconcile)%s%s%s", path, name,
-                hint ? "; did you mean '" : "", hint ? hint : "",
+        problem(w,
+                "%s: no policy is called '%s' (policies: backoff, "
+                "stale, respawn, retry, reconcile)%s%s%s",
+                path, name, hint ? "; did you mean '" : "", hint ? hint : "",
                 hint ? ".lua'?" : "");
         return;
     }
@@ -226,8 +234,10 @@ static void walk_sources(struct wiring *w, const char *root, char *rel,
             walk_sources(w, root, rel, size);
         else if (len > 2 && strcmp(rel + len - 2, ".c") == 0 &&
                  !in_list(rel, zerg_built_sources))
-            problem(w, "%s is not in the build (re-run cmake to pick it "
-                    "up)", rel);
+            problem(w,
+                    "%s is not in the build (re-run cmake to pick it "
+                    "up)",
+                    rel);
         rel[base] = '\0';
     }
     closedir(d);
@@ -239,8 +249,10 @@ static void check_sources(struct wiring *w, const char *root)
     struct stat st;
     if (zerg_fsio_path(src, sizeof src, "%s/src", root) != 0 ||
         stat(src, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(w->out, "note: source tree %s is absent; the built-sources "
-                        "check was skipped\n", root);
+        fprintf(w->out,
+                "note: source tree %s is absent; the built-sources "
+                "check was skipped\n",
+                root);
         return;
     }
     char rel[PATH_MAX] = "src";
@@ -253,8 +265,7 @@ static void check_sources(struct wiring *w, const char *root)
     }
 }
 
-int zerg_wiring_check(const char *override_dir, FILE *out,
-                      struct zerg_err *err)
+int zerg_wiring_check(const char *override_dir, FILE *out, struct zerg_err *err)
 {
     return zerg_wiring_check_tree(override_dir, NULL, out, err);
 }

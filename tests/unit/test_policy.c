@@ -108,9 +108,9 @@ static void test_backoff_exponential_table(void **state)
     (void)state;
     set_spawn(ZERG_BACKOFF_EXPONENTIAL, 2, 30);
     struct zerg_policy *p = policy();
-    static const double want[31] = {
-        0, 2, 4, 8, 16, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30,
-        30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30};
+    static const double want[31] = {0,  2,  4,  8,  16, 30, 30, 30, 30, 30, 30,
+                                    30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30,
+                                    30, 30, 30, 30, 30, 30, 30, 30, 30};
     for (int a = 1; a <= 30; a++)
         assert_near(delay_s(p, "spawn", a), want[a]);
     assert_near(delay_s(p, "spawn", 5000), 30); /* 2^4999 = inf, capped */
@@ -205,9 +205,8 @@ static void test_stale_task(void **state)
     assert_true(zerg_policy_stale_task(p, "A-L1-001", 0, start, start,
                                        start + 600 * S, NULL));
     /* progress resets the age */
-    assert_false(zerg_policy_stale_task(p, "A-L1-001", 0, start,
-                                        start + 500 * S, start + 900 * S,
-                                        NULL));
+    assert_false(zerg_policy_stale_task(
+        p, "A-L1-001", 0, start, start + 500 * S, start + 900 * S, NULL));
     zerg_json *why = NULL;
     assert_true(zerg_policy_stale_task(p, "A-L1-001", 2, start, start,
                                        start + 700 * S, &why));
@@ -227,8 +226,7 @@ static void test_stale_worker(void **state)
     cfg.heartbeat_stale_threshold_ns = zerg_s_to_ns(0.5);
     struct zerg_policy *p = policy();
     assert_false(zerg_policy_stale_worker(p, 1, 7, 10 * S,
-                                          10 * S + zerg_s_to_ns(0.4),
-                                          NULL));
+                                          10 * S + zerg_s_to_ns(0.4), NULL));
     zerg_json *why = NULL;
     assert_true(zerg_policy_stale_worker(p, 1, 7, 10 * S,
                                          10 * S + zerg_s_to_ns(0.5), &why));
@@ -244,9 +242,12 @@ static void test_stale_worker(void **state)
 static int respawn(struct zerg_policy *p, int count, int work_left,
                    char *reason, size_t size)
 {
-    struct zerg_respawn_in in = {.slot = 1, .respawn_count = count,
-                                 .exit_code = 1, .uptime_ns = 5 * S,
-                                 .was_ready = 1, .work_left = work_left};
+    struct zerg_respawn_in in = {.slot = 1,
+                                 .respawn_count = count,
+                                 .exit_code = 1,
+                                 .uptime_ns = 5 * S,
+                                 .was_ready = 1,
+                                 .work_left = work_left};
     zerg_json *why = NULL;
     int r = zerg_policy_respawn(p, &in, &why);
     snprintf(reason, size, "%s", str(why, "reason"));
@@ -283,9 +284,12 @@ static void test_respawn_table(void **state)
 static struct zerg_retry_out retry(struct zerg_policy *p, const char *kind,
                                    int retries, int crashes)
 {
-    struct zerg_retry_in in = {.task_id = "A-L1-001", .retry_count = retries,
-                               .crash_count = crashes, .attempt = 1,
-                               .failure = kind, .exit_code = 1};
+    struct zerg_retry_in in = {.task_id = "A-L1-001",
+                               .retry_count = retries,
+                               .crash_count = crashes,
+                               .attempt = 1,
+                               .failure = kind,
+                               .exit_code = 1};
     struct zerg_retry_out out;
     zerg_policy_retry(p, &in, &out, NULL);
     return out;
@@ -337,9 +341,12 @@ static void test_retry_why(void **state)
 {
     (void)state;
     struct zerg_policy *p = policy();
-    struct zerg_retry_in in = {.task_id = "T-L2-003", .retry_count = 1,
-                               .crash_count = 0, .attempt = 2,
-                               .failure = "verification", .exit_code = 2};
+    struct zerg_retry_in in = {.task_id = "T-L2-003",
+                               .retry_count = 1,
+                               .crash_count = 0,
+                               .attempt = 2,
+                               .failure = "verification",
+                               .exit_code = 2};
     struct zerg_retry_out out;
     zerg_json *why = NULL;
     zerg_policy_retry(p, &in, &out, &why);
@@ -359,9 +366,13 @@ static void test_retry_why(void **state)
 static void test_hooks_list(void **state)
 {
     (void)state;
-    static const char *const want[] = {
-        "backoff.delay", "stale.task", "stale.worker", "respawn.decide",
-        "retry.decide", "reconcile.check", NULL};
+    static const char *const want[] = {"backoff.delay",
+                                       "stale.task",
+                                       "stale.worker",
+                                       "respawn.decide",
+                                       "retry.decide",
+                                       "reconcile.check",
+                                       NULL};
     for (int i = 0; want[i]; i++)
         assert_string_equal(zerg_policy_hooks[i], want[i]);
     assert_null(zerg_policy_hooks[6]);
@@ -370,10 +381,9 @@ static void test_hooks_list(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_backoff_defaults, setup,
+        cmocka_unit_test_setup_teardown(test_backoff_defaults, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backoff_exponential_table, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_backoff_exponential_table,
-                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_backoff_linear_table, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_backoff_fixed_table, setup,
@@ -382,8 +392,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_backoff_base_over_max, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_backoff_clamped_to_an_hour,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backoff_clamped_to_an_hour, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_backoff_why, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_task, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_worker, setup, teardown),

@@ -138,13 +138,13 @@ static void test_override_wraps_default(void **state)
     zerg_json *why = NULL;
     assert_int_equal(zerg_policy_backoff_ns(p, "spawn", 3, &why), 1 * S);
     assert_string_equal(why_str(why, "policy"), "override");
-    assert_true(tu_contains(why_str(why, "file"),
-                            ".zerg/policies/backoff.lua"));
+    assert_true(
+        tu_contains(why_str(why, "file"), ".zerg/policies/backoff.lua"));
     zerg_json_free(why);
     assert_int_equal(zerg_policy_backoff_ns(p, "task", 2, NULL), 30 * S);
     /* the bundled retry policy asks the active backoff for its delay */
-    struct zerg_retry_in in = {.task_id = "T", .retry_count = 1,
-                               .failure = "exit", .exit_code = 1};
+    struct zerg_retry_in in = {
+        .task_id = "T", .retry_count = 1, .failure = "exit", .exit_code = 1};
     struct zerg_retry_out out;
     why = NULL;
     zerg_policy_retry(p, &in, &out, &why);
@@ -183,8 +183,10 @@ static void test_override_of_one_hook(void **state)
 static void test_syntax_error_at_start(void **state)
 {
     (void)state;
-    write_override("retry.lua", "local M = {}\nfunction M.decide(\n"
-                                "return M\n", 1000);
+    write_override("retry.lua",
+                   "local M = {}\nfunction M.decide(\n"
+                   "return M\n",
+                   1000);
     const char *msg = load_fails();
     assert_true(tu_contains(msg, ".zerg/policies/retry.lua:3:"));
     assert_true(tu_contains(msg, "near 'return'"));
@@ -239,8 +241,10 @@ static void test_unknown_policy_file(void **state)
 static void test_sandbox_applies_to_overrides(void **state)
 {
     (void)state;
-    write_override("backoff.lua", "os.execute('touch /tmp/x')\n"
-                                  "return {}\n", 1000);
+    write_override("backoff.lua",
+                   "os.execute('touch /tmp/x')\n"
+                   "return {}\n",
+                   1000);
     assert_true(tu_contains(load_fails(), "unknown global 'os'"));
 }
 
@@ -280,8 +284,8 @@ static void test_runtime_error_falls_back_with_traceback(void **state)
                    "return M\n",
                    1000);
     struct zerg_policy *p = load_ok();
-    struct zerg_retry_in in = {.task_id = "T", .failure = "crash",
-                               .exit_code = -1, .signal = 9};
+    struct zerg_retry_in in = {
+        .task_id = "T", .failure = "crash", .exit_code = -1, .signal = 9};
     struct zerg_retry_out out;
     zerg_policy_retry(p, &in, &out, NULL);
     assert_true(out.retry);
@@ -309,8 +313,8 @@ static void test_bad_answers_fall_back(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         write_override("retry.lua", bad[i], 1000);
         struct zerg_policy *p = load_ok();
-        struct zerg_retry_in in = {.task_id = "T", .failure = "exit",
-                                   .exit_code = 1};
+        struct zerg_retry_in in = {
+            .task_id = "T", .failure = "exit", .exit_code = 1};
         struct zerg_retry_out out;
         zerg_policy_retry(p, &in, &out, NULL);
         assert_true(out.retry); /* bundled: first failure is retried */
@@ -329,8 +333,8 @@ static void test_clamps(void **state)
                    "charge = false, delay = 1e9, reason = string.rep('r', "
                    "100)} end}\n",
                    1000);
-    write_override("backoff.lua",
-                   "return {delay = function() return -5 end}\n", 1000);
+    write_override("backoff.lua", "return {delay = function() return -5 end}\n",
+                   1000);
     struct zerg_policy *p = load_ok();
     zerg_json *why = NULL;
     assert_int_equal(zerg_policy_backoff_ns(p, "spawn", 1, &why), 0);
@@ -373,13 +377,12 @@ static void test_memory_hog_override(void **state)
                    1000);
     cfg.policy_instruction_budget = 0; /* only memory stops it */
     struct zerg_policy *p = load_ok();
-    struct zerg_respawn_in in = {.slot = 0, .respawn_count = 0,
-                                 .work_left = 2};
+    struct zerg_respawn_in in = {.slot = 0, .respawn_count = 0, .work_left = 2};
     zerg_json *why = NULL;
     assert_true(zerg_policy_respawn(p, &in, &why)); /* bundled decided */
     assert_string_equal(why_str(why, "policy"), "bundled");
-    assert_true(tu_contains(why_str(why, "override_error"),
-                            "not enough memory"));
+    assert_true(
+        tu_contains(why_str(why, "override_error"), "not enough memory"));
     zerg_json_free(why);
     /* the hog kept its memory; the bundled VM is separate and fine */
     assert_int_equal(zerg_policy_backoff_ns(p, "spawn", 1, NULL), 2 * S);
@@ -439,8 +442,10 @@ static void test_reload_picks_up_changes(void **state)
     assert_int_equal(zerg_policy_reload(p), 1);
     assert_int_equal(zerg_policy_backoff_ns(p, "spawn", 1, NULL), 9 * S);
     /* a new override appears */
-    write_override("stale.lua", "return {worker = function() return true "
-                                "end}\n", 2000);
+    write_override("stale.lua",
+                   "return {worker = function() return true "
+                   "end}\n",
+                   2000);
     assert_int_equal(zerg_policy_reload(p), 1);
     assert_true(zerg_policy_stale_worker(p, 0, 0, 0, 0, NULL));
     /* removed: back to the bundled one */

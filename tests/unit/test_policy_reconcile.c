@@ -42,12 +42,11 @@ struct result {
 static struct result check(const char *snapshot_text)
 {
     struct result r = {0};
-    zerg_json *snap = zerg_json_parse(snapshot_text, strlen(snapshot_text),
-                                      NULL);
+    zerg_json *snap =
+        zerg_json_parse(snapshot_text, strlen(snapshot_text), NULL);
     if (!snap)
         fail_msg("bad snapshot in the test: %s", snapshot_text);
-    assert_int_equal(zerg_policy_reconcile(pol, snap, &r.fixes, &r.n,
-                                           &r.why),
+    assert_int_equal(zerg_policy_reconcile(pol, snap, &r.fixes, &r.n, &r.why),
                      0);
     zerg_json_free(snap);
     assert_int_equal(zerg_policy_error_count(pol), 0);
@@ -72,14 +71,14 @@ static void assert_fix(const struct zerg_fix *f, const char *task, int level,
 static void test_requeue_dead_worker(void **state)
 {
     (void)state;
-    struct result r = check(
-        "{\"thorough\": false, \"current_level\": 1, \"tasks\": {"
-        " \"A-L1-001\": {\"status\": \"in_progress\", \"level\": 1,"
-        "  \"worker\": 0, \"worker_alive\": false},"
-        " \"A-L1-002\": {\"status\": \"claimed\", \"level\": 1,"
-        "  \"worker\": 1, \"worker_alive\": true},"
-        " \"A-L1-003\": {\"status\": \"claimed\", \"level\": 1}},"
-        " \"levels\": {\"1\": {\"status\": \"running\"}}}");
+    struct result r =
+        check("{\"thorough\": false, \"current_level\": 1, \"tasks\": {"
+              " \"A-L1-001\": {\"status\": \"in_progress\", \"level\": 1,"
+              "  \"worker\": 0, \"worker_alive\": false},"
+              " \"A-L1-002\": {\"status\": \"claimed\", \"level\": 1,"
+              "  \"worker\": 1, \"worker_alive\": true},"
+              " \"A-L1-003\": {\"status\": \"claimed\", \"level\": 1}},"
+              " \"levels\": {\"1\": {\"status\": \"running\"}}}");
     assert_int_equal(r.n, 2);
     assert_fix(&r.fixes[0], "A-L1-001", 1, "requeue",
                "in_progress but worker 0 is not alive");
@@ -90,12 +89,12 @@ static void test_requeue_dead_worker(void **state)
 static void test_set_level(void **state)
 {
     (void)state;
-    struct result r = check(
-        "{\"tasks\": {"
-        " \"X-L2-001\": {\"status\": \"pending\", \"level\": 0},"
-        " \"Y\": {\"status\": \"pending\", \"graph_level\": 3},"
-        " \"Z\": {\"status\": \"pending\"},"
-        " \"W-L4-001\": {\"status\": \"pending\", \"level\": 4}}}");
+    struct result r =
+        check("{\"tasks\": {"
+              " \"X-L2-001\": {\"status\": \"pending\", \"level\": 0},"
+              " \"Y\": {\"status\": \"pending\", \"graph_level\": 3},"
+              " \"Z\": {\"status\": \"pending\"},"
+              " \"W-L4-001\": {\"status\": \"pending\", \"level\": 4}}}");
     assert_int_equal(r.n, 2);
     assert_fix(&r.fixes[0], "X-L2-001", 2, "set_level", "no level");
     assert_fix(&r.fixes[1], "Y", 3, "set_level", "no level");
@@ -105,13 +104,13 @@ static void test_set_level(void **state)
 static void test_reopen_level(void **state)
 {
     (void)state;
-    struct result r = check(
-        "{\"tasks\": {"
-        " \"A-L1-001\": {\"status\": \"complete\", \"level\": 1},"
-        " \"A-L1-002\": {\"status\": \"waiting_retry\", \"level\": 1},"
-        " \"A-L2-001\": {\"status\": \"pending\", \"level\": 2}},"
-        " \"levels\": {\"1\": {\"status\": \"complete\"},"
-        "              \"2\": {\"status\": \"pending\"}}}");
+    struct result r =
+        check("{\"tasks\": {"
+              " \"A-L1-001\": {\"status\": \"complete\", \"level\": 1},"
+              " \"A-L1-002\": {\"status\": \"waiting_retry\", \"level\": 1},"
+              " \"A-L2-001\": {\"status\": \"pending\", \"level\": 2}},"
+              " \"levels\": {\"1\": {\"status\": \"complete\"},"
+              "              \"2\": {\"status\": \"pending\"}}}");
     assert_int_equal(r.n, 1);
     assert_fix(&r.fixes[0], "", 1, "reopen_level",
                "level 1 is marked complete but A-L1-002 is waiting_retry");
@@ -146,16 +145,16 @@ static void test_complete_level_only_when_thorough(void **state)
 static void test_block_after_failed_dependency(void **state)
 {
     (void)state;
-    struct result r = check(
-        "{\"tasks\": {"
-        " \"A-L1-001\": {\"status\": \"failed\", \"level\": 1},"
-        " \"A-L1-002\": {\"status\": \"blocked\", \"level\": 1},"
-        " \"A-L2-001\": {\"status\": \"pending\", \"level\": 2,"
-        "  \"deps\": [\"A-L1-001\"]},"
-        " \"A-L2-002\": {\"status\": \"pending\", \"level\": 2,"
-        "  \"deps\": [\"A-L1-002\"]},"
-        " \"A-L2-003\": {\"status\": \"waiting_retry\", \"level\": 2,"
-        "  \"deps\": [\"A-L1-001\"]}}}");
+    struct result r =
+        check("{\"tasks\": {"
+              " \"A-L1-001\": {\"status\": \"failed\", \"level\": 1},"
+              " \"A-L1-002\": {\"status\": \"blocked\", \"level\": 1},"
+              " \"A-L2-001\": {\"status\": \"pending\", \"level\": 2,"
+              "  \"deps\": [\"A-L1-001\"]},"
+              " \"A-L2-002\": {\"status\": \"pending\", \"level\": 2,"
+              "  \"deps\": [\"A-L1-002\"]},"
+              " \"A-L2-003\": {\"status\": \"waiting_retry\", \"level\": 2,"
+              "  \"deps\": [\"A-L1-001\"]}}}");
     assert_int_equal(r.n, 2);
     assert_fix(&r.fixes[0], "A-L2-001", 2, "block",
                "dependency A-L1-001 is failed");
@@ -208,6 +207,38 @@ static void test_many_fixes_in_order(void **state)
     done(&r);
 }
 
+/* The orchestrator's shape: levels as an array with whole-level counts,
+ * and a light snapshot that lists only running tasks. */
+static void test_level_counts_from_orchestrator(void **state)
+{
+    (void)state;
+    struct result r =
+        check("{\"thorough\": false, \"current_level\": 2, \"tasks\": {"
+              " \"A-L2-001\": {\"status\": \"in_progress\", \"level\": 2,"
+              "  \"graph_level\": 2, \"worker\": -1, \"worker_alive\": false,"
+              "  \"deps\": []}},"
+              " \"levels\": [{\"status\": \"complete\", \"tasks\": 3,"
+              "               \"unfinished\": 1},"
+              "              {\"status\": \"running\", \"tasks\": 2,"
+              "               \"unfinished\": 2}]}");
+    assert_int_equal(r.n, 2);
+    assert_fix(&r.fixes[0], "A-L2-001", 2, "requeue",
+               "in_progress but no worker holds it");
+    assert_fix(&r.fixes[1], "", 1, "reopen_level",
+               "level 1 is marked complete but 1 of its tasks are "
+               "unfinished");
+    done(&r);
+
+    r = check("{\"thorough\": true, \"tasks\": {},"
+              " \"levels\": [{\"status\": \"running\", \"tasks\": 3,"
+              "               \"unfinished\": 0},"
+              "              {\"status\": \"pending\", \"tasks\": 0,"
+              "               \"unfinished\": 0}]}");
+    assert_int_equal(r.n, 1);
+    assert_fix(&r.fixes[0], "", 1, "complete_level", "all 3 tasks");
+    done(&r);
+}
+
 static void test_null_snapshot(void **state)
 {
     (void)state;
@@ -228,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_block_after_failed_dependency),
         cmocka_unit_test(test_clean_snapshot_no_fixes),
         cmocka_unit_test(test_many_fixes_in_order),
+        cmocka_unit_test(test_level_counts_from_orchestrator),
         cmocka_unit_test(test_null_snapshot),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -64,8 +64,8 @@ static void test_override_problems(void **state)
 static void test_missing_override_dir_is_fine(void **state)
 {
     (void)state;
-    assert_int_equal(check("/nonexistent/.zerg/policies",
-                           ZERG_TEST_SOURCE_DIR), 0);
+    assert_int_equal(check("/nonexistent/.zerg/policies", ZERG_TEST_SOURCE_DIR),
+                     0);
     assert_true(tu_contains(out, "All modules properly wired"));
 }
 

@@ -84,8 +84,8 @@ static void test_dangerous_globals_absent(void **state)
 {
     (void)state;
     static const char *const absent[] = {
-        "io", "os", "dofile", "loadfile", "package", "debug", "coroutine",
-        "warn", "module", "loadstring", "setfenv", NULL,
+        "io",        "os",   "dofile", "loadfile",   "package", "debug",
+        "coroutine", "warn", "module", "loadstring", "setfenv", NULL,
     };
     struct zerg_vm *vm = policy_vm();
     for (const char *const *n = absent; *n; n++) {
@@ -111,8 +111,7 @@ static void test_libraries_trimmed(void **state)
         assert_true(zerg_json_at(v, i)->u.boolean);
     }
     for (int i = 3; i < 7; i++)
-        assert_string_equal(zerg_json_as_str(zerg_json_at(v, i)),
-                            "function");
+        assert_string_equal(zerg_json_as_str(zerg_json_at(v, i)), "function");
     zerg_json_free(v);
     assert_true(tu_contains(run_fail(vm, "collectgarbage('stop')"),
                             "option 'stop' is not allowed"));
@@ -286,17 +285,17 @@ static void test_memory_bomb_stopped(void **state)
 {
     (void)state;
     struct zerg_vm *vm = policy_vm(); /* 8 MiB */
-    assert_true(tu_contains(
-        run_fail(vm, "local t = {} for i = 1, 64 do "
-                     "t[i] = string.rep('x', 1 << 20) .. i end"),
-        "not enough memory"));
+    assert_true(
+        tu_contains(run_fail(vm, "local t = {} for i = 1, 64 do "
+                                 "t[i] = string.rep('x', 1 << 20) .. i end"),
+                    "not enough memory"));
     assert_usable(vm);
-    assert_true(tu_contains(run_fail(vm, "return string.rep('x', 1 << 30)"),
-                            "memory"));
+    assert_true(
+        tu_contains(run_fail(vm, "return string.rep('x', 1 << 30)"), "memory"));
     assert_usable(vm);
-    assert_true(tu_contains(
-        run_fail(vm, "local s = 'x' while true do s = s .. s end"),
-        "not enough memory"));
+    assert_true(
+        tu_contains(run_fail(vm, "local s = 'x' while true do s = s .. s end"),
+                    "not enough memory"));
     assert_usable(vm);
     assert_true(zerg_vm_memory(vm) < (4u << 20)); /* the garbage is gone */
     zerg_vm_free(vm);
@@ -312,9 +311,10 @@ static void test_time_budget(void **state)
 {
     (void)state;
     int64_t t = 0;
-    struct zerg_vm_opts o = {
-        .mode = ZERG_VM_POLICY, .time_budget_ns = 50 * 1000000,
-        .cpu_ns = fake_cpu, .cpu_ctx = &t};
+    struct zerg_vm_opts o = {.mode = ZERG_VM_POLICY,
+                             .time_budget_ns = 50 * 1000000,
+                             .cpu_ns = fake_cpu,
+                             .cpu_ctx = &t};
     struct zerg_vm *vm = zerg_vm_new(&o, NULL);
     assert_non_null(vm);
     assert_true(tu_contains(run_fail(vm, "while true do end"),
@@ -354,9 +354,9 @@ static void test_lua_to_json(void **state)
     assert_int_equal(zerg_vm_exec(vm, "t", "return {f = print}", &v, &err),
                      ZERG_EPOLICY);
     assert_true(tu_contains(err.msg, "function cannot be converted"));
-    assert_int_equal(zerg_vm_exec(vm, "t", "local t = {} t.t = t return t",
-                                  &v, &err),
-                     ZERG_EPOLICY);
+    assert_int_equal(
+        zerg_vm_exec(vm, "t", "local t = {} t.t = t return t", &v, &err),
+        ZERG_EPOLICY);
     assert_true(tu_contains(err.msg, "nested too deeply"));
     zerg_vm_free(vm);
 }
