@@ -37,6 +37,21 @@ void orch_slot_status(struct zerg_orch *o, struct slot *sl,
     orch_mark_dirty(o);
 }
 
+/* A slot left the pool for good: say how many workers the rush goes on
+ * with (the rush fails in the tick when that is none). */
+static void pool_reduced(struct zerg_orch *o, const struct slot *gone)
+{
+    int left = orch_live_slots(o);
+    if (left == 0)
+        return;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "workers", left);
+    zerg_json_set_num(data, "asked", o->nslots);
+    zerg_log_event(o->o.log, gone->id, ZERG_LOG_WARN, "worker_pool_reduced",
+                   NULL, data, "Continuing with %d of %d worker%s", left,
+                   o->nslots, o->nslots == 1 ? "" : "s");
+}
+
 static void spawn_failed(struct zerg_orch *o, struct slot *sl, const char *why,
                          int permanent, int64_t now)
 {
@@ -78,6 +93,7 @@ static void spawn_failed(struct zerg_orch *o, struct slot *sl, const char *why,
                    "workers.launch_prefix / container settings",
                    sl->id, w->spawn_attempt, w->spawn_attempt == 1 ? "" : "s",
                    why, sl->id);
+    pool_reduced(o, sl);
 }
 
 static void slot_spawn(struct zerg_orch *o, struct slot *sl, int64_t now)
@@ -180,11 +196,12 @@ static void respawn_or_retire(struct zerg_orch *o, struct slot *sl,
     sl->want = 0;
     orch_slot_status(o, sl,
                      in.work_left ? ZERG_WORKER_RETIRED : ZERG_WORKER_STOPPED);
-    if (in.work_left)
+    if (in.work_left) {
         zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_retired", NULL,
                        why, "Worker %d retired after %d respawns", sl->id,
                        w->respawn_count);
-    else
+        pool_reduced(o, sl);
+    } else
         zerg_json_free(why);
 }
 

@@ -241,8 +241,9 @@ static void print_text(FILE *out, const struct zerg_cli *cli,
                 c->feature, c->wiring_problems,
                 c->wiring_problems == 1 ? "" : "s");
     else
-        fprintf(out, "OK: %s is valid (%zu tasks, %d level%s).\n", c->feature,
-                g->ntasks, g->nlevels, g->nlevels == 1 ? "" : "s");
+        fprintf(out, "OK: %s is valid (%zu task%s, %d level%s).\n",
+                c->feature, g->ntasks, g->ntasks == 1 ? "" : "s", g->nlevels,
+                g->nlevels == 1 ? "" : "s");
 }
 
 static zerg_json *json_strs(const struct strs *l)

@@ -50,4 +50,18 @@ zerg rush --workers 1 > "$PROJ/out.txt" 2>&1 || rc=$?
 [ "$(events worker_spawn_retry)" -eq 0 ] || fail "a missing binary must not be retried"
 grep -q "/nonexistent/wrapper" "$PROJ/.zerg/monitor.log" || fail "message does not name the binary"
 pass "a launcher that does not exist fails fast, without a retry storm"
+new_project partial
+cat > "$PROJ/one-bad-slot.sh" <<'SH'
+#!/bin/sh
+# Worker slot 1 can never start; slot 0 can.
+case " $* " in *" --slot 1 "*) echo "slot 1 is broken" >&2; exit 1 ;; esac
+exec "$@"
+SH
+chmod +x "$PROJ/one-bad-slot.sh"
+config_append "  launch_prefix: [\"$PROJ/one-bad-slot.sh\"]"
+gen_graph 2 3 "sleep 0.3; echo {id} > {id}.out"
+zerg rush --workers 2 > "$PROJ/out.txt" 2>&1 || fail "a rush with one broken slot exited $?"
+has_event worker_pool_reduced || fail "no worker_pool_reduced event"
+grep -q "Continuing with 1 of 2 workers" "$PROJ/.zerg/monitor.log" || fail "the log does not say the pool shrank"
+pass "fewer workers than asked: the rush continues and says so"
 echo "$TESTS_PASSED passed, 0 failed"
