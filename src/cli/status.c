@@ -307,7 +307,10 @@ static void print_header(FILE *out, const struct view *v, int color)
         fprintf(out, " (pid %d)", (int)v->pid);
     if (!v->running && status_is(&v->s, "running"))
         fputs(" (interrupted; continue with 'zerg rush --resume')", out);
-    fprintf(out, ", level %d of %d\n", v->s.current_level, v->g->nlevels);
+    /* Past the last level once everything is done: show "3 of 3". */
+    int lvl = v->s.current_level > v->g->nlevels ? v->g->nlevels
+                                                : v->s.current_level;
+    fprintf(out, ", level %d of %d\n", lvl, v->g->nlevels);
 }
 
 static void print_levels(FILE *out, const struct view *v)
