@@ -416,6 +416,20 @@ class Rush:
                                  % (what, timeout, self.jsonl))
             time.sleep(poll_s)
 
+    def wait_count(self, match, count, timeout, what):
+        """Waits until count events (since the start) match, in any order
+        relative to other waits."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ended = not self.running()
+            self.events()
+            if sum(1 for e in self.all_events if match(e)) >= count:
+                return
+            if ended or time.monotonic() > deadline:
+                raise BenchError("no %d %s within %ss in %s"
+                                 % (count, what, timeout, self.jsonl))
+            time.sleep(0.005)
+
     def heartbeat(self, slot):
         path = os.path.join(self.state_dir, "heartbeat-%d.json" % slot)
         try:

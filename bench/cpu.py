@@ -65,10 +65,10 @@ def idle_workers(env, hb_s, window_s):
                           tasks, config(hb_s))
     rush = bl.Rush(env, proj, WORKERS)
     try:
-        for slot in range(WORKERS):
-            rush.wait_event(bl.named("worker_ready"), 60,
-                            "%d worker_ready events" % WORKERS)
-        rush.wait_event(bl.named("task_started"), 60, "task_started")
+        # Workers may become ready before or after the task starts.
+        rush.wait_count(bl.named("worker_ready"), WORKERS, 60,
+                        "worker_ready events")
+        rush.wait_count(bl.named("task_started"), 1, 60, "task_started")
         time.sleep(1.0)  # let start-up work settle
         pids = []
         for slot in range(WORKERS):

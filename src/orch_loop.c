@@ -60,9 +60,9 @@ static void drain_inotify(struct zerg_orch *o, int ifd, int64_t now)
         for (char *p = buf; p < buf + len;) {
             const struct inotify_event *ev = (const void *)p;
             if (ev->mask & IN_Q_OVERFLOW) {
-                /* Lost events: rescan results (heartbeats are rescanned
-                 * by the tick's safety net anyway). */
+                /* Lost events: rescan results and heartbeats. */
                 orch_scan_results(o, now);
+                o->next_hb_scan = now;
             } else if (ev->len > 0) {
                 zerg_orch_file_changed(o, ev->name, now);
             }

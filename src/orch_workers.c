@@ -350,15 +350,15 @@ static void check_slot(struct zerg_orch *o, struct slot *sl, int64_t now,
     }
     if (!c->resilience_enabled)
         return;
-    /* Ask the stale policies a few times per heartbeat interval, not at
-     * every event: detection stays within a quarter interval of the
-     * threshold while a busy loop does not call Lua per event. */
+    /* Ask the stale policies twice per heartbeat interval, not at every
+     * event: detection stays within half an interval of the threshold
+     * while a busy loop does not call Lua per event. */
     if (now < sl->next_stale_check) {
         if (sl->next_stale_check < *wake)
             *wake = sl->next_stale_check;
         return;
     }
-    int64_t period = c->heartbeat_interval_ns / 4;
+    int64_t period = c->heartbeat_interval_ns / 2;
     if (period > ZERG_NS_PER_S)
         period = ZERG_NS_PER_S;
     sl->next_stale_check = now + period;

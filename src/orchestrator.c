@@ -715,7 +715,7 @@ static int64_t tick_periodic(struct zerg_orch *o, int64_t now, int64_t wake)
         /* A safety net under inotify (queue overflow, missed events). */
         for (int i = 0; i < o->nslots; i++)
             on_heartbeat(o, i, now);
-        o->next_hb_scan = now + o->cfg->heartbeat_interval_ns;
+        o->next_hb_scan = now + 2 * o->cfg->heartbeat_interval_ns;
     }
     int64_t next[] = {o->next_lease, o->next_reload, o->next_hb_scan,
                       o->cfg->resilience_enabled ? o->next_reconcile
