@@ -129,6 +129,9 @@ int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now);
 /* orch_reconcile.c: applies every result-*.json in the state dir; returns
  * how many were applied. */
 int orch_scan_results(struct zerg_orch *o, int64_t now);
+/* Raises next_epoch past every epoch seen on disk; a fresh run removes
+ * the previous run's result files. */
+void orch_prepare_dir(struct zerg_orch *o);
 /* Applies and removes a `zerg retry` request file. */
 void orch_apply_retry_request(struct zerg_orch *o, const char *path,
                               int64_t now);

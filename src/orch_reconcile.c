@@ -260,3 +260,40 @@ void orch_apply_retry_request(struct zerg_orch *o, const char *path,
     }
     zerg_retry_request_close(&req);
 }
+
+/* Before the first spawn: no epoch the previous orchestrator may have used
+ * after its last checkpoint is handed out again (fencing depends on it),
+ * and a fresh run does not inherit the previous run's results. */
+void orch_prepare_dir(struct zerg_orch *o)
+{
+    DIR *d = opendir(o->state_dir);
+    struct dirent *e;
+    char path[PATH_MAX];
+    uint64_t max_epoch = 0;
+    int slot;
+
+    if (!d)
+        return;
+    while ((e = readdir(d))) {
+        int kind = zerg_proto_classify(e->d_name, &slot);
+        if ((kind != 'r' && kind != 'h') ||
+            zerg_fsio_path(path, sizeof path, "%s/%s", o->state_dir,
+                           e->d_name))
+            continue;
+        if (kind == 'h') {
+            struct zerg_heartbeat hb;
+            if (zerg_proto_read_heartbeat(path, &hb) == 0 &&
+                hb.epoch > max_epoch)
+                max_epoch = hb.epoch;
+            continue;
+        }
+        struct zerg_result r;
+        if (zerg_proto_read_result(path, &r) == 0 && r.epoch > max_epoch)
+            max_epoch = r.epoch;
+        if (!o->o.resume)
+            unlink(path);
+    }
+    closedir(d);
+    if (o->s->next_epoch <= max_epoch)
+        o->s->next_epoch = max_epoch + 1;
+}

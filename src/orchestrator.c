@@ -396,6 +396,17 @@ int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now)
      * through another path) is not a stale one. */
     if (o->applied_attempt[t] == r.attempt && st->epoch == r.epoch)
         return 0;
+    /* Replaying the journal on --resume: a task completed by a worker of
+     * the dead orchestrator counts even when the claim itself never
+     * reached a checkpoint (the state still says pending, or an older
+     * attempt).  Running it again would run it twice. */
+    if (o->replaying && r.outcome == ZERG_OUTCOME_COMPLETE &&
+        !zerg_task_status_terminal(st->status) && r.attempt >= st->attempt) {
+        st->status = ZERG_TASK_IN_PROGRESS;
+        st->attempt = r.attempt;
+        st->epoch = r.epoch;
+        st->worker_id = -1;
+    }
     if ((st->status != ZERG_TASK_CLAIMED &&
          st->status != ZERG_TASK_IN_PROGRESS) ||
         st->epoch != r.epoch || st->attempt != r.attempt) {
@@ -899,6 +910,7 @@ struct zerg_orch *zerg_orch_new(const struct zerg_orch_opts *opts, int64_t now,
     o->next_reconcile = now + o->cfg->reconcile_interval_ns;
     free(o->s->status);
     o->s->status = strdup("running");
+    orch_prepare_dir(o);
     if (opts->resume)
         resume_results(o, now);
     orch_mark_dirty(o);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "orch_internal.h"
 #include "zerg/clock.h"
@@ -585,6 +586,81 @@ static void test_reconcile_reopens_level(void **st)
     fx_free(x);
 }
 
+/* The orchestrator dies after a worker finished a task whose claim never
+ * reached a checkpoint: the journal still counts, the task is not run
+ * again, and no epoch of the dead run is handed out twice. */
+static void test_resume_result_of_unsaved_claim(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    orch_checkpoint(x->o, x->now, 1); /* everything pending on disk */
+    start_ready(x);
+    int t = x->o->slots[0].task;
+    uint64_t epoch = x->o->slots[0].proc.epoch;
+    struct zerg_result r = {0};
+    r.epoch = epoch;
+    r.worker_id = 0;
+    snprintf(r.task, sizeof r.task, "%s", x->g->tasks[t].id);
+    r.attempt = 1;
+    r.outcome = ZERG_OUTCOME_COMPLETE;
+    snprintf(r.stage, sizeof r.stage, "command");
+    assert_int_equal(zerg_proto_write_result(x->state_dir, &r, NULL), 0);
+    char path[400];
+    struct zerg_err err = {0};
+    snprintf(path, sizeof path, "%s/t.json", x->state_dir);
+    /* Keep the on-disk state from before the claim. */
+    char *before = tu_read(path);
+    assert_non_null(before);
+    zerg_orch_free(x->o);
+    x->o = NULL;
+    tu_write(x->state_dir, "t.json", before);
+    free(before);
+    zerg_state_close(&x->s);
+    assert_int_equal(zerg_state_load(&x->s, x->g, path, NULL, &err), 0);
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_PENDING);
+    struct zerg_orch_opts oo = {
+        .project = x->dir, .feature = "t", .zerg_bin = "zerg",
+        .cfg = &x->cfg, .graph = x->g, .state = &x->s, .policy = x->pol,
+        .launcher = &x->fake.base, .log = x->log, .workers = 1, .resume = 1,
+        .checkpoint_ns = 1,
+    };
+    x->o = zerg_orch_new(&oo, x->now, &err);
+    assert_non_null(x->o);
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_COMPLETE);
+    assert_true(x->s.next_epoch > epoch);
+    fx_free(x);
+}
+
+/* A fresh run does not inherit the previous run's result files. */
+static void test_fresh_run_drops_old_results(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    struct zerg_result r = {0};
+    r.epoch = 1;
+    r.worker_id = 0;
+    snprintf(r.task, sizeof r.task, "A-L1-001");
+    r.attempt = 1;
+    r.outcome = ZERG_OUTCOME_COMPLETE;
+    assert_int_equal(zerg_proto_write_result(x->state_dir, &r, NULL), 0);
+    zerg_orch_free(x->o);
+    struct zerg_err err = {0};
+    struct zerg_orch_opts oo = {
+        .project = x->dir, .feature = "t", .zerg_bin = "zerg",
+        .cfg = &x->cfg, .graph = x->g, .state = &x->s, .policy = x->pol,
+        .launcher = &x->fake.base, .log = x->log, .workers = 1,
+        .checkpoint_ns = 1,
+    };
+    x->o = zerg_orch_new(&oo, x->now, &err);
+    char path[400];
+    snprintf(path, sizeof path, "%s/result-A-L1-001-1.json", x->state_dir);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_true(x->s.next_epoch > 1);
+    start_ready(x);
+    assert_int_equal(status_of(x, "A-L1-001"), ZERG_TASK_CLAIMED);
+    fx_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -601,6 +677,8 @@ int main(void)
         cmocka_unit_test(test_respawn_cap_retires_slot),
         cmocka_unit_test(test_resume_applies_journal_and_requeues),
         cmocka_unit_test(test_reconcile_reopens_level),
+        cmocka_unit_test(test_resume_result_of_unsaved_claim),
+        cmocka_unit_test(test_fresh_run_drops_old_results),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
