@@ -35,4 +35,27 @@ pass "killed worker's task reassigned uncharged; replacement spawned"
 ! alive "$sleeper" || fail "the killed task's process $sleeper survived"
 no_procs
 pass "the killed task's processes are gone"
+# With resilience.enabled: false nothing is recovered automatically: the
+# crashed worker's task fails permanently (reason crash), its dependents
+# are blocked, the slot is not respawned, and the rush exits 1.
+new_project off
+sed -i 's/^resilience:$/resilience:\n  enabled: false/' "$PROJ/.zerg/config.yaml"
+graph <<'JSON'
+{"feature": "f", "tasks": [
+ {"id": "OFF-L1-001", "level": 1, "command": "kill -9 $PPID; sleep 5"},
+ {"id": "OFF-L1-002", "level": 1, "command": "sleep 0.5"},
+ {"id": "OFF-L2-001", "level": 2, "dependencies": ["OFF-L1-001"], "command": "true"}
+]}
+JSON
+rc=0
+zerg rush --workers 2 > "$PROJ/out.txt" 2>&1 || rc=$?
+[ $rc -eq 1 ] || fail "resilience off: expected exit 1, got $rc"
+[ "$(task_status OFF-L1-001)" = failed ] || fail "crashed task is $(task_status OFF-L1-001)"
+[ "$(task_status OFF-L1-001 reason)" = crash ] || fail "reason $(task_status OFF-L1-001 reason)"
+[ "$(task_status OFF-L2-001)" = blocked ] || fail "dependent not blocked"
+[ "$(task_status OFF-L1-002)" = complete ] || fail "the healthy worker's task did not finish"
+[ "$(events worker_respawn)" -eq 0 ] || fail "a worker was respawned with resilience off"
+[ "$(events task_reassigned)" -eq 0 ] || fail "a task was reassigned with resilience off"
+no_procs
+pass "resilience.enabled: false: no reassignment, no respawn, exit 1"
 echo "$TESTS_PASSED passed, 0 failed"
