@@ -114,4 +114,19 @@ for name in $before; do
 done
 zc_assert_no_containers "$PROJ" f
 pass "the next rush removes containers left by a killed orchestrator"
+# --- --mode auto: container when a runtime really works, else subprocess ---
+new_project auto
+zerg_cfg_image() { sed -i "s|^  image: .*|  image: \"$1\"|" "$PROJ/.zerg/config.yaml"; }
+zc_config "$PROJ"
+gen_graph 1 1 true
+zerg rush --mode auto --workers 1 > "$PROJ/out.txt" 2>&1 || fail "auto rush exited $?"
+grep '"event":"mode_selected"' "$PROJ/.zerg/monitor.jsonl" | grep -q "using container" ||
+    fail "auto did not pick container mode with a working runtime and image"
+zerg_cfg_image zerg-no-such-image
+zerg rush --fresh --mode auto --workers 1 > "$PROJ/out.txt" 2>&1 || fail "auto rush exited $?"
+grep '"event":"mode_selected"' "$PROJ/.zerg/monitor.jsonl" | tail -1 | grep -q "using subprocess" ||
+    fail "auto did not fall back to subprocess mode without the image"
+grep '"event":"mode_selected"' "$PROJ/.zerg/monitor.jsonl" | tail -1 | grep -q "zerg-no-such-image" ||
+    fail "auto does not say why it chose subprocess mode"
+pass "--mode auto probes the runtime and the image, and says which mode and why"
 echo "$TESTS_PASSED passed, 0 failed"
