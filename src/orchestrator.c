@@ -615,6 +615,20 @@ static void level_log(struct zerg_orch *o, const char *event, int lvl)
 
 /* Moves current_level forward while the current one is complete, judged
  * from task states (never a counter) after a thorough reconciliation. */
+/* O(1) amortized per tick: the level's cursor moves over terminal tasks
+ * only, and any task that becomes unfinished again resets it.  While a
+ * task under the cursor is unfinished the level cannot be done; when the
+ * cursor reaches the end, zerg_state_level_done decides. */
+static int level_maybe_done(struct zerg_orch *o, int lvl)
+{
+    const struct zerg_level *L = &o->g->levels[lvl];
+    size_t *cur = &o->level_cursor[lvl];
+    while (*cur < L->n &&
+           zerg_task_status_terminal(orch_ts(o, L->tasks[*cur])->status))
+        (*cur)++;
+    return *cur == L->n;
+}
+
 static void advance_levels(struct zerg_orch *o, int64_t now)
 {
     struct zerg_state *s = o->s;
@@ -622,7 +636,8 @@ static void advance_levels(struct zerg_orch *o, int64_t now)
     while (s->current_level <= o->g->nlevels) {
         int lvl = s->current_level;
         if (lvl >= 1) {
-            if (!zerg_state_level_done(s, o->g, lvl))
+            if (!level_maybe_done(o, lvl) ||
+                !zerg_state_level_done(s, o->g, lvl))
                 return;
             zerg_json *data = zerg_json_obj();
             zerg_json_set_num(data, "level", lvl);
@@ -762,7 +777,9 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
     }
     wake = tick_periodic(o, now, wake);
     advance_levels(o, now);
-    if (!orch_work_left(o)) {
+    /* Past the last level every task is terminal (each level was found
+     * done on the way), so this needs no scan of the tasks. */
+    if (o->s->current_level > o->g->nlevels) {
         o->finishing = 1;
         o->stop_deadline = now + 3 * ZERG_NS_PER_S;
         orch_stop_workers(o, 0);
