@@ -447,8 +447,10 @@ int zerg_proto_classify(const char *name, int *slot)
         const char *prefix;
         int kind;
     } kinds[] = {
-        {"heartbeat-", 'h'}, {"assign-", 'a'}, {"result-", 'r'},
-        {"lease-", 'l'},     {"retry-", 'q'},
+        {"heartbeat-", 'h'},
+        {"result-", 'r'},
+        {"lease-", 'l'},
+        {"retry-", 'q'},
     };
     /* Temp files of the atomic replace start with '.' (".x.tmp.123"). */
     if (!name || name[0] == '.' || strstr(name, ".tmp."))
@@ -458,7 +460,7 @@ int zerg_proto_classify(const char *name, int *slot)
         const char *body = name_body(name, kinds[i].prefix, &len);
         if (!body)
             continue;
-        if (kinds[i].kind != 'h' && kinds[i].kind != 'a')
+        if (kinds[i].kind != 'h')
             return kinds[i].kind;
         int s = parse_slot(body, len);
         if (s < 0)

@@ -95,7 +95,8 @@ int zerg_proto_read_lease(const char *dir, const char *feature, int *pid,
                           char *run_id, size_t run_id_size, int64_t *seq);
 
 /* Classifies a state-dir file name: returns 'h' (heartbeat, *slot set),
- * 'r' (result), 'a' (assignment), 'l' (lease), 'q' (retry request), or 0. */
+ * 'r' (result), 'l' (lease), 'q' (retry request), or 0.  Assignments live
+ * in slot-{n}/ directories and are not state-dir entries. */
 int zerg_proto_classify(const char *name, int *slot);
 
 #endif
