@@ -10,7 +10,11 @@ build="build-essential cmake pkg-config liblua5.4-dev lua-cjson-dev libyaml-dev 
 # libclang-rt-dev: libFuzzer and the sanitizer runtimes (clang only
 # recommends it, and recommends are not installed here).
 test="$build libcmocka-dev clang libclang-rt-dev python3 procps util-linux"
-container="$test podman runc busybox-static"
+# Podman is installed with its recommends, as documented for these
+# machines (catatonit for `run --init`, netavark/iptables for the default
+# network, uidmap, fuse-overlayfs); the ones zerg relies on are also
+# listed so that a Podman installed without them gets them.
+container="$test podman runc busybox-static catatonit iptables"
 
 case "${1:-build}" in
 build) want=$build ;;
@@ -34,5 +38,7 @@ fi
 echo "Installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+recommends=--no-install-recommends
+[ "${1:-build}" = container ] && recommends=
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+apt-get install -y -qq $recommends $missing >/dev/null
