@@ -25,6 +25,7 @@
 #include "zerg/config.h"
 #include "zerg/err.h"
 #include "zerg/launcher.h"
+#include "zerg/text.h"
 
 /* `info` of a local podman takes ~0.35 s; 5 s leaves room for a loaded
  * machine while keeping `--mode auto` quick when a daemon hangs. */
@@ -216,23 +217,6 @@ out:
 
 /* ---- messages ---- */
 
-/* The last non-empty line of text, trimmed, into buf ("" if none). */
-void zerg_container_last_line(const char *text, char *buf, size_t size)
-{
-    const char *end = text ? text + strlen(text) : NULL;
-    buf[0] = '\0';
-    if (!end)
-        return;
-    while (end > text && isspace((unsigned char)end[-1]))
-        end--;
-    const char *start = end;
-    while (start > text && start[-1] != '\n')
-        start--;
-    while (start < end && isspace((unsigned char)*start))
-        start++;
-    snprintf(buf, size, "%.*s", (int)(end - start), start);
-}
-
 /* Why a finished command failed, in a few words: the runtime's last
  * stderr line, else its exit status. */
 static void failure_text(int rc, int st, const char *errout, int64_t tmo_ns,
@@ -247,7 +231,7 @@ static void failure_text(int rc, int st, const char *errout, int64_t tmo_ns,
         snprintf(buf, size, "%s", strerror(-rc));
         return;
     }
-    zerg_container_last_line(errout, line, sizeof line);
+    zerg_last_line(errout, line, sizeof line);
     if (line[0])
         snprintf(buf, size, "%s", line);
     else if (WIFEXITED(st))
@@ -299,7 +283,7 @@ static int probe_one(const char *argv0, struct zerg_container_rt *rt, char *why,
     for (char *p = out; *p; p++)
         *p = (char)tolower((unsigned char)*p);
     rt->podman = strstr(out, "podman") != NULL;
-    zerg_container_last_line(out, rt->version, sizeof rt->version);
+    zerg_last_line(out, rt->version, sizeof rt->version);
 
     char *info[] = {rt->path, "info", NULL};
     rc = zerg_container_exec(info, PROBE_TIMEOUT_NS, NULL, 0, errout,

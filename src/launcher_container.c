@@ -45,6 +45,7 @@
 #include "zerg/err.h"
 #include "zerg/fsio.h"
 #include "zerg/launcher.h"
+#include "zerg/text.h"
 
 #define KILL_TIMEOUT_NS (3 * ZERG_NS_PER_S)
 #define INSPECT_TIMEOUT_NS (5 * ZERG_NS_PER_S)
@@ -298,7 +299,7 @@ void zerg_container_exit_info(int wstatus, int oom_killed, const char *memory,
     char line[sizeof info->detail];
 
     zerg_exit_info_from_status(wstatus, info);
-    zerg_container_last_line(log_tail, line, sizeof line);
+    zerg_last_line(log_tail, line, sizeof line);
     int code = info->exit_code;
     if (info->signal == 0 && code >= 125 && code <= 127) {
         runtime_failure(code, line, info);

@@ -7,6 +7,7 @@
  * task uncharged through retry.decide (FR-5) and respawn.decide keeps the
  * pool at size or retires the slot (FR-6). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "orch_internal.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
+#include "zerg/text.h"
 #include "zerg/worker.h"
 
 #define MS(ns) ((double)(ns) / 1e6)
@@ -223,21 +225,26 @@ static void describe_exit(const struct zerg_exit_info *info, char *buf,
 static void worker_log_tail(const struct zerg_orch *o, int slot,
                             const char *what, char *buf, size_t n)
 {
-    char path[PATH_MAX], *text = NULL;
-    size_t len = 0;
+    char path[PATH_MAX], tail[4096], line[320];
 
     snprintf(buf, n, "%s", what);
     if (zerg_fsio_path(path, sizeof path, "%s/.zerg/logs/worker-%d.log",
-                       o->o.project, slot) ||
-        zerg_fsio_read_all(path, 8u << 20, &text, &len, NULL) < 0)
+                       o->o.project, slot))
         return;
-    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-        text[--len] = '\0';
-    char *last = strrchr(text, '\n');
-    last = last ? last + 1 : text;
-    if (*last)
-        snprintf(buf, n, "%s: %.300s", what, last);
-    free(text);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    /* Only the end matters: the log keeps every incarnation's output. */
+    off_t size = lseek(fd, 0, SEEK_END);
+    off_t from =
+        size > (off_t)sizeof tail - 1 ? size - (off_t)sizeof tail + 1 : 0;
+    ssize_t got = pread(fd, tail, sizeof tail - 1, from);
+    close(fd);
+    tail[got > 0 ? got : 0] = '\0';
+    zerg_last_line(tail, line, sizeof line);
+    /* The launcher may have put that line in the exit detail already. */
+    if (line[0] && !strstr(what, line))
+        snprintf(buf, n, "%s: %s", what, line);
 }
 
 void zerg_orch_child_exited(struct zerg_orch *o, pid_t pid, int wstatus,

@@ -1,5 +1,7 @@
-/* text.c - "did you mean" support (see text.h). */
+/* text.c - small text helpers (see text.h). */
+#include <ctype.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "zerg/text.h"
@@ -31,4 +33,20 @@ size_t zerg_edit_distance(const char *a, const char *b)
         }
     }
     return d[na][nb];
+}
+
+void zerg_last_line(const char *text, char *buf, size_t size)
+{
+    const char *end = text ? text + strlen(text) : NULL;
+    buf[0] = '\0';
+    if (!end)
+        return;
+    while (end > text && isspace((unsigned char)end[-1]))
+        end--;
+    const char *start = end;
+    while (start > text && start[-1] != '\n')
+        start--;
+    while (start < end && isspace((unsigned char)*start))
+        start++;
+    snprintf(buf, size, "%.*s", (int)(end - start), start);
 }

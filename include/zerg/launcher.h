@@ -165,9 +165,6 @@ void zerg_container_exit_info(int wstatus, int oom_killed,
                               const char *memory, const char *log_tail,
                               struct zerg_exit_info *info);
 
-/* The last non-empty line of text, trimmed ("" if none). */
-void zerg_container_last_line(const char *text, char *buf, size_t size);
-
 /* The project whose containers cleanup may remove (label zerg.project):
  * call before cleanup so two projects with the same feature name never
  * remove each other's workers.  spawn sets it too; until then cleanup

@@ -17,6 +17,7 @@
 #include "zerg/config.h"
 #include "zerg/err.h"
 #include "zerg/launcher.h"
+#include "zerg/text.h"
 
 /* One fake CLI; its behaviour comes from FAKE_* variables so a test sets
  * only what it needs.  Every call is appended to $FAKE_CALLS. */
@@ -201,11 +202,11 @@ static void test_last_line(void **state)
 {
     (void)state;
     char buf[64];
-    zerg_container_last_line("a\n  second line  \n\n \n", buf, sizeof buf);
+    zerg_last_line("a\n  second line  \n\n \n", buf, sizeof buf);
     assert_string_equal(buf, "second line");
-    zerg_container_last_line("", buf, sizeof buf);
+    zerg_last_line("", buf, sizeof buf);
     assert_string_equal(buf, "");
-    zerg_container_last_line(NULL, buf, sizeof buf);
+    zerg_last_line(NULL, buf, sizeof buf);
     assert_string_equal(buf, "");
 }
 
