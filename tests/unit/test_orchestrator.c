@@ -29,13 +29,13 @@
 #include "zerg/protocol.h"
 #include "zerg/state.h"
 
-#define S(x) ((int64_t)((x) * 1e9))
+#define S(x) ((int64_t)((x)*1e9))
 
 /* ---- fake launcher ---- */
 struct fake {
     struct zerg_launcher base;
     int spawns, kills, last_sig;
-    int fail_spawns;     /* next N spawns fail at once */
+    int fail_spawns; /* next N spawns fail at once */
     int permanent;
     pid_t next_pid;
     int64_t spawn_times[64];
@@ -113,6 +113,27 @@ static const char graph3[] =
     "{\"id\":\"A-L2-001\",\"level\":2,\"dependencies\":[\"A-L1-001\"],"
     "\"command\":\"true\"}]}";
 
+static void fx_start(struct fx *x, int workers, int resume)
+{
+    struct zerg_err err = {0};
+    struct zerg_orch_opts oo = {
+        .project = x->dir,
+        .feature = "t",
+        .zerg_bin = "zerg",
+        .cfg = &x->cfg,
+        .graph = x->g,
+        .state = &x->s,
+        .policy = x->pol,
+        .launcher = &x->fake.base,
+        .log = x->log,
+        .workers = workers,
+        .resume = resume,
+        .checkpoint_ns = 1,
+    };
+    x->o = zerg_orch_new(&oo, x->now, &err);
+    assert_non_null(x->o);
+}
+
 static struct fx *fx_new(const char *graph, int workers, int resume)
 {
     struct fx *x = calloc(1, sizeof *x);
@@ -128,8 +149,8 @@ static struct fx *fx_new(const char *graph, int workers, int resume)
     x->cfg.task_stale_timeout_ns = S(20);
     x->cfg.spawn_ready_timeout_ns = S(10);
     x->cfg.reconcile_interval_ns = S(60);
-    assert_int_equal(zerg_graph_parse(&x->g, "graph", graph, strlen(graph),
-                                      &err), 0);
+    assert_int_equal(
+        zerg_graph_parse(&x->g, "graph", graph, strlen(graph), &err), 0);
     snprintf(path, sizeof path, "%s/.zerg", x->dir);
     x->log = zerg_log_open(path, NULL, &err);
     assert_non_null(x->log);
@@ -147,15 +168,23 @@ static struct fx *fx_new(const char *graph, int workers, int resume)
     x->fake.next_pid = 1000;
     x->fake.now = &x->now;
     x->now = S(100);
-    struct zerg_orch_opts oo = {
-        .project = x->dir, .feature = "t", .zerg_bin = "zerg",
-        .cfg = &x->cfg, .graph = x->g, .state = &x->s, .policy = x->pol,
-        .launcher = &x->fake.base, .log = x->log, .workers = workers,
-        .resume = resume, .checkpoint_ns = 1,
-    };
-    x->o = zerg_orch_new(&oo, x->now, &err);
-    assert_non_null(x->o);
+    fx_start(x, workers, resume);
     return x;
+}
+
+/* What happens after the orchestrator dies: a new one on the same
+ * directory, over the state document as it is on disk. */
+static void fx_restart(struct fx *x, int workers)
+{
+    char path[400];
+    struct zerg_err err = {0};
+
+    zerg_orch_free(x->o);
+    x->o = NULL;
+    zerg_state_close(&x->s);
+    snprintf(path, sizeof path, "%s/t.json", x->state_dir);
+    assert_int_equal(zerg_state_load(&x->s, x->g, path, NULL, &err), 0);
+    fx_start(x, workers, 1);
 }
 
 static void fx_free(struct fx *x)
@@ -200,11 +229,11 @@ static void heartbeat(struct fx *x, int slot, const char *task, int attempt,
     zerg_orch_file_changed(x->o, name, x->now);
 }
 
-static void result(struct fx *x, int slot, uint64_t epoch, const char *task,
-                   int attempt, int ok)
+/* A worker's result file, as it lands on disk. */
+static void write_result(struct fx *x, int slot, uint64_t epoch,
+                         const char *task, int attempt, int ok)
 {
     struct zerg_result r = {0};
-    char name[128];
     r.epoch = epoch;
     r.worker_id = slot;
     snprintf(r.task, sizeof r.task, "%s", task);
@@ -213,6 +242,14 @@ static void result(struct fx *x, int slot, uint64_t epoch, const char *task,
     snprintf(r.stage, sizeof r.stage, "%s", "command");
     r.exit_code = ok ? 0 : 1;
     assert_int_equal(zerg_proto_write_result(x->state_dir, &r, NULL), 0);
+}
+
+/* ... and the orchestrator told about it. */
+static void result(struct fx *x, int slot, uint64_t epoch, const char *task,
+                   int attempt, int ok)
+{
+    char name[128];
+    write_result(x, slot, epoch, task, attempt, ok);
     snprintf(name, sizeof name, "result-%s-%d.json", task, attempt);
     zerg_orch_file_changed(x->o, name, x->now);
 }
@@ -529,38 +566,11 @@ static void test_resume_applies_journal_and_requeues(void **st)
     orch_checkpoint(x->o, x->now, 1);
     /* Worker 0 finishes while the orchestrator is "down": its result is
      * on disk but nobody applied it. */
-    struct zerg_result r = {0};
-    r.epoch = x->o->slots[0].proc.epoch;
-    r.worker_id = 0;
-    snprintf(r.task, sizeof r.task, "%s", x->g->tasks[t0].id);
-    r.attempt = 1;
-    r.outcome = ZERG_OUTCOME_COMPLETE;
-    snprintf(r.stage, sizeof r.stage, "command");
-    assert_int_equal(zerg_proto_write_result(x->state_dir, &r, NULL), 0);
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s", x->dir);
-    zerg_orch_free(x->o);
-    x->o = NULL;
-    zerg_state_close(&x->s);
-
-    /* A new orchestrator on the same directory. */
-    struct zerg_state s2 = {0};
-    char path[400];
-    struct zerg_err err = {0};
-    snprintf(path, sizeof path, "%s/t.json", x->state_dir);
-    assert_int_equal(zerg_state_load(&s2, x->g, path, NULL, &err), 0);
-    struct zerg_orch_opts oo = {
-        .project = dir, .feature = "t", .zerg_bin = "zerg", .cfg = &x->cfg,
-        .graph = x->g, .state = &s2, .policy = x->pol,
-        .launcher = &x->fake.base, .log = x->log, .workers = 2, .resume = 1,
-        .checkpoint_ns = 1,
-    };
-    x->o = zerg_orch_new(&oo, x->now, &err);
-    assert_non_null(x->o);
-    assert_int_equal(s2.tasks[t0].status, ZERG_TASK_COMPLETE);
-    assert_int_equal(s2.tasks[t1].status, ZERG_TASK_PENDING);
-    assert_int_equal(s2.tasks[t1].retry_count, 0);
-    x->s = s2;
+    write_result(x, 0, x->o->slots[0].proc.epoch, x->g->tasks[t0].id, 1, 1);
+    fx_restart(x, 2);
+    assert_int_equal(x->s.tasks[t0].status, ZERG_TASK_COMPLETE);
+    assert_int_equal(x->s.tasks[t1].status, ZERG_TASK_PENDING);
+    assert_int_equal(x->s.tasks[t1].retry_count, 0);
     fx_free(x);
 }
 
@@ -594,38 +604,18 @@ static void test_resume_result_of_unsaved_claim(void **st)
     (void)st;
     struct fx *x = fx_new(graph3, 1, 0);
     orch_checkpoint(x->o, x->now, 1); /* everything pending on disk */
+    char path[400];
+    snprintf(path, sizeof path, "%s/t.json", x->state_dir);
+    char *before = tu_read(path);
+    assert_non_null(before);
     start_ready(x);
     int t = x->o->slots[0].task;
     uint64_t epoch = x->o->slots[0].proc.epoch;
-    struct zerg_result r = {0};
-    r.epoch = epoch;
-    r.worker_id = 0;
-    snprintf(r.task, sizeof r.task, "%s", x->g->tasks[t].id);
-    r.attempt = 1;
-    r.outcome = ZERG_OUTCOME_COMPLETE;
-    snprintf(r.stage, sizeof r.stage, "command");
-    assert_int_equal(zerg_proto_write_result(x->state_dir, &r, NULL), 0);
-    char path[400];
-    struct zerg_err err = {0};
-    snprintf(path, sizeof path, "%s/t.json", x->state_dir);
-    /* Keep the on-disk state from before the claim. */
-    char *before = tu_read(path);
-    assert_non_null(before);
-    zerg_orch_free(x->o);
-    x->o = NULL;
+    write_result(x, 0, epoch, x->g->tasks[t].id, 1, 1);
+    /* The claim never reached the disk. */
     tu_write(x->state_dir, "t.json", before);
     free(before);
-    zerg_state_close(&x->s);
-    assert_int_equal(zerg_state_load(&x->s, x->g, path, NULL, &err), 0);
-    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_PENDING);
-    struct zerg_orch_opts oo = {
-        .project = x->dir, .feature = "t", .zerg_bin = "zerg",
-        .cfg = &x->cfg, .graph = x->g, .state = &x->s, .policy = x->pol,
-        .launcher = &x->fake.base, .log = x->log, .workers = 1, .resume = 1,
-        .checkpoint_ns = 1,
-    };
-    x->o = zerg_orch_new(&oo, x->now, &err);
-    assert_non_null(x->o);
+    fx_restart(x, 1);
     assert_int_equal(x->s.tasks[t].status, ZERG_TASK_COMPLETE);
     assert_true(x->s.next_epoch > epoch);
     fx_free(x);
@@ -636,22 +626,9 @@ static void test_fresh_run_drops_old_results(void **st)
 {
     (void)st;
     struct fx *x = fx_new(graph3, 1, 0);
-    struct zerg_result r = {0};
-    r.epoch = 1;
-    r.worker_id = 0;
-    snprintf(r.task, sizeof r.task, "A-L1-001");
-    r.attempt = 1;
-    r.outcome = ZERG_OUTCOME_COMPLETE;
-    assert_int_equal(zerg_proto_write_result(x->state_dir, &r, NULL), 0);
+    write_result(x, 0, 1, "A-L1-001", 1, 1);
     zerg_orch_free(x->o);
-    struct zerg_err err = {0};
-    struct zerg_orch_opts oo = {
-        .project = x->dir, .feature = "t", .zerg_bin = "zerg",
-        .cfg = &x->cfg, .graph = x->g, .state = &x->s, .policy = x->pol,
-        .launcher = &x->fake.base, .log = x->log, .workers = 1,
-        .checkpoint_ns = 1,
-    };
-    x->o = zerg_orch_new(&oo, x->now, &err);
+    fx_start(x, 1, 0);
     char path[400];
     snprintf(path, sizeof path, "%s/result-A-L1-001-1.json", x->state_dir);
     assert_int_equal(access(path, F_OK), -1);
