@@ -54,7 +54,7 @@ chaos:
 	@ZERG=build-check/zerg CHAOS_SECONDS=$(CHAOS_SECONDS) tests/chaos/chaos.sh
 
 format:
-	@clang-format -i src/*.c src/*/*.c include/zerg/*.h tests/unit/*.c
+	@clang-format -i $$(find src tests/unit -name "*.[ch]") include/zerg/*.h
 
 clean:
 	rm -rf build build-check build-fuzz

@@ -1,4 +1,4 @@
-/* test_log.c - the monitor log (src/log.c): exact line formats, the JSON
+/* test_log.c - the monitor log (src/model/log.c): exact line formats, the JSON
  * record, level filtering, the observer, and whole lines when several
  * processes append at once. */
 #include "testutil.h"

@@ -1,4 +1,4 @@
-/* test_config.c - the config loader (src/config.c): defaults, every key,
+/* test_config.c - the config loader (src/model/config.c): defaults, every key,
  * fractional durations, executor splitting, a table of malformed files with
  * the exact words of their messages, unknown-key suggestions, and the
  * example file and reference page checked against zerg_config_keys(). */

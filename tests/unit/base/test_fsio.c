@@ -1,5 +1,5 @@
 /* test_fsio.c - atomic replace under injected failures, read_all's cap,
- * mkdirs, path and keep_copy (src/fsio.c). */
+ * mkdirs, path and keep_copy (src/base/fsio.c). */
 #include "testutil.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* test_lock.c - the rush lock (src/lock.c): exclusive across processes,
+/* test_lock.c - the rush lock (src/base/lock.c): exclusive across processes,
  * names its holder, freed by release and by the holder's death. */
 #include "testutil.h"
 

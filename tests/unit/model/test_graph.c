@@ -1,4 +1,4 @@
-/* test_graph.c - unit tests for src/graph.c: every real upstream graph
+/* test_graph.c - unit tests for src/model/graph.c: every real upstream graph
  * loads, malformed graphs are rejected with a message naming the file, the
  * task and the problem, and levels, conflicts and the critical path come
  * out right (also for a generated 10,000-task graph). */

@@ -1,4 +1,4 @@
-/* test_json.c - the JSON tree (src/json.c) and its cjson text layer
+/* test_json.c - the JSON tree (src/base/json.c) and its cjson text layer
  * (src/lua/json.c): round trips, types, empty containers, escapes, unicode,
  * the depth limit, syntax errors and big strings. */
 #include "testutil.h"

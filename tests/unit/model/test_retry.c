@@ -1,4 +1,4 @@
-/* test_retry.c - requeueing failed tasks (src/retry.c): what comes back,
+/* test_retry.c - requeueing failed tasks (src/model/retry.c): what comes back,
  * what stays blocked, what is refused, and the request file a running rush
  * picks up. */
 #include "testutil.h"

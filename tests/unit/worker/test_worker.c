@@ -1,4 +1,4 @@
-/* test_worker.c - the worker (src/worker.c, src/worker_task.c).
+/* test_worker.c - the worker (src/worker/).
  *
  * The pure helpers (assignment decision, prompt, executor argv, stage
  * environment, progress format) are tested by passing values.  The rest

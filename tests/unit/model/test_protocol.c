@@ -1,4 +1,4 @@
-/* test_protocol.c - the orchestrator <-> worker files (src/protocol.c):
+/* test_protocol.c - the orchestrator <-> worker files (src/model/protocol.c):
  * every kind round-trips, null task ids stay empty, garbage and truncated
  * files are ZERG_ECORRUPT, missing ones -ENOENT, and state-dir names are
  * classified, temp files of the atomic replace included. */

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orch_internal.h"
+#include "orch/orch_internal.h"
 #include "zerg/clock.h"
 #include "zerg/config.h"
 #include "zerg/err.h"

@@ -1,5 +1,5 @@
 /* test_clock.c - the fake clock and ISO-8601 formatting and parsing
- * (src/clock.c). */
+ * (src/base/clock.c). */
 #include "testutil.h"
 
 #include <errno.h>
