@@ -6,11 +6,12 @@
 #   make image   build the zerg-worker container image locally
 #   make bench   run the benchmarks, write docs/wiki/Performance.md figures
 #   make chaos   the long randomized chaos suite
+#   make mutate  break each core invariant once; the suite must notice
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 CHAOS_SECONDS ?= 300
 
-.PHONY: all deps build demo check test fuzz image bench chaos format clean
+.PHONY: all deps build demo check test fuzz image bench chaos mutate format clean
 
 all: build
 
@@ -30,6 +31,7 @@ check:
 	@cmake --build build-check -j $(JOBS)
 	@build-check/zerg validate -C examples/demo --check-wiring
 	@cd build-check && ctest --output-on-failure -j $(JOBS)
+	@python3 tests/mutate.py $${CHECK_MUTATIONS:-fencing levels crash-charge attempt-ceiling}
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-15}
 
 test: check
@@ -53,8 +55,13 @@ chaos:
 	@cmake --build build-check -j $(JOBS)
 	@ZERG=build-check/zerg CHAOS_SECONDS=$(CHAOS_SECONDS) tests/chaos/chaos.sh
 
+# MUTATIONS=name... picks some (tests/mutate.py --list shows them).
+mutate:
+	@scripts/install-deps.sh test
+	@python3 tests/mutate.py $(MUTATIONS)
+
 format:
 	@clang-format -i $$(find src tests/unit -name "*.[ch]") include/zerg/*.h
 
 clean:
-	rm -rf build build-check build-fuzz
+	rm -rf build build-check build-fuzz build-mutate

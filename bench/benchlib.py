@@ -274,7 +274,7 @@ class Rush:
                  extra_env=None):
         self.env, self.proj = env, proj
         self.jsonl = os.path.join(proj, ".zerg", "monitor.jsonl")
-        self.state_dir = os.path.join(proj, ".zerg", "state")
+        self.state_dir = os.path.join(proj, ".zerg", "state", FEATURE)
         self._off, self._buf, self.all_events = 0, b"", []
         self._cursor = 0
         cmd = [env.zerg, "-C", proj, "rush", "--workers", str(workers)]

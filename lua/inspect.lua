@@ -57,8 +57,14 @@ local function parts_of(t, depth, path, indent)
     end
     for _, k in ipairs(util.sorted_keys(t)) do
         if not (math.type(k) == "integer" and k >= 1 and k <= n) then
+            -- a key that pairs() gives but rawget does not: a view with
+            -- __pairs, such as the read-only library tables
+            local v = rawget(t, k)
+            if v == nil then
+                v = t[k]
+            end
             parts[#parts + 1] = key_text(k) .. " = "
-                .. render(rawget(t, k), depth + 1, path, indent .. "  ")
+                .. render(v, depth + 1, path, indent .. "  ")
         end
     end
     return parts

@@ -4,7 +4,10 @@
  * DESIGN.md section 4: safe ids, levels >= 1 (or taken from a `*-L{n}-*`
  * id), known dependencies at the same or a lower level, no cycles.  Two
  * tasks of one level that create/modify the same path are legal but never
- * run together: each task lists the tasks it conflicts with. */
+ * run together.  Each (level, path) written by two or more tasks is a
+ * write group; a task lists the groups it is in, and two tasks conflict
+ * when they share one.  Memory is linear in the writes: 20,000 tasks all
+ * writing README.md are one group of 20,000, not 400 million pairs. */
 #ifndef ZERG_GRAPH_H
 #define ZERG_GRAPH_H
 
@@ -35,8 +38,8 @@ struct zerg_task {
     char *description;        /* "" when absent */
     char *context;            /* "" when absent */
     double estimate_minutes;  /* 0 when absent */
-    size_t *conflicts;        /* same-level tasks writing a shared path */
-    size_t nconflicts;
+    size_t *wgroups;          /* the write groups it is in, ascending */
+    size_t nwgroups;          /* 0: it shares no written path */
 };
 
 struct zerg_level {
@@ -51,6 +54,9 @@ struct zerg_graph {
     int nlevels;              /* highest level */
     struct zerg_level *levels;/* levels[1..nlevels]; [0] unused */
     struct zerg_strlist warnings;  /* e.g. same-file conflicts */
+    size_t nwgroups;          /* write groups (see above) */
+    size_t *wgroup_start;     /* group k: wgroup_tasks[start[k]..start[k+1]) */
+    size_t *wgroup_tasks;     /* ascending within a group */
     size_t *critical_path;    /* longest chain by estimate (or count) */
     size_t ncritical;
     double critical_minutes;
@@ -77,5 +83,11 @@ int zerg_level_from_id(const char *id);
 
 /* 1 if tasks a and b may not run at the same time (same-file conflict). */
 int zerg_graph_conflicts(const struct zerg_graph *g, size_t a, size_t b);
+
+/* The tasks task t may not run beside, ascending and each once: writes the
+ * first max of them to out (out may be NULL with max 0) and returns how
+ * many there are in all. */
+size_t zerg_graph_partners(const struct zerg_graph *g, size_t t, size_t *out,
+                           size_t max);
 
 #endif

@@ -3,7 +3,21 @@
  * Text is parsed and produced by lua-cjson (src/lua/json.c); this header is
  * only the tree, so core modules read and build documents without touching
  * Lua.  Objects keep insertion order and look keys up linearly: callers that
- * need fast lookup over thousands of keys index the tree themselves once. */
+ * need fast lookup over thousands of keys index the tree themselves once.
+ * Parsed objects come out with their keys sorted bytewise.
+ *
+ * Empty containers.  Parsed text cannot tell "[]" from "{}": cjson 2.1.0
+ * decodes both to an empty Lua table, as a Lua table with no keys is also
+ * what a policy returns for either.  Such a table becomes an empty object,
+ * and the tree treats an empty container as both kinds when it is read:
+ * zerg_json_is(v, ZERG_JSON_ARRAY) and (v, ZERG_JSON_OBJECT) both hold for
+ * an empty array or object, and u.arr.n and u.obj.n are the same field (the
+ * common initial sequence of the union), so a reader that checked the kind
+ * and loops to n sees 0 either way.  Readers therefore check the kind with
+ * zerg_json_is, not with v->type.  Builders keep their kinds: a tree built
+ * in C encodes arrays as arrays even when empty, and zerg_json_push onto
+ * an object (empty or not) is still -EINVAL.  A parsed "[]" is encoded
+ * back as "{}". */
 #ifndef ZERG_JSON_H
 #define ZERG_JSON_H
 
@@ -11,6 +25,15 @@
 #include <stdint.h>
 
 struct zerg_err;
+
+/* Containers nested deeper than this are an error in every conversion:
+ * text to tree (cjson's decode_max_depth), tree to text, Lua to tree and
+ * tree to Lua (src/lua/convert.c). */
+#define ZERG_JSON_MAX_DEPTH 1000
+/* 2^53: integral doubles of smaller magnitude are exact, so they are
+ * written as integers ("1700000000123") and go to Lua as integers; larger
+ * ones are floats (cjson writes them "%.14g"). */
+#define ZERG_JSON_INT_LIMIT 9007199254740992.0
 
 enum zerg_json_type {
     ZERG_JSON_NULL,
@@ -31,21 +54,25 @@ struct zerg_json {
             char *s; /* NUL-terminated; may contain NULs up to len */
             size_t len;
         } str;
+        /* n and cap first in both: an empty container reads n == 0 as
+         * either kind (see "Empty containers" above). */
         struct {
-            zerg_json **items;
             size_t n, cap;
+            zerg_json **items;
         } arr;
         struct {
+            size_t n, cap;
             char **keys;
             zerg_json **vals;
-            size_t n, cap;
         } obj;
     } u;
 };
 
 /* Parses text; returns a new tree (caller frees) or NULL with err set to
  * cjson's message ("Expected comma or array end but found T_END at
- * character 10").  Nesting deeper than 1000 is an error. */
+ * character 10"), ZERG_ECORRUPT (-ENOMEM when out of memory).  Nesting
+ * deeper than ZERG_JSON_MAX_DEPTH is an error; "[]" and "{}" both give an
+ * empty object, keys come out sorted. */
 zerg_json *zerg_json_parse(const char *text, size_t len, struct zerg_err *err);
 
 /* Encodes v compactly; returns a malloc'd NUL-terminated string (caller
@@ -84,6 +111,8 @@ const zerg_json *zerg_json_at(const zerg_json *v, size_t i);
 const char *zerg_json_key_at(const zerg_json *obj, size_t i);
 const char *zerg_json_as_str(const zerg_json *v); /* NULL unless string */
 double zerg_json_as_num(const zerg_json *v, double dflt);
+/* 1 when v is of type t; an empty array or object is both an ARRAY and an
+ * OBJECT here. */
 int zerg_json_is(const zerg_json *v, enum zerg_json_type t);
 const char *zerg_json_type_name(enum zerg_json_type t); /* "string", ... */
 

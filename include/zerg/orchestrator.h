@@ -3,10 +3,13 @@
  * The orchestrator is a state machine fed with events (a child exited, a
  * file in .zerg/state changed, a stop was asked) and stepped by
  * zerg_orch_tick(now), which applies timers (spawn backoff, stale checks,
- * reconciliation, lease, checkpoint) and dispatches work.  It never reads
- * the clock itself and never sleeps: zerg_orch_run() is the real event
- * loop around it (poll over signalfd + inotify + the next deadline), and
- * unit tests drive the same functions with a fake clock and launcher.
+ * reconciliation, lease, checkpoint) and dispatches work.  Monotonic time
+ * comes in as `now` on every call; wall time (timestamps in the state
+ * document) and the cost of a checkpoint are read from opts.clock, never
+ * from the system clock.  It never sleeps: zerg_orch_run() is the real
+ * event loop around it (poll over signalfd + inotify + the next
+ * deadline), and unit tests drive the same functions with a fake clock
+ * and launcher.
  *
  * Every decision is asked of a policy (include/zerg/policy.h) and logged
  * with its inputs; the state document is written only here. */
@@ -35,6 +38,7 @@ struct zerg_orch_opts {
     struct zerg_policy *policy;
     struct zerg_launcher *launcher;
     struct zerg_log *log;
+    const struct zerg_clock *clock; /* required: wall time, costs */
     int workers;               /* pool size */
     int resume;                /* state came from disk */
     int64_t checkpoint_ns;     /* min gap between state writes (50 ms) */

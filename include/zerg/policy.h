@@ -42,6 +42,13 @@ int zerg_policy_reload(struct zerg_policy *p);
 /* Policy failures so far (for metrics). */
 int64_t zerg_policy_error_count(const struct zerg_policy *p);
 
+/* For tests and parity checks only: while on is non-zero every decision
+ * skips the override and the bundled Lua and uses the rule written in C,
+ * the one a decision falls back to when both fail (why.policy is
+ * "builtin", file "(built in)").  Nothing is counted or logged as a
+ * policy_error.  Off after zerg_policy_new; the core never turns it on. */
+void zerg_policy_force_builtin(struct zerg_policy *p, int on);
+
 /* backoff.delay(attempt, {strategy, base, max, kind}).  kind is "spawn" or
  * "task" and selects the config keys.  attempt >= 1.  Clamped to
  * [0, 1 h]. */
@@ -101,11 +108,18 @@ void zerg_policy_retry(struct zerg_policy *p, const struct zerg_retry_in *in,
  * the fix and the reason; fixes the C side does not know are dropped and
  * logged.  *fixes is malloc'd (NULL when there are none): the caller
  * free()s it.  Returns 0. */
+enum zerg_fix_kind {
+    ZERG_FIX_REQUEUE,        /* task: claimed/in_progress on a dead worker */
+    ZERG_FIX_SET_LEVEL,      /* task: its level is missing or wrong */
+    ZERG_FIX_BLOCK,          /* task: queued behind a failed dependency */
+    ZERG_FIX_REOPEN_LEVEL,   /* level: marked complete, work unfinished */
+    ZERG_FIX_COMPLETE_LEVEL, /* level: all terminal, mark lost */
+};
 struct zerg_fix {
     char task[72];       /* "" when it is a level fix */
     int level;           /* level fixed, or the new level for set_level */
-    char fix[32];        /* "requeue" | "set_level" | "reopen_level" |
-                            "complete_level" | "block" */
+    enum zerg_fix_kind kind;
+    char fix[32];        /* the kind's name, as the policy spelled it */
     char reason[160];
 };
 int zerg_policy_reconcile(struct zerg_policy *p, const zerg_json *snapshot,

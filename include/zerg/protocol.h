@@ -1,13 +1,21 @@
 /* protocol.h - the files the orchestrator and its workers talk through.
  *
- * All live in .zerg/state/ and are written with the atomic replace, so they
- * work the same across a container bind mount.  The orchestrator is the
- * only writer of the state document; workers never touch it.
+ * All live in the run directory of their feature, .zerg/state/{feature}/
+ * (zerg_proto_run_dir), so two features rushed at once in one project
+ * never read each other's files, and are written with the atomic replace,
+ * so they work the same across a container bind mount.  The orchestrator
+ * is the only writer of the state document (.zerg/state/{feature}.json,
+ * beside the run directory); workers never touch it.
  *
  *   slot-{slot}/assign.json  orchestrator -> worker: what to run now
  *   heartbeat-{slot}.json  worker -> orchestrator: alive, progress
  *   result-{task}-{attempt}.json  worker -> orchestrator: how it ended
  *   lease-{feature}.json   orchestrator -> workers: "I am alive"
+ *   retry-{wall_ns}.json   `zerg retry` -> orchestrator (zerg/retry.h)
+ *
+ * Each file carries the run id of the rush that wrote it (or whose worker
+ * did); epochs come from the feature's state and start above the wall
+ * clock in microseconds, so they are not reused across runs either.
  *
  * Fencing: `epoch` is unique per spawned worker incarnation.  A result is
  * applied only if (epoch, task, attempt) matches the live assignment;
@@ -22,8 +30,11 @@
 
 struct zerg_err;
 
+#define ZERG_RUN_ID_MAX 40 /* with its NUL, as zerg_state.run_id */
+
 struct zerg_assign {
     uint64_t epoch;
+    char run_id[ZERG_RUN_ID_MAX];
     char task[ZERG_ID_MAX + 1]; /* "" = stay idle */
     int attempt;
     int stop;                   /* 1 = finish and exit */
@@ -32,6 +43,7 @@ struct zerg_assign {
 struct zerg_heartbeat {
     int worker_id;
     uint64_t epoch;
+    char run_id[ZERG_RUN_ID_MAX];
     int64_t seq;                /* +1 per write */
     int64_t timestamp_ns;       /* wall, informational only */
     char task_id[ZERG_ID_MAX + 1]; /* "" when idle */
@@ -50,6 +62,7 @@ enum zerg_outcome {
 
 struct zerg_result {
     uint64_t epoch;
+    char run_id[ZERG_RUN_ID_MAX];
     int worker_id;
     char task[ZERG_ID_MAX + 1];
     int attempt;
@@ -62,7 +75,12 @@ struct zerg_result {
     char error[256];            /* one line, "" when complete */
 };
 
-/* Paths: dir is the state directory.  0 or -ENAMETOOLONG. */
+/* The run directory of feature under state_dir (.zerg/state).  0 or
+ * -ENAMETOOLONG. */
+int zerg_proto_run_dir(char *buf, size_t n, const char *state_dir,
+                       const char *feature);
+
+/* Paths: dir is the run directory.  0 or -ENAMETOOLONG. */
 int zerg_proto_slot_dir(char *buf, size_t n, const char *dir, int slot);
 int zerg_proto_assign_path(char *buf, size_t n, const char *dir, int slot);
 int zerg_proto_heartbeat_path(char *buf, size_t n, const char *dir, int slot);

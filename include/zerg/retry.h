@@ -6,7 +6,7 @@
  * applies it to its live state.  The request file is how `zerg retry`
  * reaches a running rush: it writes
  *
- *   .zerg/state/retry-{feature}-{wall_ns}.json
+ *   .zerg/state/{feature}/retry-{wall_ns}.json   (the run directory)
  *   {"feature": "F", "tasks": ["A-L1-001", ...], "all_failed": false}
  *
  * with the atomic replace; the orchestrator reads it, applies it with
@@ -52,8 +52,9 @@ struct zerg_retry_request {
     int all_failed;
 };
 
-/* Writes a request into state_dir (atomic replace, durable).  ids may be
- * NULL when all_failed is set.  0 or negative with err set. */
+/* Writes a request into the run directory of feature under state_dir
+ * (.zerg/state; atomic replace, durable).  ids may be NULL when all_failed
+ * is set.  0 or negative with err set (-ENOENT: no rush has run yet). */
 int zerg_retry_request_write(const char *state_dir, const char *feature,
                              const char *const *ids, size_t n, int all_failed,
                              struct zerg_err *err);

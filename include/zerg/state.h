@@ -67,6 +67,7 @@ enum zerg_worker_status {
     ZERG_WORKER_STOPPED,
     ZERG_WORKER_CRASHED,
     ZERG_WORKER_RETIRED,  /* respawn cap or spawn retries exhausted */
+    ZERG_WORKER_STOPPING, /* asked or forced to go, not reaped yet */
 };
 const char *zerg_worker_status_name(enum zerg_worker_status s);
 int zerg_worker_status_parse(const char *s, enum zerg_worker_status *out);

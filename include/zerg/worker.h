@@ -44,7 +44,8 @@ struct zerg_worker_opts {
     const char *config_path;        /* {project}/.zerg/config.yaml */
     const char *graph_path;         /* {project}/.gsd/specs/{feature}/
                                        task-graph.json */
-    const char *state_dir;          /* {project}/.zerg/state */
+    const char *state_dir;          /* the run directory, by default
+                                       {project}/.zerg/state/{feature} */
     int64_t lease_stale_ns;         /* ZERG_LEASE_STALE_NS */
     int64_t heartbeat_interval_ns;  /* workers.heartbeat_interval_seconds */
     int64_t poll_ns;                /* 500 ms (also the maximum) */

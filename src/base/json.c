@@ -3,7 +3,9 @@
  * Only the tree lives here: building, reading, copying, freeing.  Text is
  * parsed and produced by lua-cjson in src/lua/json.c.  Objects are two
  * parallel arrays in insertion order with linear lookup: documents zerg
- * reads key by key are small, and big ones are indexed once by the caller. */
+ * reads key by key are small, and big ones are indexed once by the caller.
+ * An empty array or object is read as either kind (zerg_json_is; the rule
+ * and why are in zerg/json.h); builders keep the kind they were given. */
 #include "zerg/json.h"
 
 #include <errno.h>
@@ -249,9 +251,20 @@ double zerg_json_as_num(const zerg_json *v, double dflt)
     return v && v->type == ZERG_JSON_NUMBER ? v->u.number : dflt;
 }
 
+static int is_container(enum zerg_json_type t)
+{
+    return t == ZERG_JSON_ARRAY || t == ZERG_JSON_OBJECT;
+}
+
+/* Parsed text leaves "[]" and "{}" alike (see zerg/json.h), so an empty
+ * container passes as either kind. */
 int zerg_json_is(const zerg_json *v, enum zerg_json_type t)
 {
-    return v && v->type == t;
+    if (!v)
+        return 0;
+    if (v->type == t)
+        return 1;
+    return is_container(t) && is_container(v->type) && zerg_json_len(v) == 0;
 }
 
 const char *zerg_json_type_name(enum zerg_json_type t)

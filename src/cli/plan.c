@@ -65,14 +65,16 @@ static void print_task(FILE *out, const struct zerg_graph *g, size_t i,
     const struct zerg_task *t = &g->tasks[i];
     char title[TITLE_COLS * 4 + 8];
     clean_title(title, sizeof title, t->title ? t->title : "");
-    int more = t->estimate_minutes > 0 || t->deps.n || t->nconflicts;
+    size_t partners[LIST_MAX];
+    size_t np = zerg_graph_partners(g, i, partners, LIST_MAX);
+    int more = t->estimate_minutes > 0 || t->deps.n || np;
     fprintf(out, "  %s%c%s %-*s  %-*s", em(color, "\033[33m"),
-            t->nconflicts ? '*' : ' ', em(color, "\033[0m"), width, t->id,
+            np ? '*' : ' ', em(color, "\033[0m"), width, t->id,
             more ? TITLE_COLS + 3 : 0, title);
     if (t->estimate_minutes > 0)
         fprintf(out, "  %4.0f min", t->estimate_minutes);
     print_list(out, "after", g, t->dep_idx, t->deps.n);
-    print_list(out, "serialized with", g, t->conflicts, t->nconflicts);
+    print_list(out, "serialized with", g, partners, np);
     fputc('\n', out);
 }
 
@@ -111,7 +113,7 @@ int zerg_cli_print_plan(FILE *out, const struct zerg_graph *g, int workers,
     for (int lv = 1; lv <= g->nlevels; lv++)
         print_level(out, g, lv, workers, width, color);
     for (size_t i = 0; i < g->ntasks; i++)
-        serialized |= g->tasks[i].nconflicts > 0;
+        serialized |= g->tasks[i].nwgroups > 0;
     if (serialized)
         fputs("  * serialized: shares a file with a task of its level; "
               "they never run at the same time\n",

@@ -61,6 +61,66 @@ struct rush_opts {
     const char *executor;
 };
 
+/* Everything one rush holds, released at the end of zerg_cmd_rush.  The
+ * clock is chosen here, once, for the state, the log and the loop. */
+struct rush {
+    struct zerg_cli *cli;
+    const struct zerg_clock *clock;
+    struct rush_opts ro;
+    char feature[ZERG_ID_MAX + 1];
+    struct zerg_config cfg;
+    struct zerg_graph *g;
+    struct zerg_state s;
+    struct zerg_lock lk;
+    struct zerg_log *log;
+    struct zerg_policy *pol;
+};
+
+/* ---- options -------------------------------------------------------- */
+
+/* Applies one option.  0, -1 after --help, or an exit code. */
+static int take_opt(int c, struct rush_opts *ro)
+{
+    char *end;
+    switch (c) {
+    case 'w':
+        ro->workers = (int)strtol(optarg, &end, 10);
+        if (*end || ro->workers < 1 || ro->workers > 256) {
+            zerg_cli_error("rush", "--workers takes 1..256, not '%s'", optarg);
+            return ZERG_EXIT_USAGE;
+        }
+        return 0;
+    case 'm':
+        if (zerg_mode_parse(optarg, &ro->mode) < 0) {
+            zerg_cli_error("rush",
+                           "--mode takes subprocess, container "
+                           "or auto, not '%s'",
+                           optarg);
+            return ZERG_EXIT_USAGE;
+        }
+        ro->mode_set = 1;
+        return 0;
+    case 'r':
+        ro->resume = 1;
+        return 0;
+    case 'F':
+        ro->fresh = 1;
+        return 0;
+    case 'n':
+        ro->dry_run = 1;
+        return 0;
+    case 'e':
+        ro->executor = optarg;
+        return 0;
+    case 'h':
+        fputs(usage, stdout);
+        return -1;
+    default:
+        fputs(usage, stderr);
+        return ZERG_EXIT_USAGE;
+    }
+}
+
 static int parse_opts(int argc, char **argv, struct rush_opts *ro)
 {
     static const struct option longopts[] = {
@@ -73,50 +133,12 @@ static int parse_opts(int argc, char **argv, struct rush_opts *ro)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int c;
-    char *end;
+    int c, rc;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "w:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'w':
-            ro->workers = (int)strtol(optarg, &end, 10);
-            if (*end || ro->workers < 1 || ro->workers > 256) {
-                zerg_cli_error("rush", "--workers takes 1..256, not '%s'",
-                               optarg);
-                return ZERG_EXIT_USAGE;
-            }
-            break;
-        case 'm':
-            if (zerg_mode_parse(optarg, &ro->mode) < 0) {
-                zerg_cli_error("rush",
-                               "--mode takes subprocess, container "
-                               "or auto, not '%s'",
-                               optarg);
-                return ZERG_EXIT_USAGE;
-            }
-            ro->mode_set = 1;
-            break;
-        case 'r':
-            ro->resume = 1;
-            break;
-        case 'F':
-            ro->fresh = 1;
-            break;
-        case 'n':
-            ro->dry_run = 1;
-            break;
-        case 'e':
-            ro->executor = optarg;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return -1;
-        default:
-            fputs(usage, stderr);
-            return ZERG_EXIT_USAGE;
-        }
-    }
+    while ((c = getopt_long(argc, argv, "w:h", longopts, NULL)) != -1)
+        if ((rc = take_opt(c, ro)))
+            return rc;
     if (optind < argc) {
         zerg_cli_error("rush", "unexpected argument '%s'", argv[optind]);
         return ZERG_EXIT_USAGE;
@@ -126,6 +148,55 @@ static int parse_opts(int argc, char **argv, struct rush_opts *ro)
         return ZERG_EXIT_USAGE;
     }
     return 0;
+}
+
+/* ---- checks before anything is written (exit 2) --------------------- */
+
+/* Feature, config, graph and policies.  0 or an exit code. */
+static int load_inputs(struct rush *r)
+{
+    struct zerg_cli *cli = r->cli;
+    struct zerg_err err = {0};
+    char path[PATH_MAX];
+
+    if (zerg_cli_feature(cli, r->feature, sizeof r->feature, &err) < 0 ||
+        zerg_cli_config(cli, &r->cfg, &err) < 0)
+        goto fail;
+    zerg_cli_path(cli, path, sizeof path, ".gsd/specs/%s/task-graph.json",
+                  r->feature);
+    if (zerg_graph_load(&r->g, path, &err) < 0)
+        goto fail;
+    zerg_cli_path(cli, path, sizeof path, ".zerg/policies");
+    if (!(r->pol = zerg_policy_new(path, &r->cfg, NULL, &err)))
+        goto fail;
+    return 0;
+fail:
+    zerg_cli_error("rush", "%s", err.msg);
+    return ZERG_EXIT_USAGE;
+}
+
+/* Prints the level plan; the exit code of --dry-run. */
+static int dry_run(const struct rush *r)
+{
+    int w = r->ro.workers ? r->ro.workers : r->cfg.workers_max_concurrent;
+    return zerg_cli_print_plan(stdout, r->g, w, r->cli->color) < 0
+               ? ZERG_EXIT_FAIL
+               : ZERG_EXIT_OK;
+}
+
+/* Exit 3 before the state is touched when another rush holds the lock. */
+static int check_unlocked(struct rush *r)
+{
+    struct zerg_err err = {0};
+    char path[PATH_MAX];
+
+    zerg_cli_path(r->cli, path, sizeof path, ".zerg/state/%s.lock", r->feature);
+    if (zerg_lock_probe(path, NULL) != 1)
+        return 0;
+    zerg_lock_acquire(&r->lk, path, &err); /* for the message */
+    zerg_cli_error("rush", "%s",
+                   err.msg[0] ? err.msg : "another rush is running");
+    return ZERG_EXIT_LOCKED;
 }
 
 static void make_run_id(char *buf, size_t size)
@@ -142,27 +213,33 @@ static void make_run_id(char *buf, size_t size)
              r[4], r[5]);
 }
 
+/* A new run's state.  0, or ZERG_EXIT_FAIL. */
+static int new_state(struct rush *r)
+{
+    return zerg_state_init(&r->s, r->g, r->feature, zerg_clock_wall(r->clock)) <
+                   0
+               ? ZERG_EXIT_FAIL
+               : 0;
+}
+
 /* Loads or creates the state.  Returns 0, or an exit code. */
-static int prepare_state(struct zerg_cli *cli, const char *feature,
-                         const struct zerg_graph *g, const struct rush_opts *ro,
-                         struct zerg_state *s)
+static int prepare_state(struct rush *r)
 {
     char path[PATH_MAX];
     struct zerg_err err = {0};
     size_t dropped = 0;
+    const char *feature = r->feature;
+    struct zerg_state *s = &r->s;
 
-    zerg_cli_path(cli, path, sizeof path, ".zerg/state/%s.json", feature);
-    int rc = zerg_state_load(s, g, path, &dropped, &err);
+    zerg_cli_path(r->cli, path, sizeof path, ".zerg/state/%s.json", feature);
+    int rc = zerg_state_load(s, r->g, path, &dropped, &err);
     if (rc == -ENOENT) {
-        if (ro->resume)
+        if (r->ro.resume)
             fprintf(stderr,
                     "zerg rush: nothing to resume for %s; starting "
                     "a new run\n",
                     feature);
-        return zerg_state_init(s, g, feature,
-                               zerg_clock_wall(&zerg_clock_system)) < 0
-                   ? ZERG_EXIT_FAIL
-                   : 0;
+        return new_state(r);
     }
     if (rc < 0) {
         zerg_cli_error("rush", "%s", err.msg);
@@ -174,25 +251,56 @@ static int prepare_state(struct zerg_cli *cli, const char *feature,
                 "are no longer in the graph; ignored\n",
                 dropped, dropped == 1 ? "" : "s");
     int unfinished = !s->status || strcmp(s->status, "complete");
-    if (ro->resume)
+    if (r->ro.resume)
         return 0;
-    if (unfinished && !ro->fresh) {
+    if (unfinished && !r->ro.fresh) {
         size_t c[7] = {0};
         zerg_state_count(s, c);
         zerg_cli_error("rush",
                        "an unfinished run of %s exists (%zu/%zu tasks "
                        "complete, status %s). Continue it with `zerg rush "
                        "--resume`, or start over with `zerg rush --fresh`.",
-                       feature, c[ZERG_TASK_COMPLETE], g->ntasks,
+                       feature, c[ZERG_TASK_COMPLETE], r->g->ntasks,
                        s->status ? s->status : "unknown");
         zerg_state_close(s);
         return ZERG_EXIT_USAGE;
     }
     zerg_state_close(s);
-    return zerg_state_init(s, g, feature, zerg_clock_wall(&zerg_clock_system)) <
-                   0
-               ? ZERG_EXIT_FAIL
-               : 0;
+    return new_state(r);
+}
+
+/* ---- from here on we write: directories, lock, logs ----------------- */
+
+/* Takes the lock, opens the log and reloads the policies so that their
+ * errors reach it.  0 or an exit code. */
+static int open_run(struct rush *r)
+{
+    struct zerg_cli *cli = r->cli;
+    struct zerg_err err = {0};
+    char path[PATH_MAX];
+
+    zerg_cli_path(cli, path, sizeof path, ".zerg/state");
+    zerg_fsio_mkdirs(path, 0755);
+    zerg_cli_path(cli, path, sizeof path, ".zerg/logs/tasks");
+    zerg_fsio_mkdirs(path, 0755);
+    zerg_cli_path(cli, path, sizeof path, ".zerg/state/%s.lock", r->feature);
+    if (zerg_lock_acquire(&r->lk, path, &err) < 0) {
+        zerg_cli_error("rush", "%s", err.msg);
+        return err.code == ZERG_ELOCKED ? ZERG_EXIT_LOCKED : ZERG_EXIT_FAIL;
+    }
+    zerg_cli_path(cli, path, sizeof path, ".zerg");
+    if (!(r->log = zerg_log_open(path, r->clock, &err))) {
+        zerg_cli_error("rush", "%s", err.msg);
+        return ZERG_EXIT_FAIL;
+    }
+    zerg_log_set_level(r->log, (enum zerg_log_level)r->cfg.log_level);
+    zerg_policy_free(r->pol);
+    zerg_cli_path(cli, path, sizeof path, ".zerg/policies");
+    if (!(r->pol = zerg_policy_new(path, &r->cfg, r->log, &err))) {
+        zerg_cli_error("rush", "%s", err.msg);
+        return ZERG_EXIT_USAGE;
+    }
+    return 0;
 }
 
 static struct zerg_launcher *make_launcher(const struct zerg_config *cfg,
@@ -233,162 +341,123 @@ static void cleanup_leftovers(struct zerg_cli *cli, const char *feature,
                        n, n == 1 ? "" : "es", n == 1 ? "" : "s");
 }
 
-/* Everything that can fail with exit 2 has been checked; run it. */
-static int run(struct zerg_cli *cli, const char *feature,
-               struct zerg_config *cfg, const struct zerg_graph *g,
-               struct zerg_state *s, const struct rush_opts *ro,
-               struct zerg_log *log, struct zerg_policy *pol)
+/* The graph's warnings, then rush_start with what this run is. */
+static void log_start(const struct rush *r, const struct zerg_launcher *l,
+                      int workers)
 {
-    char self[PATH_MAX] = "zerg", summary[1024];
-    struct zerg_err err = {0};
-    int workers = ro->workers ? ro->workers : cfg->workers_max_concurrent;
-    enum zerg_mode mode = ro->mode_set ? ro->mode : cfg->workers_mode;
-
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0)
-        self[n] = '\0';
-    make_run_id(s->run_id, sizeof s->run_id);
-    if (ro->executor)
-        setenv("ZERG_EXECUTOR", ro->executor, 1);
-    struct zerg_launcher *l = make_launcher(cfg, mode, log);
-    if (!l)
-        return ZERG_EXIT_FAIL;
-    cleanup_leftovers(cli, feature, s, l, log);
+    const struct zerg_graph *g = r->g;
     for (size_t i = 0; i < g->warnings.n; i++)
-        zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "graph_warning", NULL,
-                       NULL, "%s", g->warnings.v[i]);
+        zerg_log_event(r->log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "graph_warning",
+                       NULL, NULL, "%s", g->warnings.v[i]);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "tasks", (double)g->ntasks);
     zerg_json_set_num(data, "levels", g->nlevels);
     zerg_json_set_num(data, "workers", workers);
     zerg_json_set_str(data, "mode", l->ops->name);
-    zerg_json_set_str(data, "run_id", s->run_id);
-    zerg_json_set_bool(data, "resume", ro->resume);
-    zerg_json_set_bool(data, "resilience", cfg->resilience_enabled);
-    zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "rush_start", NULL, data,
-                   "Rush %s%s: %zu tasks in %d levels on %d %s "
-                   "worker%s",
-                   feature, ro->resume ? " resumed" : " started", g->ntasks,
-                   g->nlevels, workers, l->ops->name, workers == 1 ? "" : "s");
+    zerg_json_set_str(data, "run_id", r->s.run_id);
+    zerg_json_set_bool(data, "resume", r->ro.resume);
+    zerg_json_set_bool(data, "resilience", r->cfg.resilience_enabled);
+    zerg_log_event(
+        r->log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "rush_start", NULL, data,
+        "Rush %s%s: %zu tasks in %d levels on %d %s "
+        "worker%s",
+        r->feature, r->ro.resume ? " resumed" : " started", g->ntasks,
+        g->nlevels, workers, l->ops->name, workers == 1 ? "" : "s");
+}
 
+/* Runs the orchestrator's loop with the live view; its exit code. */
+static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
+                       const char *self)
+{
+    char summary[1024];
+    struct zerg_err err = {0};
     struct zerg_orch_opts oo = {
-        .project = cli->project,
-        .feature = feature,
+        .project = r->cli->project,
+        .feature = r->feature,
         .zerg_bin = self,
-        .cfg = cfg,
-        .graph = g,
-        .state = s,
-        .policy = pol,
+        .cfg = &r->cfg,
+        .graph = r->g,
+        .state = &r->s,
+        .policy = r->pol,
         .launcher = l,
-        .log = log,
+        .log = r->log,
+        .clock = r->clock,
         .workers = workers,
-        .resume = ro->resume,
+        .resume = r->ro.resume,
     };
-    struct zerg_orch *o =
-        zerg_orch_new(&oo, zerg_clock_mono(&zerg_clock_system), &err);
+    struct zerg_orch *o = zerg_orch_new(&oo, zerg_clock_mono(r->clock), &err);
     if (!o) {
         zerg_cli_error("rush", "%s", err.msg);
-        l->ops->free(l);
         return ZERG_EXIT_FAIL;
     }
-    struct zerg_view *view = zerg_view_new(cli, g, s, log);
-    int rc = zerg_orch_run(o, &zerg_clock_system);
+    struct zerg_view *view = zerg_view_new(r->cli, r->g, &r->s, r->log);
+    int rc = zerg_orch_run(o, r->clock);
     zerg_orch_summary(o, summary, sizeof summary);
     int viewed = view != NULL;
     zerg_view_free(view);
     if (!viewed) /* otherwise the view printed the rush_complete event */
         printf("%s %s\n",
-               rc == ZERG_EXIT_OK ? "Rush complete:" : "Rush failed:",
-               summary);
-    l->ops->cleanup(l, feature, "");
+               rc == ZERG_EXIT_OK ? "Rush complete:" : "Rush failed:", summary);
+    l->ops->cleanup(l, r->feature, "");
     zerg_orch_free(o);
+    return rc;
+}
+
+/* Everything that can fail with exit 2 has been checked; run it. */
+static int run(struct rush *r)
+{
+    char self[PATH_MAX] = "zerg";
+    int workers = r->ro.workers ? r->ro.workers : r->cfg.workers_max_concurrent;
+    enum zerg_mode mode = r->ro.mode_set ? r->ro.mode : r->cfg.workers_mode;
+
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0)
+        self[n] = '\0';
+    make_run_id(r->s.run_id, sizeof r->s.run_id);
+    if (r->ro.executor)
+        setenv("ZERG_EXECUTOR", r->ro.executor, 1);
+    struct zerg_launcher *l = make_launcher(&r->cfg, mode, r->log);
+    if (!l)
+        return ZERG_EXIT_FAIL;
+    cleanup_leftovers(r->cli, r->feature, &r->s, l, r->log);
+    log_start(r, l, workers);
+    int rc = orchestrate(r, l, workers, self);
     l->ops->free(l);
     return rc;
 }
 
+/* The steps in the order the exit codes promise (see the top). */
+static int rush(struct rush *r)
+{
+    int rc = load_inputs(r);
+    if (rc)
+        return rc;
+    if (r->ro.dry_run)
+        return dry_run(r);
+    if ((rc = check_unlocked(r)) || (rc = prepare_state(r)) ||
+        (rc = open_run(r)))
+        return rc;
+    return run(r);
+}
+
 int zerg_cmd_rush(struct zerg_cli *cli, int argc, char **argv)
 {
-    struct rush_opts ro = {0};
-    struct zerg_config cfg;
-    struct zerg_err err = {0};
-    struct zerg_graph *g = NULL;
-    struct zerg_state s = {0};
-    struct zerg_lock lk = {.fd = -1};
-    struct zerg_log *log = NULL;
-    struct zerg_policy *pol = NULL;
-    char feature[ZERG_ID_MAX + 1], path[PATH_MAX];
-    int rc = parse_opts(argc, argv, &ro);
+    struct rush r = {
+        .cli = cli,
+        .clock = &zerg_clock_system,
+        .lk = {.fd = -1},
+    };
+    int rc = parse_opts(argc, argv, &r.ro);
 
     if (rc)
         return rc < 0 ? ZERG_EXIT_OK : rc;
-    zerg_config_defaults(&cfg);
-    if (zerg_cli_feature(cli, feature, sizeof feature, &err) < 0 ||
-        zerg_cli_config(cli, &cfg, &err) < 0) {
-        zerg_cli_error("rush", "%s", err.msg);
-        rc = ZERG_EXIT_USAGE;
-        goto out;
-    }
-    zerg_cli_path(cli, path, sizeof path, ".gsd/specs/%s/task-graph.json",
-                  feature);
-    if (zerg_graph_load(&g, path, &err) < 0) {
-        zerg_cli_error("rush", "%s", err.msg);
-        rc = ZERG_EXIT_USAGE;
-        goto out;
-    }
-    zerg_cli_path(cli, path, sizeof path, ".zerg/policies");
-    if (!(pol = zerg_policy_new(path, &cfg, NULL, &err))) {
-        zerg_cli_error("rush", "%s", err.msg);
-        rc = ZERG_EXIT_USAGE;
-        goto out;
-    }
-    if (ro.dry_run) {
-        int w = ro.workers ? ro.workers : cfg.workers_max_concurrent;
-        rc = zerg_cli_print_plan(stdout, g, w, cli->color) < 0 ? ZERG_EXIT_FAIL
-                                                               : ZERG_EXIT_OK;
-        goto out;
-    }
-    zerg_cli_path(cli, path, sizeof path, ".zerg/state/%s.lock", feature);
-    if (zerg_lock_probe(path, NULL) == 1) {
-        zerg_lock_acquire(&lk, path, &err); /* for the message */
-        zerg_cli_error("rush", "%s",
-                       err.msg[0] ? err.msg : "another rush is running");
-        rc = ZERG_EXIT_LOCKED;
-        goto out;
-    }
-    if ((rc = prepare_state(cli, feature, g, &ro, &s)))
-        goto out;
-    /* From here on we write: directories, lock, logs. */
-    zerg_cli_path(cli, path, sizeof path, ".zerg/state");
-    zerg_fsio_mkdirs(path, 0755);
-    zerg_cli_path(cli, path, sizeof path, ".zerg/logs/tasks");
-    zerg_fsio_mkdirs(path, 0755);
-    zerg_cli_path(cli, path, sizeof path, ".zerg/state/%s.lock", feature);
-    if (zerg_lock_acquire(&lk, path, &err) < 0) {
-        zerg_cli_error("rush", "%s", err.msg);
-        rc = err.code == ZERG_ELOCKED ? ZERG_EXIT_LOCKED : ZERG_EXIT_FAIL;
-        goto out;
-    }
-    zerg_cli_path(cli, path, sizeof path, ".zerg");
-    if (!(log = zerg_log_open(path, NULL, &err))) {
-        zerg_cli_error("rush", "%s", err.msg);
-        rc = ZERG_EXIT_FAIL;
-        goto out;
-    }
-    zerg_log_set_level(log, (enum zerg_log_level)cfg.log_level);
-    zerg_policy_free(pol);
-    zerg_cli_path(cli, path, sizeof path, ".zerg/policies");
-    if (!(pol = zerg_policy_new(path, &cfg, log, &err))) {
-        zerg_cli_error("rush", "%s", err.msg);
-        rc = ZERG_EXIT_USAGE;
-        goto out;
-    }
-    rc = run(cli, feature, &cfg, g, &s, &ro, log, pol);
-out:
-    zerg_policy_free(pol);
-    zerg_log_close(log);
-    zerg_lock_release(&lk);
-    zerg_state_close(&s);
-    zerg_graph_free(g);
-    zerg_config_free(&cfg);
+    zerg_config_defaults(&r.cfg);
+    rc = rush(&r);
+    zerg_policy_free(r.pol);
+    zerg_log_close(r.log);
+    zerg_lock_release(&r.lk);
+    zerg_state_close(&r.s);
+    zerg_graph_free(r.g);
+    zerg_config_free(&r.cfg);
     return rc;
 }

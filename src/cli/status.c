@@ -1,6 +1,6 @@
 /* status.c - `zerg status`: where a run stands, read from the files a rush
- * leaves (.zerg/state/{feature}.json, heartbeat-*.json, the lock), without
- * writing anything.
+ * leaves (.zerg/state/{feature}.json, its run directory's heartbeats, the
+ * lock), without writing anything.
  *
  * The health verdict, also in the help text:
  *   failing   the run failed, or a rush is running with no live worker
@@ -133,7 +133,7 @@ static int view_load(const struct zerg_cli *cli, struct view *v,
                      struct zerg_err *err)
 {
     char dir[PATH_MAX], path[PATH_MAX], lock[PATH_MAX];
-    if (zerg_cli_path(cli, dir, sizeof dir, ".zerg/state") ||
+    if (zerg_cli_path(cli, dir, sizeof dir, ".zerg/state/%s", v->feature) ||
         zerg_cli_path(cli, path, sizeof path, ".zerg/state/%s.json",
                       v->feature) ||
         zerg_cli_path(cli, lock, sizeof lock, ".zerg/state/%s.lock",

@@ -51,7 +51,7 @@ static const char usage[] =
 struct stop {
     char feature[ZERG_ID_MAX + 1];
     char lock_path[PATH_MAX];
-    char state_dir[PATH_MAX];
+    char state_dir[PATH_MAX]; /* the feature's run directory */
     char state_path[PATH_MAX];
     int force;
 };
@@ -289,7 +289,8 @@ int zerg_cmd_stop(struct zerg_cli *cli, int argc, char **argv)
     }
     if (zerg_cli_path(cli, st.lock_path, sizeof st.lock_path,
                       ".zerg/state/%s.lock", st.feature) ||
-        zerg_cli_path(cli, st.state_dir, sizeof st.state_dir, ".zerg/state") ||
+        zerg_cli_path(cli, st.state_dir, sizeof st.state_dir, ".zerg/state/%s",
+                      st.feature) ||
         zerg_cli_path(cli, st.state_path, sizeof st.state_path,
                       ".zerg/state/%s.json", st.feature)) {
         zerg_cli_error("stop", "the project path is too long");

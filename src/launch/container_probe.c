@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "zerg/clock.h"
@@ -63,11 +62,11 @@ static void capture_add(struct capture *c, const char *p, size_t n)
     c->buf[c->len] = '\0';
 }
 
+/* A command's deadline is a real wall of time for a real process, so it
+ * is measured on the system clock, never an injected one. */
 static int64_t mono_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * ZERG_NS_PER_S + ts.tv_nsec;
+    return zerg_clock_mono(&zerg_clock_system);
 }
 
 /* In the child: a clean signal state (the orchestrator blocks SIGCHLD and

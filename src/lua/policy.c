@@ -61,6 +61,7 @@ struct zerg_policy {
     char *override_dir;
     struct override ov[NPOLICY];
     int64_t errors;
+    int force_builtin; /* zerg_policy_force_builtin */
 };
 
 /* ---- names ----------------------------------------------------------- */
@@ -397,6 +398,11 @@ int64_t zerg_policy_error_count(const struct zerg_policy *p)
     return p->errors;
 }
 
+void zerg_policy_force_builtin(struct zerg_policy *p, int on)
+{
+    p->force_builtin = on != 0;
+}
+
 /* ---- policy_error ---------------------------------------------------- */
 
 static void first_line(char *dst, size_t size, const char *msg)
@@ -579,12 +585,23 @@ static int call_hook(lua_State *L)
     return 0;
 }
 
+static void use_builtin(struct zerg_policy_call *c)
+{
+    c->builtin(c);
+    c->src = ZERG_POLICY_BUILTIN;
+    snprintf(c->file, sizeof c->file, "(built in)");
+}
+
 void zerg_policy_run(struct zerg_policy_call *c)
 {
     struct zerg_policy *p = c->p;
     struct zerg_err e = {0};
     int i = policy_index(c->policy);
     c->override_error[0] = '\0';
+    if (p->force_builtin) {
+        use_builtin(c);
+        return;
+    }
     if (p->user && p->ov[i].text) {
         c->use_override = 1;
         c->absent = 0;
@@ -606,9 +623,7 @@ void zerg_policy_run(struct zerg_policy_call *c)
         return;
     }
     zerg_policy_report(p, c->policy, c->full, c->file, e.msg, "builtin");
-    c->builtin(c);
-    c->src = ZERG_POLICY_BUILTIN;
-    snprintf(c->file, sizeof c->file, "(built in)");
+    use_builtin(c);
 }
 
 zerg_json *zerg_policy_why(const struct zerg_policy_call *c)

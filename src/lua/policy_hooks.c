@@ -30,18 +30,31 @@ static void read_verdict(lua_State *L, const struct zerg_policy_call *c,
     }
 }
 
-/* A delay in seconds: a number, not NaN, clamped to [0,
- * ZERG_POLICY_DELAY_MAX_S]. */
+/* d clamped to [0, ZERG_POLICY_DELAY_MAX_S]; *clamped when it was
+ * outside. */
+static double clamp_delay(double d, int *clamped)
+{
+    *clamped = d < 0 || d > ZERG_POLICY_DELAY_MAX_S;
+    return d < 0                         ? 0
+           : d > ZERG_POLICY_DELAY_MAX_S ? ZERG_POLICY_DELAY_MAX_S
+                                         : d;
+}
+
+/* A delay in seconds: a finite number, clamped.  NaN and the infinities
+ * are errors alike: clamping inf to the maximum would turn an arithmetic
+ * slip (a division by zero) into a silent one-hour wait. */
 static double check_delay(lua_State *L, const struct zerg_policy_call *c,
                           int idx, int *clamped)
 {
     double d = lua_tonumber(L, idx);
     if (isnan(d))
         luaL_error(L, "%s returned NaN as a delay", c->full);
-    *clamped = d < 0 || d > ZERG_POLICY_DELAY_MAX_S;
-    return d < 0                         ? 0
-           : d > ZERG_POLICY_DELAY_MAX_S ? ZERG_POLICY_DELAY_MAX_S
-                                         : d;
+    if (isinf(d))
+        luaL_error(L,
+                   "%s returned %s as a delay, expected a finite number "
+                   "of seconds",
+                   c->full, d > 0 ? "inf" : "-inf");
+    return clamp_delay(d, clamped);
 }
 
 /* ---- backoff.delay --------------------------------------------------- */
@@ -96,11 +109,8 @@ static double backoff_formula(enum zerg_backoff s, double base, double max,
 static void backoff_builtin(struct zerg_policy_call *c)
 {
     struct backoff_call *b = (struct backoff_call *)c;
-    double d = backoff_formula(b->strategy, b->base, b->max, b->attempt);
-    b->delay = d < 0                         ? 0
-               : d > ZERG_POLICY_DELAY_MAX_S ? ZERG_POLICY_DELAY_MAX_S
-                                             : d;
-    b->clamped = 0;
+    b->delay = clamp_delay(
+        backoff_formula(b->strategy, b->base, b->max, b->attempt), &b->clamped);
 }
 
 static void backoff_init(struct backoff_call *b, struct zerg_policy *p,
@@ -190,12 +200,21 @@ static void stale_read(lua_State *L, struct zerg_policy_call *c, int first,
     read_verdict(L, c, first, nres, &s->stale, s->reason, sizeof s->reason);
 }
 
+/* stale.task and stale.worker; the reason as the Lua words it. */
 static void stale_builtin(struct zerg_policy_call *c)
 {
     struct stale_call *s = (struct stale_call *)c;
-    s->stale = s->now - s->last >= s->threshold;
-    snprintf(s->reason, sizeof s->reason, "%s",
-             s->stale ? "age at or over the threshold" : "");
+    double age = s->now - s->last;
+    char why[128] = "";
+    s->stale = age >= s->threshold;
+    if (s->stale && s->is_task)
+        snprintf(why, sizeof why, "no progress for %.1fs (timeout %gs)", age,
+                 s->threshold);
+    else if (s->stale)
+        snprintf(why, sizeof why,
+                 "heartbeat unchanged for %.1fs (threshold %gs)", age,
+                 s->threshold);
+    copy_reason(s->reason, sizeof s->reason, why);
 }
 
 static void stale_why(const struct stale_call *s, zerg_json **why)
@@ -299,6 +318,7 @@ static void respawn_read(lua_State *L, struct zerg_policy_call *c, int first,
     read_verdict(L, c, first, nres, &r->respawn, r->reason, sizeof r->reason);
 }
 
+/* As respawn.lua, which reads only work_left == 0 as no work. */
 static void respawn_builtin(struct zerg_policy_call *c)
 {
     struct respawn_call *r = (struct respawn_call *)c;
@@ -306,7 +326,7 @@ static void respawn_builtin(struct zerg_policy_call *c)
     const char *why = !cfg->auto_respawn ? "auto_respawn disabled"
                       : r->in->respawn_count >= cfg->max_respawn_attempts
                           ? "respawn cap reached"
-                      : r->in->work_left <= 0 ? "no work left"
+                      : r->in->work_left == 0 ? "no work left"
                                               : NULL;
     r->respawn = why == NULL;
     snprintf(r->reason, sizeof r->reason, "%s", why ? why : "work left");
@@ -423,6 +443,7 @@ static void retry_builtin(struct zerg_policy_call *c)
     struct zerg_retry_out *out = r->out;
     const char *kind = in->failure ? in->failure : "exit";
     *out = (struct zerg_retry_out){0};
+    r->clamped = 0; /* a failed read may have set it */
     if (strcmp(kind, "crash") == 0 || strcmp(kind, "heartbeat_stale") == 0) {
         out->retry = in->crash_count < cfg->max_task_crashes;
         copy_reason(out->reason, sizeof out->reason,
@@ -434,9 +455,10 @@ static void retry_builtin(struct zerg_policy_call *c)
     copy_reason(out->reason, sizeof out->reason,
                 out->retry ? kind : "retries_exhausted");
     if (out->retry)
-        out->delay_ns = zerg_s_to_ns(
+        out->delay_ns = zerg_s_to_ns(clamp_delay(
             backoff_formula(cfg->backoff_strategy, secs(cfg->backoff_base_ns),
-                            secs(cfg->backoff_max_ns), in->retry_count + 1));
+                            secs(cfg->backoff_max_ns), in->retry_count + 1),
+            &r->clamped));
 }
 
 static void retry_why(const struct retry_call *r, int delay_override,

@@ -1,6 +1,10 @@
 /* policy_reconcile.c - zerg_policy_reconcile: the snapshot pushed to
- * reconcile.check, and each fix it returns checked one by one, so an
- * unusable fix is dropped (and logged) without losing the others. */
+ * reconcile.check, each fix it returns checked one by one, so an
+ * unusable fix is dropped (and logged) without losing the others, and
+ * the same rule in C for when the bundled Lua fails. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +16,26 @@
 
 #define RECONCILE_MAX_FIXES 100000
 
-static const char *const task_fixes[] = {"requeue", "set_level", "block", NULL};
-static const char *const level_fixes[] = {"reopen_level", "complete_level",
-                                          NULL};
+/* The fixes the core applies: the only place their names are read. */
+static const struct fix_name {
+    const char *name;
+    enum zerg_fix_kind kind;
+    int task; /* 1: names a task; 0: names a level */
+} fix_names[] = {
+    {"requeue", ZERG_FIX_REQUEUE, 1},
+    {"set_level", ZERG_FIX_SET_LEVEL, 1},
+    {"block", ZERG_FIX_BLOCK, 1},
+    {"reopen_level", ZERG_FIX_REOPEN_LEVEL, 0},
+    {"complete_level", ZERG_FIX_COMPLETE_LEVEL, 0},
+};
+
+static const struct fix_name *fix_lookup(const char *name)
+{
+    for (size_t i = 0; i < sizeof fix_names / sizeof *fix_names; i++)
+        if (strcmp(fix_names[i].name, name) == 0)
+            return &fix_names[i];
+    return NULL;
+}
 
 struct reconcile_call {
     struct zerg_policy_call c;
@@ -24,14 +45,6 @@ struct reconcile_call {
     size_t dropped;
     char drop_msg[256]; /* why the first dropped fix was dropped */
 };
-
-static int in_list(const char *s, const char *const *list)
-{
-    for (; *list; list++)
-        if (strcmp(s, *list) == 0)
-            return 1;
-    return 0;
-}
 
 static int reconcile_push(lua_State *L, struct zerg_policy_call *c)
 {
@@ -111,17 +124,18 @@ static int read_fix(lua_State *L, int idx, size_t i, struct zerg_fix *f,
         return -1;
     }
     f->level = (int)lv;
-    int task_fix = in_list(f->fix, task_fixes);
-    if (!task_fix && !in_list(f->fix, level_fixes)) {
+    const struct fix_name *fn = fix_lookup(f->fix);
+    if (!fn) {
         snprintf(msg, size, "fix #%zu: unknown fix '%s'", i, f->fix);
         return -1;
     }
-    if (task_fix ? !f->task[0] : f->level < 1) {
+    f->kind = fn->kind;
+    if (fn->task ? !f->task[0] : f->level < 1) {
         snprintf(msg, size, "fix #%zu: %s needs a %s", i, f->fix,
-                 task_fix ? "task" : "level");
+                 fn->task ? "task" : "level");
         return -1;
     }
-    if (strcmp(f->fix, "set_level") == 0 && f->level < 1) {
+    if (f->kind == ZERG_FIX_SET_LEVEL && f->level < 1) {
         snprintf(msg, size, "fix #%zu: set_level needs a level >= 1", i);
         return -1;
     }
@@ -164,9 +178,339 @@ static void reconcile_read(lua_State *L, struct zerg_policy_call *c, int first,
     }
 }
 
+/* ---- the same rule in C ---------------------------------------------- */
+
+/* reconcile_builtin is policies/reconcile.lua written against the
+ * snapshot tree, for when the bundled Lua fails (test_policy_parity.c
+ * holds the two equal; the Lua is the reference).  It reads the tree as
+ * the Lua sees it after reconcile_push: JSON null is absent, a number
+ * counts as a level only when it is whole, "levels" is an array (item i
+ * is level i + 1) or an object keyed by integer text, as
+ * zerg_lua_intkeys reads it.  What the orchestrator never builds and the
+ * Lua raises on (a status that is not a string, a level that is not a
+ * whole number, a levels key that is not one) is skipped here.  Each fix
+ * passes the checks reconcile_read makes, with the same messages, so the
+ * fixes dropped and the `why` are the same too. */
+
+#define BUILTIN_TEXT 256 /* > sizeof zerg_fix.reason: cut there, as in Lua */
+
+struct lvl {
+    int has;   /* the Lua value is a number */
+    int whole; /* ... with an integer value, n */
+    int64_t n;
+};
+
+struct rtask {
+    const char *id;
+    const zerg_json *t;
+    struct lvl lv;
+};
+
+/* One member of a level: a task (id order) or a mark (snapshot order). */
+struct member {
+    int64_t n;
+    size_t rank;
+    const struct rtask *task; /* NULL for a mark */
+    const zerg_json *mark;
+};
+
+struct walk {
+    struct reconcile_call *r;
+    const zerg_json *tasks;
+    int thorough;
+    size_t seen; /* fixes made so far, dropped ones included */
+    struct rtask *t;
+    size_t nt;
+    struct member *m;
+    size_t nm;
+};
+
+/* Field k as Lua indexes it: NULL when absent or null, or when obj is
+ * not a table (a string indexes to nil). */
+static const zerg_json *field(const zerg_json *obj, const char *k)
+{
+    const zerg_json *v =
+        zerg_json_is(obj, ZERG_JSON_OBJECT) ? zerg_json_get(obj, k) : NULL;
+    return v && v->type != ZERG_JSON_NULL ? v : NULL;
+}
+
+static const char *str_of(const zerg_json *obj, const char *k)
+{
+    return zerg_json_as_str(field(obj, k));
+}
+
+static struct lvl lvl_of(double x)
+{
+    struct lvl l = {.has = 1};
+    /* lua_numbertointeger: whole and within int64 */
+    l.whole = x >= -0x1p63 && x < 0x1p63 && x == floor(x);
+    l.n = l.whole ? (int64_t)x : 0;
+    return l;
+}
+
+/* util.level_from_id: n of the first `-L{n}-` in id when n >= 1.  A
+ * number past int64 is a float in Lua, and math.tointeger refuses it. */
+static struct lvl level_from_id(const char *id)
+{
+    struct lvl l = {0};
+    for (const char *p = strstr(id, "-L"); p; p = strstr(p + 1, "-L")) {
+        const char *d = p + 2, *e = d;
+        while (isdigit((unsigned char)*e))
+            e++;
+        if (e == d || *e != '-')
+            continue;
+        errno = 0;
+        long long v = strtoll(d, NULL, 10);
+        if (errno != ERANGE && v >= 1)
+            l = (struct lvl){.has = 1, .whole = 1, .n = v};
+        return l;
+    }
+    return l;
+}
+
+/* check_task's lv: the task's level when >= 1, else its graph level when
+ * >= 1, else the one in its id; *derived when it is not the task's own. */
+static struct lvl task_level(const char *id, const zerg_json *t, int *derived)
+{
+    const zerg_json *lv = field(t, "level"), *gl = field(t, "graph_level");
+    *derived = !(zerg_json_is(lv, ZERG_JSON_NUMBER) && lv->u.number >= 1);
+    if (!*derived)
+        return lvl_of(lv->u.number);
+    if (zerg_json_is(gl, ZERG_JSON_NUMBER) && gl->u.number >= 1)
+        return lvl_of(gl->u.number);
+    return level_from_id(id);
+}
+
+/* Adds fix #(++seen), or drops it as reconcile_read would. */
+static void add_fix(struct walk *w, const char *task, const char *fix,
+                    struct lvl lv, const char *reason)
+{
+    struct reconcile_call *r = w->r;
+    struct zerg_fix *f = &r->fixes[r->n];
+    const struct fix_name *fn = fix_lookup(fix);
+    size_t i = ++w->seen;
+    char msg[256] = "";
+    *f = (struct zerg_fix){.kind = fn->kind};
+    snprintf(f->fix, sizeof f->fix, "%s", fix);
+    snprintf(f->reason, sizeof f->reason, "%s", reason);
+    if (task && strlen(task) >= sizeof f->task)
+        snprintf(msg, sizeof msg, "fix #%zu: task must be an id string", i);
+    else if (lv.has && (!lv.whole || lv.n < 0 || lv.n > INT_MAX))
+        snprintf(msg, sizeof msg, "fix #%zu: level must be a whole number", i);
+    else if (fn->task ? !task || !task[0] : lv.n < 1)
+        snprintf(msg, sizeof msg, "fix #%zu: %s needs a %s", i, fix,
+                 fn->task ? "task" : "level");
+    if (msg[0]) {
+        if (r->dropped++ == 0)
+            snprintf(r->drop_msg, sizeof r->drop_msg, "%s", msg);
+        return;
+    }
+    snprintf(f->task, sizeof f->task, "%s", task ? task : "");
+    f->level = lv.has ? (int)lv.n : 0;
+    r->n++;
+}
+
+static int status_is(const char *s, const char *a, const char *b)
+{
+    return s && (strcmp(s, a) == 0 || (b && strcmp(s, b) == 0));
+}
+
+/* block: a pending task behind a failed or blocked dependency; the deps
+ * are walked as ipairs does, up to the first null. */
+static void check_deps(struct walk *w, const struct rtask *t)
+{
+    const zerg_json *deps = field(t->t, "deps");
+    if (!zerg_json_is(deps, ZERG_JSON_ARRAY))
+        return;
+    for (size_t i = 0; i < zerg_json_len(deps); i++) {
+        const zerg_json *dep = zerg_json_at(deps, i);
+        if (!dep || dep->type == ZERG_JSON_NULL)
+            return;
+        const char *id = zerg_json_as_str(dep);
+        const char *st = id ? str_of(field(w->tasks, id), "status") : NULL;
+        if (!status_is(st, "failed", "blocked"))
+            continue;
+        char why[BUILTIN_TEXT];
+        snprintf(why, sizeof why, "dependency %s is %s", id, st);
+        add_fix(w, t->id, "block", t->lv, why);
+        return;
+    }
+}
+
+static void check_task(struct walk *w, struct rtask *t)
+{
+    int derived;
+    t->lv = task_level(t->id, t->t, &derived);
+    if (derived && t->lv.has)
+        add_fix(w, t->id, "set_level", t->lv, "task has no level");
+    const char *st = str_of(t->t, "status");
+    const zerg_json *alive = field(t->t, "worker_alive");
+    if (status_is(st, "claimed", "in_progress") &&
+        !(zerg_json_is(alive, ZERG_JSON_BOOL) && alive->u.boolean)) {
+        const zerg_json *wk = field(t->t, "worker");
+        char why[BUILTIN_TEXT];
+        if (zerg_json_is(wk, ZERG_JSON_NUMBER) && wk->u.number >= 0)
+            snprintf(why, sizeof why, "%s but worker %lld is not alive", st,
+                     (long long)lvl_of(wk->u.number).n);
+        else
+            snprintf(why, sizeof why, "%s but no worker holds it", st);
+        add_fix(w, t->id, "requeue", t->lv, why);
+    }
+    if (status_is(st, "pending", NULL))
+        check_deps(w, t);
+}
+
+/* Ids in the order of util.sorted_keys: Lua compares strings with
+ * strcoll. */
+static int by_id(const void *a, const void *b)
+{
+    return strcoll(((const struct rtask *)a)->id,
+                   ((const struct rtask *)b)->id);
+}
+
+static int by_level(const void *a, const void *b)
+{
+    const struct member *x = a, *y = b;
+    if (x->n != y->n)
+        return x->n < y->n ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* The integer a levels key stands for, as zerg_lua_intkeys reads it. */
+static int int_key(const char *s, int64_t *n)
+{
+    char *end;
+    if (!*s || (s[0] == '0' && s[1]) || (s[0] == '-' && s[1] == '0'))
+        return 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || end == s)
+        return 0;
+    *n = v;
+    return 1;
+}
+
+static void add_mark(struct walk *w, int64_t n, const zerg_json *mark)
+{
+    if (mark && mark->type != ZERG_JSON_NULL)
+        w->m[w->nm++] =
+            (struct member){.n = n, .rank = w->nt + w->nm, .mark = mark};
+}
+
+static void collect_marks(struct walk *w, const zerg_json *levels)
+{
+    int64_t n;
+    for (size_t i = 0; i < zerg_json_len(levels); i++) {
+        if (zerg_json_is(levels, ZERG_JSON_ARRAY))
+            add_mark(w, (int64_t)i + 1, zerg_json_at(levels, i));
+        else if (int_key(zerg_json_key_at(levels, i), &n))
+            add_mark(w, n, zerg_json_at(levels, i));
+    }
+}
+
+/* level_facts and the level fixes for the members m[0..k) of level n. */
+static void check_level(struct walk *w, const struct member *m, size_t k)
+{
+    size_t total = 0;
+    const struct rtask *open = NULL;
+    const zerg_json *mark = NULL;
+    for (size_t j = 0; j < k; j++) {
+        if (m[j].mark) {
+            mark = m[j].mark; /* a later key replaces an earlier one */
+            continue;
+        }
+        total++;
+        const char *st = str_of(m[j].task->t, "status");
+        if (!open && !status_is(st, "complete", "failed") &&
+            !status_is(st, "blocked", NULL))
+            open = m[j].task;
+    }
+    int marked = status_is(str_of(mark, "status"), "complete", NULL);
+    const zerg_json *tasks = field(mark, "tasks");
+    const zerg_json *unfinished = field(mark, "unfinished");
+    double all =
+        zerg_json_is(tasks, ZERG_JSON_NUMBER) ? tasks->u.number : (double)total;
+    char facts[BUILTIN_TEXT] = "", why[2 * BUILTIN_TEXT];
+    if (open) {
+        const char *st = str_of(open->t, "status");
+        snprintf(facts, sizeof facts, "%s is %s", open->id, st ? st : "nil");
+    } else if (zerg_json_is(unfinished, ZERG_JSON_NUMBER) &&
+               unfinished->u.number > 0) {
+        snprintf(facts, sizeof facts, "%lld of its tasks are unfinished",
+                 (long long)lvl_of(unfinished->u.number).n);
+    }
+    struct lvl lv = {.has = 1, .whole = 1, .n = m[0].n};
+    if (marked && facts[0]) {
+        snprintf(why, sizeof why, "level %lld is marked complete but %s",
+                 (long long)lv.n, facts);
+        add_fix(w, NULL, "reopen_level", lv, why);
+    } else if (w->thorough && !marked && !facts[0] && all > 0) {
+        snprintf(why, sizeof why, "all %lld tasks of level %lld are terminal",
+                 (long long)lvl_of(all).n, (long long)lv.n);
+        add_fix(w, NULL, "complete_level", lv, why);
+    }
+}
+
+static void check_levels(struct walk *w, const zerg_json *levels)
+{
+    for (size_t i = 0; i < w->nt; i++)
+        if (w->t[i].lv.has && w->t[i].lv.whole)
+            w->m[w->nm++] =
+                (struct member){.n = w->t[i].lv.n, .rank = i, .task = &w->t[i]};
+    collect_marks(w, levels);
+    qsort(w->m, w->nm, sizeof *w->m, by_level);
+    for (size_t i = 0, k; i < w->nm; i += k) {
+        for (k = 1; i + k < w->nm && w->m[i + k].n == w->m[i].n; k++)
+            ;
+        check_level(w, &w->m[i], k);
+    }
+}
+
+/* The arrays for one walk; -1 when out of memory. */
+static int walk_alloc(struct walk *w, const zerg_json *levels)
+{
+    size_t nt =
+        zerg_json_is(w->tasks, ZERG_JSON_OBJECT) ? zerg_json_len(w->tasks) : 0;
+    size_t nl = zerg_json_len(levels);
+    w->t = calloc(nt ? nt : 1, sizeof *w->t);
+    w->m = calloc(nt + nl + 1, sizeof *w->m);
+    /* at most three fixes per task and one per level */
+    w->r->fixes = calloc(4 * nt + nl + 1, sizeof *w->r->fixes);
+    if (!w->t || !w->m || !w->r->fixes)
+        return -1;
+    for (size_t i = 0; i < nt; i++) {
+        const zerg_json *t = zerg_json_at(w->tasks, i);
+        if (t && t->type != ZERG_JSON_NULL)
+            w->t[w->nt++] =
+                (struct rtask){.id = zerg_json_key_at(w->tasks, i), .t = t};
+    }
+    return 0;
+}
+
 static void reconcile_builtin(struct zerg_policy_call *c)
 {
-    reconcile_clear((struct reconcile_call *)c); /* no fixes: do no harm */
+    struct reconcile_call *r = (struct reconcile_call *)c;
+    const zerg_json *snap = r->snapshot, *levels = field(snap, "levels");
+    const zerg_json *thorough = field(snap, "thorough");
+    struct walk w = {
+        .r = r,
+        .tasks = field(snap, "tasks"),
+        .thorough = thorough &&
+                    !(thorough->type == ZERG_JSON_BOOL && !thorough->u.boolean),
+    };
+    reconcile_clear(r);
+    if (!zerg_json_is(levels, ZERG_JSON_ARRAY) &&
+        !zerg_json_is(levels, ZERG_JSON_OBJECT))
+        levels = NULL;
+    if (walk_alloc(&w, levels) == 0) {
+        qsort(w.t, w.nt, sizeof *w.t, by_id);
+        for (size_t i = 0; i < w.nt; i++)
+            check_task(&w, &w.t[i]);
+        check_levels(&w, levels);
+    } else {
+        reconcile_clear(r); /* out of memory: no fixes, do no harm */
+    }
+    free(w.t);
+    free(w.m);
 }
 
 static zerg_json *fix_json(const struct zerg_fix *f)

@@ -67,7 +67,7 @@ static zerg_json *read_doc(struct zerg_repl *r, const char *what,
     return doc;
 }
 
-/* heartbeat-{id}.json files of the state directory, keyed by id. */
+/* heartbeat-{id}.json files of the feature's run directory, keyed by id. */
 static zerg_json *read_heartbeats(struct zerg_repl *r, const char *dir)
 {
     zerg_json *all = zerg_json_obj();
@@ -269,7 +269,8 @@ struct zerg_repl *zerg_repl_new(const struct zerg_repl_opts *o,
             c.graph = read_doc(r, "graph", path);
     }
     c.config = zerg_config_to_json(o->cfg);
-    if (!zerg_fsio_path(path, sizeof path, "%s/.zerg/state", o->project))
+    if (o->feature && !zerg_fsio_path(path, sizeof path, "%s/.zerg/state/%s",
+                                      o->project, o->feature))
         c.heartbeats = read_heartbeats(r, path);
     int rc = zerg_vm_cpcall(r->vm, repl_setup, &c, err);
     zerg_json_free(c.state);

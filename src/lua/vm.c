@@ -2,9 +2,10 @@
  * memory cap (see vm.h).
  *
  * Sandbox by allow-list (as Redis does): the standard libraries are opened
- * in the state's real globals, and every chunk runs with its own _ENV, a
- * table that holds only what is listed below.  The real globals are never
- * reachable from a chunk.  Reading a name the sandbox does not hold raises
+ * in the state's real globals, and every chunk runs with the sandbox's
+ * _ENV, a table that reads through to the built-ins listed below (kept in
+ * a table of their own, so no chunk can replace one for the others).  The
+ * real globals are never reachable from a chunk.  Reading a name the sandbox does not hold raises
  * "unknown global 'foo'"; in policy mode writing one raises too.
  *
  * Budgets (as HAProxy does): a count hook runs every ZERG_VM_HOOK_EVERY
@@ -14,7 +15,14 @@
  * the error with pcall is stopped again at its next instruction: `while
  * true do pcall(f) end` ends.  The memory cap is a lua_Alloc that refuses
  * to grow past the limit; Lua turns that into a "not enough memory" error
- * that the protected call catches. */
+ * that the protected call catches.
+ *
+ * The hook never runs inside a C function, so work done there is counted
+ * too (sandbox.h): the bounded library functions charge their steps with
+ * zerg_vm_charge, and every allocation charges one instruction per
+ * ZERG_SANDBOX_BYTES_PER_UNIT bytes and, every ZERG_VM_HOOK_EVERY units,
+ * makes the hook look at the budgets at the very next instruction.  The
+ * library tables the sandbox sees are read-only (sandbox_lib.c). */
 #include "lua/vm.h"
 
 #include <errno.h>
@@ -27,6 +35,7 @@
 #include <lualib.h>
 
 #include "lua/embedded.h"
+#include "lua/sandbox.h"
 #include "zerg/err.h"
 
 /* Instructions between budget checks: a clock read every 1000 instructions
@@ -36,6 +45,7 @@
 #define REG_ENV "zerg.env"           /* the sandbox _ENV */
 #define REG_DECLARED "zerg.declared" /* globals that may read as nil */
 #define REG_LOADED "zerg.loaded"     /* require cache */
+#define REG_BASE "zerg.base"         /* the built-ins behind the _ENV */
 
 struct zerg_vm {
     lua_State *L;
@@ -43,6 +53,9 @@ struct zerg_vm {
     size_t mem_used;
     int hook_every;
     int64_t insns;        /* instructions in the current call */
+    int armed;            /* the count the hook runs at now */
+    int64_t pending;      /* units charged since the last budget check */
+    size_t alloc_bytes;   /* allocated, not yet charged */
     int64_t cpu_start_ns; /* CPU clock at the start of the call */
     int tripped;          /* a budget stopped the current call */
     uint64_t serial;      /* calls so far (require's loading markers) */
@@ -50,6 +63,31 @@ struct zerg_vm {
 };
 
 /* ---- memory cap ------------------------------------------------------ */
+
+static void vm_hook(lua_State *L, lua_Debug *ar);
+static struct zerg_vm *vm_of(lua_State *L);
+
+static void add_insns(struct zerg_vm *vm, int64_t units)
+{
+    vm->insns = units > INT64_MAX - vm->insns ? INT64_MAX : vm->insns + units;
+}
+
+/* Allocated bytes count as work.  An allocator cannot raise, so once a
+ * hook period's worth is spent the hook is armed to run at the next
+ * instruction, where it checks the budgets. */
+static void charge_alloc(struct zerg_vm *vm, size_t bytes)
+{
+    vm->alloc_bytes += bytes;
+    size_t units = vm->alloc_bytes / ZERG_SANDBOX_BYTES_PER_UNIT;
+    if (units < (size_t)vm->hook_every)
+        return;
+    vm->alloc_bytes %= ZERG_SANDBOX_BYTES_PER_UNIT;
+    add_insns(vm, (int64_t)units);
+    if (vm->L && !vm->tripped && vm->armed != 1) {
+        vm->armed = 1;
+        lua_sethook(vm->L, vm_hook, LUA_MASKCOUNT, 1);
+    }
+}
 
 static void *vm_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
@@ -66,12 +104,19 @@ static void *vm_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     void *p = realloc(ptr, nsize);
     if (p)
         vm->mem_used = vm->mem_used - old + nsize;
+    if (p && nsize > old)
+        charge_alloc(vm, nsize - old);
     return p;
 }
 
 size_t zerg_vm_memory(const struct zerg_vm *vm)
 {
     return vm->mem_used;
+}
+
+int64_t zerg_vm_memory_cap(lua_State *L)
+{
+    return vm_of(L)->o.memory_bytes;
 }
 
 /* ---- budgets --------------------------------------------------------- */
@@ -121,28 +166,63 @@ static const char *vm_over_budget(struct zerg_vm *vm)
     return NULL;
 }
 
+static void vm_trip(struct zerg_vm *vm)
+{
+    vm->tripped = 1;
+    vm->armed = 1;
+    /* From now on every instruction raises: pcall cannot swallow it. */
+    lua_sethook(vm->L, vm_hook, LUA_MASKCOUNT, 1);
+}
+
+static int vm_raise(lua_State *L, int level)
+{
+    luaL_where(L, level);
+    lua_pushstring(L, vm_of(L)->trip_msg);
+    lua_concat(L, 2);
+    return lua_error(L);
+}
+
 static void vm_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
     struct zerg_vm *vm = vm_of(L);
     if (!vm->tripped) {
-        vm->insns += vm->hook_every;
+        add_insns(vm, vm->armed);
+        vm->pending = 0;
+        if (vm->armed != vm->hook_every) { /* armed early by charge_alloc */
+            vm->armed = vm->hook_every;
+            lua_sethook(L, vm_hook, LUA_MASKCOUNT, vm->hook_every);
+        }
         if (!vm_over_budget(vm))
             return;
-        vm->tripped = 1;
-        /* From now on every instruction raises: pcall cannot swallow it. */
-        lua_sethook(L, vm_hook, LUA_MASKCOUNT, 1);
+        vm_trip(vm);
     }
-    luaL_where(L, 0); /* the running function's current line */
-    lua_pushstring(L, vm->trip_msg);
-    lua_concat(L, 2);
-    lua_error(L);
+    vm_raise(L, 0); /* the running function's current line */
+}
+
+void zerg_vm_charge(lua_State *L, int64_t units)
+{
+    struct zerg_vm *vm = vm_of(L);
+    if (!vm->tripped) {
+        add_insns(vm, units);
+        vm->pending += units;
+        if (vm->pending < vm->hook_every)
+            return;
+        vm->pending = 0;
+        if (!vm_over_budget(vm))
+            return;
+        vm_trip(vm);
+    }
+    vm_raise(L, 1); /* the line that called the library function */
 }
 
 static void vm_budget_start(struct zerg_vm *vm)
 {
     vm->serial++;
     vm->insns = 0;
+    vm->pending = 0;
+    vm->alloc_bytes = 0;
+    vm->armed = vm->hook_every;
     vm->tripped = 0;
     vm->cpu_start_ns = vm->o.time_budget_ns > 0 ? vm_cpu_ns(vm) : 0;
     lua_sethook(vm->L, vm_hook, LUA_MASKCOUNT, vm->hook_every);
@@ -174,9 +254,30 @@ static int env_newindex_policy(lua_State *L)
     return lua_error(L);
 }
 
+/* 1 when the key at idx names a built-in of the sandbox (print, string,
+ * ...): those live in one table behind every chunk's _ENV, and the REPL's
+ * own Lua (lua/repl.lua, lua/inspect.lua) uses them too. */
+static int is_builtin(lua_State *L, int idx)
+{
+    idx = lua_absindex(L, idx);
+    lua_getfield(L, LUA_REGISTRYINDEX, REG_BASE); /* base */
+    lua_pushvalue(L, idx);
+    int yes = lua_rawget(L, -2) != LUA_TNIL;
+    lua_pop(L, 2);
+    return yes;
+}
+
 static int env_newindex_repl(lua_State *L)
 {
     /* env key value */
+    if (is_builtin(L, 2)) {
+        luaL_where(L, 1);
+        lua_pushfstring(L, "cannot replace the built-in '%s' (use local)",
+                        luaL_tolstring(L, 2, NULL));
+        lua_remove(L, -2);
+        lua_concat(L, 2);
+        return lua_error(L);
+    }
     if (lua_type(L, 2) == LUA_TSTRING)
         zerg_vm_declare(L, lua_tostring(L, 2)); /* `x = nil; x` is nil */
     lua_rawset(L, 1);
@@ -261,6 +362,26 @@ static int sb_setmetatable(lua_State *L)
         return luaL_error(L, "cannot change a protected metatable");
     lua_settop(L, 2);
     lua_setmetatable(L, 1);
+    return 1;
+}
+
+/* rawset, except on a read-only library table or over a built-in of
+ * the _ENV: either would change what every other chunk of the VM sees. */
+static int sb_rawset(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_checkany(L, 2);
+    luaL_checkany(L, 3);
+    if (zerg_sandbox_is_frozen(L, 1))
+        return luaL_error(L, "rawset: a library table is read-only");
+    zerg_vm_push_env(L);
+    int env = lua_rawequal(L, 1, -1);
+    lua_pop(L, 1);
+    if (env && is_builtin(L, 2))
+        return luaL_error(L, "rawset: cannot replace the built-in '%s'",
+                          luaL_tolstring(L, 2, NULL));
+    lua_settop(L, 3);
+    lua_rawset(L, 1);
     return 1;
 }
 
@@ -426,9 +547,9 @@ void zerg_vm_require(lua_State *L, const char *name)
 /* ---- setup ----------------------------------------------------------- */
 
 static const char *const base_allowed[] = {
-    "assert",   "error",    "getmetatable", "ipairs",   "next",   "pairs",
-    "pcall",    "rawequal", "rawget",       "rawlen",   "rawset", "select",
-    "tonumber", "tostring", "type",         "_VERSION", NULL,
+    "assert",   "error",    "getmetatable", "ipairs", "next",   "pairs",
+    "pcall",    "rawequal", "rawget",       "rawlen", "select", "tonumber",
+    "tostring", "type",     "_VERSION",     NULL,
 };
 
 static const luaL_Reg sandbox_funcs[] = {
@@ -438,6 +559,7 @@ static const luaL_Reg sandbox_funcs[] = {
     {"print", sb_print},
     {"xpcall", sb_xpcall},
     {"require", sb_require},
+    {"rawset", sb_rawset},
     {NULL, NULL},
 };
 
@@ -471,9 +593,12 @@ static void trim_libs(lua_State *L, uint64_t seed)
     lua_pop(L, 1);
 }
 
-static void build_env(lua_State *L, enum zerg_vm_mode mode)
+/* The built-ins: the allowed base functions, read-only views of the
+ * libraries and the sandbox's own functions, in a table of their own
+ * (registry REG_BASE) that an unknown name falls through to raise. */
+static void build_base(lua_State *L, int env)
 {
-    lua_newtable(L); /* env */
+    lua_newtable(L); /* base */
     for (const char *const *n = base_allowed; *n; n++) {
         lua_getglobal(L, *n);
         lua_setfield(L, -2, *n);
@@ -482,21 +607,40 @@ static void build_env(lua_State *L, enum zerg_vm_mode mode)
         LUA_TABLIBNAME, LUA_STRLIBNAME, LUA_MATHLIBNAME, LUA_UTF8LIBNAME, NULL,
     };
     for (const char *const *n = libs; *n; n++) {
-        lua_getglobal(L, *n);
-        lua_setfield(L, -2, *n);
+        lua_getglobal(L, *n);                /* base lib */
+        zerg_sandbox_push_frozen(L, -1, *n); /* base lib view */
+        lua_setfield(L, -3, *n);
+        lua_pop(L, 1);
     }
+    lua_getfield(L, -1, LUA_STRLIBNAME);
+    zerg_sandbox_hide_string_mt(L, -1);
+    lua_pop(L, 1);
     luaL_setfuncs(L, sandbox_funcs, 0);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -2, "_G"); /* env._G = env */
-    lua_newtable(L);           /* env mt */
+    lua_pushvalue(L, env);
+    lua_setfield(L, -2, "_G"); /* base._G = env */
+    lua_newtable(L);           /* base mt */
     lua_pushcfunction(L, env_index);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, REG_BASE);
+}
+
+/* The _ENV of every chunk: empty but for the declared globals (and, in
+ * the REPL, the session's own), reading through to the built-ins. */
+static void build_env(lua_State *L, enum zerg_vm_mode mode)
+{
+    lua_newtable(L); /* env */
+    int env = lua_gettop(L);
+    build_base(L, env);
+    lua_newtable(L); /* env mt */
+    lua_getfield(L, LUA_REGISTRYINDEX, REG_BASE);
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, mode == ZERG_VM_REPL ? env_newindex_repl
                                               : env_newindex_policy);
     lua_setfield(L, -2, "__newindex");
     lua_pushliteral(L, "sandbox");
     lua_setfield(L, -2, "__metatable");
-    lua_setmetatable(L, -2); /* env */
+    lua_setmetatable(L, env);
     lua_setfield(L, LUA_REGISTRYINDEX, REG_ENV);
 }
 
@@ -505,6 +649,7 @@ static int vm_setup(lua_State *L)
     struct zerg_vm *vm = lua_touserdata(L, 1);
     open_libs(L);
     trim_libs(L, vm->o.seed ? vm->o.seed : ZERG_VM_SEED);
+    zerg_sandbox_bound_libs(L);
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, REG_DECLARED);
     lua_newtable(L);
@@ -614,58 +759,4 @@ void zerg_vm_free(struct zerg_vm *vm)
         return;
     lua_close(vm->L);
     free(vm);
-}
-
-/* ---- exec (tests, wiring) ------------------------------------------- */
-
-struct exec_ctx {
-    const char *name, *code;
-    zerg_json **result;
-    char errbuf[256];
-};
-
-static int exec_chunk(lua_State *L)
-{
-    struct exec_ctx *c = lua_touserdata(L, 1);
-    lua_pushfstring(L, "=%s", c->name);
-    zerg_vm_load(L, lua_tostring(L, -1), c->code, strlen(c->code));
-    lua_call(L, 0, 1);
-    if (!c->result)
-        return 0;
-    *c->result = zerg_lua_to_json(L, -1, c->errbuf, sizeof c->errbuf);
-    if (!*c->result)
-        return luaL_error(L, "result: %s", c->errbuf);
-    return 0;
-}
-
-int zerg_vm_exec(struct zerg_vm *vm, const char *name, const char *code,
-                 zerg_json **result, struct zerg_err *err)
-{
-    struct exec_ctx c = {.name = name, .code = code, .result = result};
-    if (result)
-        *result = NULL;
-    return zerg_vm_cpcall(vm, exec_chunk, &c, err);
-}
-
-struct global_ctx {
-    const char *name;
-    const zerg_json *v;
-};
-
-static int set_global(lua_State *L)
-{
-    struct global_ctx *c = lua_touserdata(L, 1);
-    zerg_vm_declare(L, c->name);
-    zerg_vm_push_env(L);         /* ud env */
-    lua_pushstring(L, c->name);  /* ud env name */
-    zerg_lua_push_json(L, c->v); /* ud env name value */
-    lua_rawset(L, -3);           /* ud env */
-    return 0;
-}
-
-int zerg_vm_set_global(struct zerg_vm *vm, const char *name, const zerg_json *v,
-                       struct zerg_err *err)
-{
-    struct global_ctx c = {name, v};
-    return zerg_vm_cpcall(vm, set_global, &c, err);
 }

@@ -2,7 +2,7 @@
  * wiring check.  Private to src/lua/: nothing else includes <lua.h>.
  *
  *   vm.c       lifecycle, sandbox, require, budgets, memory cap
- *   convert.c  zerg_json <-> Lua values
+ *   convert.c  zerg_json <-> Lua values (convert.h; also used by json.c)
  *   policy.c   include/zerg/policy.h on top of two VMs (hooks:
  *              policy_hooks.c, policy_reconcile.c, policy_call.h)
  *   repl.c     `zerg lua`
@@ -20,6 +20,7 @@
 
 #include <lua.h>
 
+#include "lua/convert.h"
 #include "zerg/json.h"
 
 struct zerg_err;
@@ -94,25 +95,6 @@ size_t zerg_vm_memory(const struct zerg_vm *vm);
 
 /* The bundled file with that path ("policies/retry.lua"), or NULL. */
 const struct zerg_embedded *zerg_vm_bundled(const char *path);
-
-/* ---- convert.c ---- */
-
-/* Pushes v (NULL and JSON null push nil; null object members are left
- * out; integral numbers below 2^53 become integers).  Raises only on
- * out-of-memory. */
-void zerg_lua_push_json(lua_State *L, const zerg_json *v);
-
-/* Converts the value at idx to a new tree; never raises.  A table whose
- * keys are exactly 1..n (n >= 1) is an array, any other table an object
- * with its keys sorted (integer keys written as decimal text).  Functions,
- * userdata, threads, other key types, nesting past 100 levels (or a cycle)
- * fail: NULL with a sentence in errbuf. */
-zerg_json *zerg_lua_to_json(lua_State *L, int idx, char *errbuf, size_t errlen);
-
-/* Replaces the table at idx by a copy in which keys that are decimal
- * integer text ("3") become integers (JSON objects can only have string
- * keys; `levels[3]` reads better in Lua). */
-void zerg_lua_intkeys(lua_State *L, int idx);
 
 /* ---- policy.c (shared with the REPL and the wiring check) ---- */
 

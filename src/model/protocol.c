@@ -28,6 +28,12 @@
 
 /* ---- paths ---------------------------------------------------------- */
 
+int zerg_proto_run_dir(char *buf, size_t n, const char *state_dir,
+                       const char *feature)
+{
+    return zerg_fsio_path(buf, n, "%s/%s", state_dir, feature);
+}
+
 /* Each slot's assignment lives in a directory of its own, so a worker's
  * inotify watch wakes it for its own assignments only, not for every
  * heartbeat and result of the others. */
@@ -131,6 +137,17 @@ static int get_id(const zerg_json *o, const char *key, int nullable,
     return rc;
 }
 
+/* The writer's run id: a string of at most ZERG_RUN_ID_MAX - 1 bytes;
+ * absent (files written by hand or by an older zerg) reads as "". */
+static int get_run_id(const zerg_json *o, char buf[ZERG_RUN_ID_MAX])
+{
+    if (!zerg_json_get(o, "run_id")) {
+        buf[0] = '\0';
+        return 0;
+    }
+    return get_str(o, "run_id", 1, buf, ZERG_RUN_ID_MAX);
+}
+
 /* Reads and parses path; the tree must be an object.  -ENOENT when
  * missing, ZERG_ECORRUPT when not JSON or not an object. */
 static int read_doc(const char *path, zerg_json **out)
@@ -208,6 +225,7 @@ int zerg_proto_write_assign(const char *dir, int slot,
     if (o)
         rc =
             zerg_json_set_num(o, "epoch", (double)a->epoch) ||
+                    zerg_json_set_str(o, "run_id", a->run_id) ||
                     zerg_json_set_str(o, "task", a->task[0] ? a->task : NULL) ||
                     zerg_json_set_num(o, "attempt", a->attempt) ||
                     zerg_json_set_bool(o, "stop", a->stop)
@@ -226,7 +244,8 @@ int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)
     if (rc < 0)
         return rc;
     struct zerg_assign v = {0};
-    if (get_u64(o, "epoch", &v.epoch) || get_id(o, "task", 1, v.task) ||
+    if (get_u64(o, "epoch", &v.epoch) || get_run_id(o, v.run_id) ||
+        get_id(o, "task", 1, v.task) ||
         get_int(o, "attempt", 0, INT_MAX, &v.attempt) ||
         get_bool(o, "stop", &v.stop))
         rc = ZERG_ECORRUPT;
@@ -250,6 +269,7 @@ int zerg_proto_write_heartbeat(const char *dir, const struct zerg_heartbeat *hb,
     if (o)
         rc = zerg_json_set_num(o, "worker_id", hb->worker_id) ||
                      zerg_json_set_num(o, "epoch", (double)hb->epoch) ||
+                     zerg_json_set_str(o, "run_id", hb->run_id) ||
                      zerg_json_set_num(o, "seq", (double)hb->seq) ||
                      zerg_json_set_str(o, "timestamp", ts) ||
                      zerg_json_set_str(o, "task_id",
@@ -273,7 +293,7 @@ int zerg_proto_read_heartbeat(const char *path, struct zerg_heartbeat *hb)
     struct zerg_heartbeat v = {0};
     const char *ts = zerg_json_as_str(zerg_json_get(o, "timestamp"));
     if (get_int(o, "worker_id", 0, INT_MAX, &v.worker_id) ||
-        get_u64(o, "epoch", &v.epoch) ||
+        get_u64(o, "epoch", &v.epoch) || get_run_id(o, v.run_id) ||
         get_i64(o, "seq", 0, INT64_MAX, &v.seq) || !ts ||
         zerg_clock_parse_iso8601(ts, &v.timestamp_ns) < 0 ||
         get_id(o, "task_id", 1, v.task_id) ||
@@ -323,6 +343,7 @@ int zerg_proto_write_result(const char *dir, const struct zerg_result *r,
     if (o)
         rc =
             zerg_json_set_num(o, "epoch", (double)r->epoch) ||
+                    zerg_json_set_str(o, "run_id", r->run_id) ||
                     zerg_json_set_num(o, "worker_id", r->worker_id) ||
                     zerg_json_set_str(o, "task", r->task) ||
                     zerg_json_set_num(o, "attempt", r->attempt) ||
@@ -346,7 +367,7 @@ int zerg_proto_read_result(const char *path, struct zerg_result *r)
     if (rc < 0)
         return rc;
     struct zerg_result v = {0};
-    if (get_u64(o, "epoch", &v.epoch) ||
+    if (get_u64(o, "epoch", &v.epoch) || get_run_id(o, v.run_id) ||
         get_int(o, "worker_id", 0, INT_MAX, &v.worker_id) ||
         get_id(o, "task", 0, v.task) ||
         get_int(o, "attempt", 0, INT_MAX, &v.attempt) ||

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "zerg/clock.h"
@@ -23,6 +24,7 @@
 #include "zerg/fsio.h"
 #include "zerg/json.h"
 #include "zerg/state.h"
+#include "zerg/task_fsm.h"
 
 /* A request lists task ids; 16 MiB holds far more than any graph. */
 #define REQUEST_MAX_BYTES (16u << 20)
@@ -31,25 +33,13 @@
 
 static int retryable(enum zerg_task_status st)
 {
-    return st == ZERG_TASK_FAILED || st == ZERG_TASK_BLOCKED;
+    return zerg_task_move_legal(st, ZERG_TASK_EV_RETRY);
 }
 
-static void task_requeue(struct zerg_task_state *t)
+/* The same move, with the same fields reset, as everywhere else. */
+static int task_requeue(struct zerg_task_state *t)
 {
-    t->status = ZERG_TASK_PENDING;
-    t->worker_id = -1;
-    t->retry_count = 0;
-    t->crash_count = 0;
-    t->epoch = 0;
-    t->claimed_at = 0;
-    t->started_at = 0;
-    t->completed_at = 0;
-    t->retry_at = 0;
-    t->duration_ms = 0;
-    free(t->error);
-    t->error = NULL;
-    free(t->reason);
-    t->reason = NULL;
+    return zerg_task_apply(t, ZERG_TASK_EV_RETRY, NULL, NULL, 0);
 }
 
 static int task_level(const struct zerg_state *s, const struct zerg_graph *g,
@@ -230,7 +220,7 @@ static int request_path(char *buf, size_t size, const char *dir,
 {
     int64_t ns = zerg_clock_wall(&zerg_clock_system);
     for (int tries = 0; tries < 1000; tries++, ns++) {
-        int rc = zerg_fsio_path(buf, size, "%s/retry-%s-%lld.json", dir,
+        int rc = zerg_fsio_path(buf, size, "%s/%s/retry-%lld.json", dir,
                                 feature, (long long)ns);
         if (rc)
             return rc;
@@ -251,6 +241,14 @@ int zerg_retry_request_write(const char *state_dir, const char *feature,
     int rc = check_names(feature, ids, n, err);
     if (rc)
         return rc;
+    char run_dir[PATH_MAX];
+    if (zerg_fsio_path(run_dir, sizeof run_dir, "%s/%s", state_dir, feature) ==
+            0 &&
+        mkdir(run_dir, 0755) < 0 && errno != EEXIST) {
+        rc = zerg_err_set(err, -errno, "cannot create %s: %s", run_dir,
+                          strerror(errno));
+        goto cleanup;
+    }
     if ((rc = request_path(path, sizeof path, state_dir, feature))) {
         zerg_err_set(err, rc, "cannot name a retry request in %s: %s",
                      state_dir, zerg_strerror(rc));

@@ -1,6 +1,16 @@
-/* orch_internal.h - the orchestrator's private state, shared by
- * orchestrator.c (events and dispatch), orch_reconcile.c (state
- * reconciliation) and orch_loop.c (the real event loop). */
+/* orch_internal.h - the orchestrator's private state, shared by the files
+ * of src/orch/.  They form layers, each calling only the ones below it:
+ *
+ *   orch_loop.c       the real event loop (poll over signalfd + inotify)
+ *   orchestrator.c    new/free, tick, dispatch, levels, checkpoint, summary
+ *   orch_intake.c     files from workers and `zerg retry`: heartbeats,
+ *                     results (fencing, journal replay), retry requests
+ *   orch_reconcile.c  snapshot -> reconcile.check -> validated fixes
+ *   orch_slot.c       the worker-slot life cycle: state x event table
+ *   orch_tasks.c      task moves with their log events (the leaf)
+ *
+ * Times carry their clock in their names: *_mono_ns from the monotonic
+ * `now` every entry point takes, *_wall_ns from o->o.clock. */
 #ifndef ZERG_ORCH_INTERNAL_H
 #define ZERG_ORCH_INTERNAL_H
 
@@ -17,6 +27,39 @@
 #include "zerg/policy.h"
 #include "zerg/protocol.h"
 #include "zerg/state.h"
+#include "zerg/task_fsm.h"
+
+#define ORCH_SEC(ns) ((double)(ns) / 1e9)
+#define ORCH_MS(ns) ((double)(ns) / 1e6)
+
+/* ---- the worker slot (orch_slot.c) ------------------------------------ */
+
+enum slot_state {
+    SLOT_BACKOFF,  /* not running; spawn_at_mono_ns says when to (re)spawn */
+    SLOT_STARTING, /* spawned, no heartbeat yet */
+    SLOT_READY,    /* idle */
+    SLOT_BUSY,     /* running `task` */
+    SLOT_KILLING,  /* we asked it to go (`kill` says why); awaiting exit */
+    SLOT_STOPPED,  /* gone: the rush is ending or nothing is left to do */
+    SLOT_RETIRED,  /* gone: respawn cap or spawn retries exhausted */
+    SLOT_CRASHED,  /* gone: crashed with resilience disabled */
+    SLOT_NSTATES
+};
+
+enum slot_event {
+    SLOT_EV_SPAWN_DUE,     /* backoff over: start a worker */
+    SLOT_EV_SPAWN_ERR,     /* the launcher could not start it */
+    SLOT_EV_FIRST_HB,      /* first heartbeat of this incarnation */
+    SLOT_EV_READY_TIMEOUT, /* no heartbeat within spawn_ready_timeout */
+    SLOT_EV_ASSIGN,        /* dispatch gave it a task */
+    SLOT_EV_TASK_DONE,     /* its task's result was applied or lost */
+    SLOT_EV_HB_STALE,      /* stale.worker said its heartbeat is stale */
+    SLOT_EV_TASK_STALE,    /* stale.task said its task made no progress */
+    SLOT_EV_STOP,          /* the rush is ending (arg sig: 0 = ask) */
+    SLOT_EV_CHILD_EXIT,    /* the launcher reaped it */
+    SLOT_EV_REVIVE,        /* work came back (`zerg retry`) after a stop */
+    SLOT_NEVENTS
+};
 
 /* Why the orchestrator itself killed a worker: decides how its exit is
  * handled. */
@@ -28,64 +71,91 @@ enum kill_reason {
     KILL_STOP,          /* the rush is ending */
 };
 
+/* What an event carries; each event reads only its own fields. */
+struct slot_ev_arg {
+    const char *error;                 /* SPAWN_ERR */
+    int permanent;                     /* SPAWN_ERR */
+    size_t task;                       /* ASSIGN */
+    int sig;                           /* STOP */
+    const struct zerg_exit_info *exit; /* CHILD_EXIT */
+};
+
 struct slot {
     int id;
+    enum slot_state state;       /* the only truth about the slot */
+    enum kill_reason kill;       /* KILLING: why */
+    enum slot_state killed_from; /* KILLING: the state it was killed in */
     struct zerg_proc proc;
-    int alive;               /* child not reaped yet */
-    int ready;               /* first heartbeat seen */
-    int want;                /* should be running (not retired/stopped) */
-    enum kill_reason killed;
-    int64_t spawned_at;      /* mono */
-    int64_t spawn_at;        /* mono: next spawn allowed (backoff) */
+    int64_t spawned_at_mono_ns;
+    int64_t spawn_at_mono_ns; /* BACKOFF: next spawn allowed */
     int64_t hb_seq;
-    int64_t hb_change_at;    /* mono: last time the seq changed */
+    int64_t hb_change_at_mono_ns; /* last time the seq changed */
     char hb_step[24];
     int hb_pct;
     int hb_task_pgid;
-    int64_t assigned_at;     /* mono: task assigned */
-    int64_t progress_at;     /* mono: task start or last progress */
-    int64_t next_stale_check;/* mono: policies are asked at most this often */
-    int task;                /* graph index, -1 when idle */
-    int task_seen;           /* a heartbeat showed the worker running it */
+    int64_t assigned_at_mono_ns;      /* task assigned */
+    int64_t progress_at_mono_ns;      /* task start or last progress */
+    int64_t next_stale_check_mono_ns; /* policies asked at most this often */
+    int task;                         /* graph index, -1 when idle */
     char last_error[256];
 };
+
+/* A child process exists (not reaped yet). */
+static inline int slot_alive(const struct slot *sl)
+{
+    return sl->state >= SLOT_STARTING && sl->state <= SLOT_KILLING;
+}
+
+/* This incarnation has sent its first heartbeat. */
+static inline int slot_ready(const struct slot *sl)
+{
+    enum slot_state s = sl->state == SLOT_KILLING ? sl->killed_from : sl->state;
+    return s == SLOT_READY || s == SLOT_BUSY;
+}
+
+/* Still part of the pool: running, or waiting to be (re)spawned. */
+static inline int slot_in_pool(const struct slot *sl)
+{
+    return sl->state <= SLOT_KILLING;
+}
 
 struct zerg_orch {
     struct zerg_orch_opts o;
     const struct zerg_config *cfg;
     const struct zerg_graph *g;
     struct zerg_state *s;
-    char state_dir[PATH_MAX];
-    char state_path[PATH_MAX];
+    char state_dir[PATH_MAX];  /* .zerg/state */
+    char state_path[PATH_MAX]; /* .zerg/state/{feature}.json */
+    char run_dir[PATH_MAX];    /* .zerg/state/{feature}/: the run's files */
 
     struct slot *slots;
     int nslots;
 
-    int64_t *retry_at;       /* mono time a waiting_retry task may run */
-    int *applied_attempt;    /* per task: the attempt whose result was
-                                applied last (0 = none) */
-    size_t *level_cursor;    /* per level: first maybe-unfinished index */
-    char **pending_unlink;   /* applied results to delete after a save */
+    int64_t *retry_at_mono_ns; /* when a requeued task may run again */
+    int *applied_attempt;      /* per task: the attempt whose result was
+                                  applied last (0 = none) */
+    size_t *level_cursor;      /* per level: first maybe-unfinished index */
+    int *wgroup_running;       /* per write group: running tasks in it */
+    char **pending_unlink;     /* applied results to delete after a save */
     size_t nunlink, unlink_cap;
 
     int dirty;
-    int replaying;           /* applying the journal on --resume */
-    int64_t last_save;
-    int64_t save_cost;       /* how long the last state write took */
-    int64_t next_reconcile;
-    int64_t next_lease;
+    int replaying; /* applying the journal on --resume */
+    int64_t last_save_mono_ns;
+    int64_t save_cost_ns; /* how long the last state write took */
+    int64_t next_reconcile_mono_ns;
+    int64_t next_lease_mono_ns;
     int64_t lease_seq;
-    int64_t next_reload;
-    int64_t next_hb_scan;
-    int64_t started_mono;
+    int64_t next_reload_mono_ns;
+    int64_t next_hb_scan_mono_ns;
+    int64_t started_mono_ns;
 
-    int stopping;            /* 1 graceful, 2 forced */
-    int64_t stop_deadline;
-    int finishing;           /* all work terminal: stopping workers */
-    int finished;            /* final state written */
-    int failed_run;          /* runtime failure (no workers left, ...) */
+    int stopping; /* 1 graceful, 2 forced */
+    int64_t stop_deadline_mono_ns;
+    int finishing;  /* all work terminal: stopping workers */
+    int finished;   /* final state written */
+    int failed_run; /* runtime failure (no workers left, ...) */
     char run_error[512];
-    int warned_conflicts;
 };
 
 static inline struct zerg_task_state *orch_ts(struct zerg_orch *o, size_t t)
@@ -96,48 +166,86 @@ static inline const char *orch_tid(const struct zerg_orch *o, size_t t)
 {
     return o->g->tasks[t].id;
 }
-static inline int64_t orch_wall_now(void)
+static inline int64_t orch_wall_ns(const struct zerg_orch *o)
 {
-    return zerg_clock_wall(&zerg_clock_system);
+    return zerg_clock_wall(o->o.clock);
+}
+static inline void orch_mark_dirty(struct zerg_orch *o)
+{
+    o->dirty = 1;
 }
 
-/* orchestrator.c: tasks, levels, dispatch, checkpoints. */
+/* ---- orch_tasks.c: task moves with their log events ------------------- */
+
+/* Applies a move of task t through the task table; an illegal one is
+ * refused and logged (task_move_refused).  Returns 0 or negative. */
+int orch_task_move(struct zerg_orch *o, size_t t, enum zerg_task_event ev,
+                   const struct zerg_task_move *m);
+/* A failure of running task t: asks retry.decide and applies it. */
 void orch_task_failure(struct zerg_orch *o, size_t t, const char *kind,
                        int exit_code, int sig, const char *error, int64_t now);
+/* Back to pending without charging anything (crash, stop, reconcile). */
 void orch_requeue(struct zerg_orch *o, size_t t, const char *why);
-void orch_block_dependents(struct zerg_orch *o, size_t t);
-int orch_worker_alive(const struct zerg_orch *o, int worker);
-void orch_mark_dirty(struct zerg_orch *o);
-void orch_checkpoint(struct zerg_orch *o, int64_t now, int force);
+void orch_task_complete(struct zerg_orch *o, size_t t);
+void orch_task_started(struct zerg_orch *o, size_t t, int worker, int pgid);
+/* Blocks every queued task with a failed or blocked dependency. */
+void orch_block_dependents(struct zerg_orch *o);
+/* Any task level became unfinished again: level cursors rewind. */
+void orch_level_reopened(struct zerg_orch *o, size_t t);
+/* Claimed or in progress: holds its write groups. */
+static inline int orch_task_running(enum zerg_task_status s)
+{
+    return s == ZERG_TASK_CLAIMED || s == ZERG_TASK_IN_PROGRESS;
+}
+/* Adds d to the running count of each write group of task t. */
+void orch_wgroups_add(struct zerg_orch *o, size_t t, int d);
 
-/* orch_workers.c: spawn, ready, exit, respawn, watchdogs. */
-int orch_work_left(const struct zerg_orch *o);
-void orch_slot_status(struct zerg_orch *o, struct slot *sl,
-                      enum zerg_worker_status st);
-void orch_worker_ready(struct zerg_orch *o, struct slot *sl, int64_t now);
-void orch_kill_worker(struct zerg_orch *o, struct slot *sl,
-                      enum kill_reason why, int sig);
-int orch_live_slots(const struct zerg_orch *o);
-void orch_stop_workers(struct zerg_orch *o, int sig);
-/* Watchdogs and (re)spawns; returns the earliest wake-up it needs. */
+/* ---- orch_slot.c: the slot table -------------------------------------- */
+
+void orch_slot_event(struct zerg_orch *o, struct slot *sl, enum slot_event ev,
+                     const struct slot_ev_arg *arg, int64_t now);
+/* Watchdogs and due spawns; returns the earliest wake-up it needs. */
 int64_t orch_tick_workers(struct zerg_orch *o, int64_t now, int64_t wake);
+/* STOP to every slot (sig 0: ask through the assignment file). */
+void orch_stop_workers(struct zerg_orch *o, int sig, int64_t now);
+/* REVIVE to every slot: the rush was finishing and has work again. */
+void orch_revive_workers(struct zerg_orch *o, int64_t now);
+int orch_live_slots(const struct zerg_orch *o);
+int orch_any_alive(const struct zerg_orch *o);
+/* 1 when worker `w` is alive and assigned task t. */
+int orch_slot_runs(const struct zerg_orch *o, int w, size_t t);
+/* The table as Markdown, for the docs (like snprintf). */
+int orch_slot_table_markdown(char *buf, size_t size);
+const char *orch_slot_state_name(enum slot_state s);
 
+/* ---- orch_reconcile.c ------------------------------------------------- */
+
+/* Light (periodic) or thorough (level transition, resume) reconciliation;
+ * returns the number of fixes applied. */
+int orch_reconcile(struct zerg_orch *o, int thorough, int64_t now);
+
+/* ---- orch_intake.c: files from workers and from `zerg retry` ---------- */
+
+void orch_on_heartbeat(struct zerg_orch *o, int slot, int64_t now);
 /* Applies a result file if it matches the live assignment (1), else
  * fences it (0). */
 int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now);
-
-/* orch_reconcile.c: applies every result-*.json in the state dir; returns
- * how many were applied. */
+/* Applies every result-*.json in the state dir; returns how many. */
 int orch_scan_results(struct zerg_orch *o, int64_t now);
-/* Raises next_epoch past every epoch seen on disk; a fresh run removes
- * the previous run's result files. */
-void orch_prepare_dir(struct zerg_orch *o);
+/* --resume: the journal replay, then a thorough reconciliation. */
+void orch_resume_results(struct zerg_orch *o, int64_t now);
+/* Creates the run dir (refusing a symlink), raises next_epoch past every
+ * epoch seen on disk and the wall clock in microseconds; a fresh run
+ * removes the previous run's result files.  0 or negative with err set. */
+int orch_prepare_dir(struct zerg_orch *o, struct zerg_err *err);
 /* Applies and removes a `zerg retry` request file. */
 void orch_apply_retry_request(struct zerg_orch *o, const char *path,
                               int64_t now);
+/* Deletes the results applied before the checkpoint that just landed. */
+void orch_flush_unlinks(struct zerg_orch *o);
 
-/* orch_reconcile.c: light (periodic) or thorough (level transition,
- * resume) reconciliation; returns the number of fixes applied. */
-int orch_reconcile(struct zerg_orch *o, int thorough, int64_t now);
+/* ---- orchestrator.c --------------------------------------------------- */
+
+void orch_checkpoint(struct zerg_orch *o, int64_t now, int force);
 
 #endif

@@ -62,7 +62,7 @@ static void drain_inotify(struct zerg_orch *o, int ifd, int64_t now)
             if (ev->mask & IN_Q_OVERFLOW) {
                 /* Lost events: rescan results and heartbeats. */
                 orch_scan_results(o, now);
-                o->next_hb_scan = now;
+                o->next_hb_scan_mono_ns = now;
             } else if (ev->len > 0) {
                 zerg_orch_file_changed(o, ev->name, now);
             }
@@ -85,10 +85,9 @@ int zerg_orch_run(struct zerg_orch *o, const struct zerg_clock *clock)
     int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (sfd < 0 || ifd < 0 ||
-        inotify_add_watch(ifd, o->state_dir, IN_MOVED_TO | IN_CLOSE_WRITE) <
-            0) {
+        inotify_add_watch(ifd, o->run_dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_ERROR, "rush_failed",
-                       NULL, NULL, "Cannot watch %s: %s", o->state_dir,
+                       NULL, NULL, "Cannot watch %s: %s", o->run_dir,
                        strerror(errno));
         goto out;
     }

@@ -10,8 +10,12 @@
  * could not kill the whole task.  After a stage ends -- success, failure or
  * timeout -- the group is SIGKILLed before the leader is reaped: until
  * then its pid, and so the group id, cannot be reused, and nothing the
- * task started in the background survives it. */
-#include "worker_internal.h"
+ * task started in the background survives it.
+ *
+ * While a stage runs the worker waits in worker_wait.c (heartbeats and the
+ * lease go on); nothing here calls back into worker.c. */
+#include "worker_run.h"
+#include "worker_wait.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -313,6 +317,8 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
     };
     struct zerg_err e = {0};
     snprintf(r.task, sizeof r.task, "%s", a->task);
+    snprintf(r.run_id, sizeof r.run_id, "%s",
+             w->o->run_id ? w->o->run_id : "");
     snprintf(w->last_task, sizeof w->last_task, "%s", a->task);
     w->last_attempt = a->attempt;
     snprintf(w->hb.task_id, sizeof w->hb.task_id, "%s", a->task);

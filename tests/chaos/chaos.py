@@ -45,7 +45,7 @@ def project_procs(proj):
 
 def worker_pids(proj):
     out = {}
-    for hb in glob.glob(proj + "/.zerg/state/heartbeat-*.json"):
+    for hb in glob.glob(proj + "/.zerg/state/f/heartbeat-*.json"):
         try:
             with open(hb) as f:
                 d = json.load(f)
@@ -141,7 +141,7 @@ def inject(proj, rng, stats, stopped, disk_full):
         elif what == "fill":
             fill_disk(proj, rng)
         else:
-            with open(proj + "/.zerg/state/heartbeat-%d.json" % slot, "w") as f:
+            with open(proj + "/.zerg/state/f/heartbeat-%d.json" % slot, "w") as f:
                 f.write('{"worker_id": %d, "seq": "garbage' % slot)
         stats[what] += 1
     except (ProcessLookupError, FileNotFoundError):

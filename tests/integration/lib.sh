@@ -133,7 +133,7 @@ print(d)' "$PROJ/.zerg/state/f.json" "$1"
 # worker_pid SLOT: the pid in the worker's heartbeat.
 worker_pid() {
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' \
-        "$PROJ/.zerg/state/heartbeat-$1.json"
+        "$PROJ/.zerg/state/f/heartbeat-$1.json"
 }
 # slot_of TASK: the worker slot that last claimed TASK.
 slot_of() {

@@ -58,6 +58,10 @@ generate() {
     @nul-in-config)
         printf 'workers:\n  retry_attempts: 3\0\n'
         ;;
+    @nul-in-graph) # a valid graph, then a NUL and more bytes
+        printf '%s' "$VALID"
+        printf '\0{"tasks": []}'
+        ;;
     esac
 }
 
@@ -84,9 +88,9 @@ yaml NUL byte|$C|@nul-in-config|config.yaml;;found a NUL byte
 json syntax error|$G|{"tasks": [|task-graph.json: invalid JSON
 json truncated|$G|@truncated|task-graph.json: invalid JSON
 json empty file|$G||task-graph.json: invalid JSON
-json top level array|$G|[]|the top level must be an object with a "tasks" array
+json top level array|$G|[1]|the top level must be an object with a "tasks" array
 json no tasks|$G|{"feature": "f"}|task-graph.json: no "tasks" array
-json tasks not an array|$G|{"tasks": {}}|"tasks" must be an array, not object
+json tasks not an array|$G|{"tasks": {"A": {}}}|"tasks" must be an array, not object
 json empty task list|$G|{"tasks": []}|"tasks" is empty
 json non-object task|$G|{"tasks": [42]}|tasks[0]: must be an object, not number
 json task without id|$G|{"tasks": [{"level": 1}]}|tasks[0]: has no "id"
@@ -117,6 +121,7 @@ json files not an object|$G|{"tasks": [{"id": "A", "level": 1, "files": "a.txt"}
 json command not a string|$G|{"tasks": [{"id": "A", "level": 1, "command": 42}]}|task A: command must be a string, not number
 json multi-megabyte id|$G|@big-id|tasks[0]: invalid id;;it is longer than 64 characters
 json multi-megabyte level|$G|@big-level|task A: level must be an integer >= 1, not string
+json NUL byte after the document|$G|@nul-in-graph|task-graph.json: contains a NUL byte at byte offset ${#VALID}
 feature name with ../|.gsd/.current-feature|../../etc|invalid feature name "../../etc" (from .gsd/.current-feature)
 feature name with a space|.gsd/.current-feature|my feature|invalid feature name "my feature"
 feature name with a leading dash|.gsd/.current-feature|-rf|invalid feature name "-rf"

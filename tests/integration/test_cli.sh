@@ -358,7 +358,8 @@ ok
 
 mkdir -p "$sd"
 state "$sd/demo.json" failed
-heartbeat "$sd" 0 7
+mkdir -p "$sd/demo"
+heartbeat "$sd/demo" 0 7
 
 t "status of a failed run"
 z -C "$proj" status
@@ -543,7 +544,7 @@ pid=$(fake_rush "$sd/demo.lock")
 z -C "$proj" retry --all-failed
 want_rc 0
 want_out "queued for the running rush (pid $pid)"
-req=$(ls "$sd"/retry-demo-*.json 2>/dev/null | head -1)
+req=$(ls "$sd"/demo/retry-*.json 2>/dev/null | head -1)
 [ -n "$req" ] || fail "no request file"
 [ -z "$req" ] || grep -qF '"all_failed":true' "$req" || fail "request body"
 [ "$(cksum <"$sd/demo.json")" = "$before" ] || fail "state changed"
@@ -551,7 +552,7 @@ z -C "$proj" retry A-L1-001
 want_rc 2
 want_err "task A-L1-001 is complete; nothing to retry"
 kill "$pid" 2>/dev/null
-rm -f "$sd"/retry-demo-*.json
+rm -f "$sd"/demo/retry-*.json
 ok
 
 # ---- stop ------------------------------------------------------------------

@@ -61,7 +61,10 @@ expect_out "cycle" '{n = 1, self = <cycle>}' \
 expect_out "depth limit" '{a = {a = {a = {a = {a = {a = {a = {a = {...}}}}}}}}}' \
     "$ZERG" lua -e 'local t = {} local c = t for i = 1, 12 do c.a = {} c = c.a end return t'
 expect_out "string escapes" '{"a\"b\n"}' "$ZERG" lua -e 'return {"a\"b\n"}'
-"$ZERG" lua -e 'help()' | grep -q 'history(id)' || fail "help() lists history"
+# Output goes to a variable first: `zerg ... | grep -q` under pipefail
+# fails whenever grep exits before the writer is done (SIGPIPE).
+out=$("$ZERG" lua -e 'help()') || fail "help() exited $?"
+[[ "$out" == *'history(id)'* ]] || fail "help() lists history"
 expect_out "graph" "3	demo" "$ZERG" lua -e 'return #graph.tasks, feature'
 expect_out "no state yet" "nil" "$ZERG" lua -e 'return state'
 expect_out "tasks before a run" '{"D-L1-001", "D-L1-002", "D-L2-001"}' \
@@ -100,7 +103,8 @@ set +e
 rc=$?
 set -e
 [[ $rc -eq 2 ]] || fail "bad option: exit $rc, want 2"
-"$ZERG" lua --help | grep -q 'usage: zerg lua' || fail "--help"
+out=$("$ZERG" lua --help) || fail "--help exited $?"
+[[ "$out" == *'usage: zerg lua'* ]] || fail "--help"
 
 # ---- FILE -------------------------------------------------------------------
 cat >"$work/script.lua" <<'EOF'
@@ -130,7 +134,8 @@ cat >"$proj/.zerg/state/demo.json" <<'EOF'
            "D-L2-001": {"status": "pending", "level": 2}},
  "levels": {"1": {"status": "complete"}, "2": {"status": "pending"}}}
 EOF
-cat >"$proj/.zerg/state/heartbeat-0.json" <<'EOF'
+mkdir -p "$proj/.zerg/state/demo"
+cat >"$proj/.zerg/state/demo/heartbeat-0.json" <<'EOF'
 {"worker_id": 0, "task_id": "D-L2-001", "seq": 9, "progress_pct": 50}
 EOF
 cat >"$proj/.zerg/monitor.jsonl" <<'EOF'
@@ -160,6 +165,23 @@ echo 'return {decide = function(' >"$proj/.zerg/policies/retry.lua"
 expect_out "broken override" "function" \
     "$ZERG" lua -e 'return type(policies.retry.decide)'
 grep -q "using the bundled retry policy" "$work/err" || fail "broken override not reported"
+rm -rf "$proj/.zerg/policies"
+
+# An override runs in the session's VM: what it does to the libraries
+# must not reach the REPL's own printing or help().
+mkdir -p "$proj/.zerg/policies"
+cat >"$proj/.zerg/policies/stale.lua" <<'EOF'
+pcall(function() string.format = function() return "hacked" end end)
+pcall(rawset, string, "format", nil)
+pcall(function() getmetatable("").__index.gsub = nil end)
+pcall(function() table.concat = nil end)
+return {}
+EOF
+out=$("$ZERG" lua -e 'help()' 2>"$work/err") || fail "help() after a tampering override: $(cat "$work/err")"
+[[ "$out" == *'  history(id)      the task'* ]] || fail "help() after a tampering override: [$out]"
+expect_out "printing after a tampering override" '{"a\"b", 1.5}' \
+    "$ZERG" lua -e 'return {"a\"b", 1.5}'
+expect_out "string.format intact" "007" "$ZERG" lua -e 'return ("%03d"):format(7)'
 rm -rf "$proj/.zerg/policies"
 
 # ---- piped stdin: the same loop without prompts -------------------------------

@@ -49,7 +49,7 @@ pass "monitor.log / monitor.jsonl formats and events"
 [ -s "$PROJ/.zerg/logs/tasks/A-L1-001/attempt-1.log" ] || ls -R "$PROJ/.zerg/logs" >&2
 ls "$PROJ/.zerg/logs/tasks/A-L1-001/" | grep -q . || fail "no task log"
 no_procs
-ls "$PROJ/.zerg/state" | grep -q '^result-' && fail "result files left behind"
+ls "$PROJ/.zerg/state/f" | grep -q "^result-" && fail "result files left behind"
 pass "no process and no result file left"
 
 # A second rush of a complete feature starts over; --dry-run starts nothing.

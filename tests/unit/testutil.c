@@ -93,3 +93,33 @@ int tu_contains(const char *haystack, const char *needle)
                 haystack ? haystack : "(null)");
     return 0;
 }
+
+void tu_check_doc_table(const char *doc, const char *name, const char *want)
+{
+    char path[1024], begin[64], end[64];
+    snprintf(path, sizeof path, "%s/%s", ZERG_TEST_SOURCE_DIR, doc);
+    snprintf(begin, sizeof begin, "<!-- begin %s table -->\n", name);
+    snprintf(end, sizeof end, "<!-- end %s table -->", name);
+    char *text = tu_read(path);
+    assert_non_null(text);
+    char *a = strstr(text, begin), *b = a ? strstr(a, end) : NULL;
+    if (!a || !b)
+        fail_msg("%s lacks the markers %s...%s", path, begin, end);
+    a += strlen(begin);
+    size_t have = (size_t)(b - a);
+    if (getenv("ZERG_UPDATE_DOCS")) {
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        fwrite(text, 1, (size_t)(a - text), f);
+        fputs(want, f);
+        fputs(b, f);
+        fclose(f);
+    } else if (have != strlen(want) || memcmp(a, want, have) != 0) {
+        fprintf(stderr,
+                "%s: the %s table differs from the code; it should "
+                "read:\n%s\n(ZERG_UPDATE_DOCS=1 rewrites it)\n",
+                path, name, want);
+        fail();
+    }
+    free(text);
+}

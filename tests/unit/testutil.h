@@ -27,4 +27,9 @@ int tu_count_entries(const char *dir);
 /* 1 if haystack contains needle; on failure prints both. */
 int tu_contains(const char *haystack, const char *needle);
 
+/* Fails unless the doc (relative to the source tree) holds `want` between
+ * "<!-- begin NAME table -->\n" and "<!-- end NAME table -->"; with
+ * ZERG_UPDATE_DOCS=1 in the environment it rewrites that part instead. */
+void tu_check_doc_table(const char *doc, const char *name, const char *want);
+
 #endif

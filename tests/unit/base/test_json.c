@@ -1,6 +1,8 @@
 /* test_json.c - the JSON tree (src/base/json.c) and its cjson text layer
  * (src/lua/json.c): round trips, types, empty containers, escapes, unicode,
- * the depth limit, syntax errors and big strings. */
+ * the depth limit, syntax errors and big strings.  The Lua -> tree rules
+ * that decoding shares with the policy VMs are in tests/unit/lua/
+ * test_convert.c. */
 #include "testutil.h"
 
 #include <errno.h>
@@ -110,7 +112,18 @@ static void test_dup_is_deep(void **state)
     zerg_json *c = zerg_json_dup(v);
     zerg_json_free(v);
     char *s = encode_ok(c);
-    assert_string_equal(s, "{\"a\":[1,{\"b\":\"c\"},[]],\"d\":null}");
+    /* A parsed empty container is an empty object (see zerg/json.h). */
+    assert_string_equal(s, "{\"a\":[1,{\"b\":\"c\"},{}],\"d\":null}");
+    free(s);
+    zerg_json_free(c);
+
+    /* A C-built empty array stays an array through the copy. */
+    zerg_json *o = zerg_json_obj();
+    zerg_json_set(o, "deps", zerg_json_arr());
+    c = zerg_json_dup(o);
+    zerg_json_free(o);
+    s = encode_ok(c);
+    assert_string_equal(s, "{\"deps\":[]}");
     free(s);
     zerg_json_free(c);
 }
@@ -123,32 +136,81 @@ static void test_roundtrip_types(void **state)
     assert_roundtrip("\"hi\"", "\"hi\"");
     assert_roundtrip(" [1, 2.5, -3, \"x\", null, true] ",
                      "[1,2.5,-3,\"x\",null,true]");
-    /* Parsed objects come out with their keys sorted. */
+    /* Parsed objects come out with their keys sorted; both empty
+     * containers come out as {}. */
     assert_roundtrip("{\"b\":1,\"a\":{\"d\":[],\"c\":{}}}",
-                     "{\"a\":{\"c\":{},\"d\":[]},\"b\":1}");
+                     "{\"a\":{\"c\":{},\"d\":{}},\"b\":1}");
+}
+
+/* "[]" and "{}" decode alike; the result is an empty object that every
+ * accessor and zerg_json_is accept as an empty array too. */
+static void assert_empty_both_ways(const zerg_json *v)
+{
+    assert_non_null(v);
+    assert_true(zerg_json_is(v, ZERG_JSON_ARRAY));
+    assert_true(zerg_json_is(v, ZERG_JSON_OBJECT));
+    assert_int_equal(zerg_json_len(v), 0);
+    assert_int_equal(v->u.arr.n, 0); /* a reader that looped to n */
+    assert_int_equal(v->u.obj.n, 0);
+    assert_null(zerg_json_at(v, 0));
+    assert_null(zerg_json_key_at(v, 0));
+    assert_null(zerg_json_get(v, "x"));
 }
 
 static void test_empty_containers(void **state)
 {
-    assert_roundtrip("[]", "[]");
+    assert_roundtrip("[]", "{}");
     assert_roundtrip("{}", "{}");
-    assert_roundtrip("[ [ ], { }, [\n] ]", "[[],{},[]]");
+    assert_roundtrip("[ [ ], { }, [\n] ]", "[{},{},{}]");
     assert_roundtrip("{\"deps\":[],\"files\":{\"create\":[]}}",
-                     "{\"deps\":[],\"files\":{\"create\":[]}}");
-    /* Brackets inside strings are text, not arrays. */
-    assert_roundtrip("[\"[]\",\"a\\\"[]\",[]]", "[\"[]\",\"a\\\"[]\",[]]");
+                     "{\"deps\":{},\"files\":{\"create\":{}}}");
+    /* Re-decoding the output gives the same tree: a fixed point. */
+    assert_roundtrip("{\"deps\":{},\"files\":{\"create\":{}}}",
+                     "{\"deps\":{},\"files\":{\"create\":{}}}");
 
-    zerg_json *v = parse_ok("{\"a\":[],\"o\":{}}");
-    assert_true(zerg_json_is(zerg_json_get(v, "a"), ZERG_JSON_ARRAY));
-    assert_true(zerg_json_is(zerg_json_get(v, "o"), ZERG_JSON_OBJECT));
-    assert_int_equal(zerg_json_len(zerg_json_get(v, "a")), 0);
+    zerg_json *v = parse_ok("{\"a\":[],\"o\":{},\"n\":[1],\"m\":{\"k\":1}}");
+    assert_empty_both_ways(zerg_json_get(v, "a"));
+    assert_empty_both_ways(zerg_json_get(v, "o"));
+    /* Non-empty containers keep their one kind. */
+    assert_true(zerg_json_is(zerg_json_get(v, "n"), ZERG_JSON_ARRAY));
+    assert_false(zerg_json_is(zerg_json_get(v, "n"), ZERG_JSON_OBJECT));
+    assert_true(zerg_json_is(zerg_json_get(v, "m"), ZERG_JSON_OBJECT));
+    assert_false(zerg_json_is(zerg_json_get(v, "m"), ZERG_JSON_ARRAY));
+    assert_false(zerg_json_is(zerg_json_get(v, "missing"), ZERG_JSON_ARRAY));
     zerg_json_free(v);
 
-    zerg_json *a = zerg_json_arr();
+    /* Trees built in C keep their kinds when encoded; reading them, an
+     * empty one is still both. */
+    zerg_json *a = zerg_json_arr(), *o = zerg_json_obj();
+    assert_empty_both_ways(a);
+    assert_empty_both_ways(o);
     char *s = encode_ok(a);
     assert_string_equal(s, "[]");
     free(s);
+    s = encode_ok(o);
+    assert_string_equal(s, "{}");
+    free(s);
+    /* Builders do not change kinds: pushing onto an object is refused. */
+    assert_int_equal(zerg_json_push(o, zerg_json_null()), -EINVAL);
+    assert_int_equal(zerg_json_set(a, "k", zerg_json_null()), -EINVAL);
     zerg_json_free(a);
+    zerg_json_free(o);
+}
+
+static void test_brackets_in_strings_are_text(void **state)
+{
+    /* cjson sees the caller's text untouched, so "[]" inside strings and
+     * keys stays text, escaped quotes included. */
+    assert_roundtrip("[\"[]\",\"a\\\"[]\",[]]", "[\"[]\",\"a\\\"[]\",{}]");
+    zerg_json *v = parse_ok("{\"[]\":\"[ ]\",\"k\":\"\\\\\\\"[]\\\"\"}");
+    assert_int_equal(zerg_json_len(v), 2);
+    assert_string_equal(zerg_json_as_str(zerg_json_get(v, "[]")), "[ ]");
+    assert_string_equal(zerg_json_as_str(zerg_json_get(v, "k")), "\\\"[]\"");
+    zerg_json_free(v);
+    v = parse_ok("\"[]\"");
+    assert_true(zerg_json_is(v, ZERG_JSON_STRING));
+    assert_string_equal(zerg_json_as_str(v), "[]");
+    zerg_json_free(v);
 }
 
 static void test_numbers(void **state)
@@ -226,8 +288,22 @@ static char *nested(int depth)
     return s;
 }
 
+/* {"a":{"a":...1...}} nested depth deep. */
+static char *nested_obj(int depth)
+{
+    size_t n = (size_t)depth;
+    char *s = malloc(n * 6 + 2);
+    for (size_t i = 0; i < n; i++)
+        memcpy(s + i * 5, "{\"a\":", 5);
+    s[n * 5] = '1';
+    memset(s + n * 5 + 1, '}', n);
+    s[n * 6 + 1] = '\0';
+    return s;
+}
+
 static void test_depth_limit(void **state)
 {
+    assert_int_equal(ZERG_JSON_MAX_DEPTH, 1000);
     char *ok = nested(1000);
     zerg_json *v = parse_ok(ok);
     char *out = encode_ok(v);
@@ -246,6 +322,18 @@ static void test_depth_limit(void **state)
     char *deep = nested(1001);
     assert_parse_error(deep, "Found too many nested data structures (1001)");
     free(deep);
+
+    /* Objects count the same way. */
+    ok = nested_obj(1000);
+    v = parse_ok(ok);
+    out = encode_ok(v);
+    assert_string_equal(out, ok);
+    free(out);
+    zerg_json_free(v);
+    free(ok);
+    deep = nested_obj(1001);
+    assert_parse_error(deep, "Found too many nested data structures (1001)");
+    free(deep);
 }
 
 static void test_syntax_errors(void **state)
@@ -261,7 +349,7 @@ static void test_syntax_errors(void **state)
                                     "character 6");
     assert_parse_error("\"abc", "Expected value but found unexpected end of "
                                 "string at character 5");
-    /* Positions refer to the caller's text even when it has empty arrays. */
+    /* Positions refer to the caller's text, empty arrays and all. */
     assert_parse_error("[[], [], {\"a\":[] x}]",
                        "Expected comma or object end but found invalid token "
                        "at character 18");
@@ -347,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_dup_is_deep),
         cmocka_unit_test(test_roundtrip_types),
         cmocka_unit_test(test_empty_containers),
+        cmocka_unit_test(test_brackets_in_strings_are_text),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_nan_is_an_encode_error),
         cmocka_unit_test(test_escapes_and_unicode),

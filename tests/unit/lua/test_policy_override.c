@@ -368,14 +368,17 @@ static void test_memory_hog_override(void **state)
 {
     (void)state;
     cfg.policy_memory_bytes = 4 << 20;
+    /* 64 KiB a step: the cap is reached in about 64 iterations, a few
+     * hundred instructions, however slow the machine */
     write_override("respawn.lua",
                    "local keep = {}\n"
                    "return {decide = function(slot, opts)\n"
                    "  for i = 1, 1e9 do keep[#keep + 1] = "
-                   "string.rep('x', 1000) .. i end\n"
+                   "string.rep('x', 65536) .. i end\n"
                    "end}\n",
                    1000);
     cfg.policy_instruction_budget = 0; /* only memory stops it */
+    cfg.policy_time_budget_ns = 0;     /* not the CPU clock either */
     struct zerg_policy *p = load_ok();
     struct zerg_respawn_in in = {.slot = 0, .respawn_count = 0, .work_left = 2};
     zerg_json *why = NULL;
@@ -386,6 +389,91 @@ static void test_memory_hog_override(void **state)
     zerg_json_free(why);
     /* the hog kept its memory; the bundled VM is separate and fine */
     assert_int_equal(zerg_policy_backoff_ns(p, "spawn", 1, NULL), 2 * S);
+    zerg_policy_free(p);
+}
+
+static void test_infinite_delays_fall_back(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"math.huge", "-math.huge", "1/0"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "return {delay = function() return %s end}\n", bad[i]);
+        write_override("backoff.lua", text, 1000);
+        snprintf(text, sizeof text,
+                 "return {decide = function() return {retry = true, "
+                 "charge = true, delay = %s} end}\n",
+                 bad[i]);
+        write_override("retry.lua", text, 1000);
+        struct zerg_policy *p = load_ok();
+        zerg_json *why = NULL;
+        assert_int_equal(zerg_policy_backoff_ns(p, "spawn", 1, &why), 2 * S);
+        assert_string_equal(why_str(why, "policy"), "bundled");
+        assert_true(tu_contains(why_str(why, "override_error"), "inf"));
+        zerg_json_free(why);
+        struct zerg_retry_in in = {
+            .task_id = "T", .failure = "exit", .exit_code = 1};
+        struct zerg_retry_out out;
+        zerg_policy_retry(p, &in, &out, NULL);
+        assert_int_equal(out.delay_ns, 30 * S); /* the bundled answer */
+        /* backoff.delay, retry.decide (and backoff again if the retry
+         * path asks it) */
+        assert_true(zerg_policy_error_count(p) >= 2);
+        assert_true(tu_contains(last_data, "as a delay"));
+        zerg_policy_free(p);
+    }
+}
+
+/* A hook stuck in one string.find: the budget still ends it. */
+static void test_catastrophic_pattern_in_hook(void **state)
+{
+    (void)state;
+    write_override("retry.lua",
+                   "local s = string.rep('a', 30) .. 'b'\n"
+                   "local p = string.rep('a?', 30) .. string.rep('a', 30)\n"
+                   "return {decide = function()\n"
+                   "  return {retry = s:find(p) ~= nil, charge = true}\n"
+                   "end}\n",
+                   1000);
+    struct zerg_policy *p = load_ok();
+    struct zerg_retry_in in = {
+        .task_id = "T", .failure = "exit", .exit_code = 1};
+    struct zerg_retry_out out;
+    zerg_json *why = NULL;
+    zerg_policy_retry(p, &in, &out, &why);
+    assert_true(out.retry); /* the bundled decision */
+    assert_string_equal(why_str(why, "policy"), "bundled");
+    zerg_json_free(why);
+    assert_int_equal(zerg_policy_error_count(p), 1);
+    assert_true(tu_contains(last_data, "budget exceeded"));
+    assert_true(tu_contains(last_data, "retry.lua:4:"));
+    zerg_policy_free(p);
+}
+
+/* One override tampering with the string library at load time cannot
+ * change what another one, or the bundled module it wraps, computes. */
+static void test_override_cannot_change_libraries(void **state)
+{
+    (void)state;
+    write_override("respawn.lua",
+                   "pcall(function() string.format = function() "
+                   "return 'hacked' end end)\n"
+                   "pcall(rawset, string, 'format', nil)\n"
+                   "pcall(function() getmetatable('').__index.rep = nil end)\n"
+                   "return {}\n",
+                   1000);
+    write_override("stale.lua",
+                   "local base = require('policies.stale')\n"
+                   "return {task = function(...) return base.task(...) end}\n",
+                   1000);
+    struct zerg_policy *p = load_ok();
+    zerg_json *why = NULL;
+    assert_true(zerg_policy_stale_task(p, "T", 0, 0, 0, 1000 * S, &why));
+    assert_string_equal(why_str(why, "policy"), "override");
+    assert_true(tu_contains(why_str(why, "reason"), "no progress for"));
+    zerg_json_free(why);
+    assert_int_equal(zerg_policy_error_count(p), 0);
     zerg_policy_free(p);
 }
 
@@ -540,6 +628,9 @@ int main(void)
         T(test_clamps),
         T(test_runaway_override_stopped),
         T(test_memory_hog_override),
+        T(test_infinite_delays_fall_back),
+        T(test_catastrophic_pattern_in_hook),
+        T(test_override_cannot_change_libraries),
         T(test_reconcile_unknown_fix_dropped),
         T(test_reload_picks_up_changes),
         T(test_reload_broken_keeps_last_good),

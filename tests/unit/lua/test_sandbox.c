@@ -1,7 +1,9 @@
 /* test_sandbox.c - the Lua sandbox (src/lua/vm.c, src/lua/convert.c): what
  * a policy can reach, the budgets that stop runaway code, and that the VM
  * keeps working after each stop.  These are the classic sandbox regressions
- * (Redis' scripting tests, HAProxy's hlua budgets). */
+ * (Redis' scripting tests, HAProxy's hlua budgets), plus the library calls
+ * that run long inside C (src/lua/sandbox_lib.c, sandbox_match.c) and the
+ * read-only library tables. */
 #include "testutil.h"
 
 #include <limits.h>
@@ -337,6 +339,165 @@ static void test_interrupt(void **state)
     zerg_vm_free(vm);
 }
 
+/* ---- C library calls the hook cannot see ---------------------------- */
+
+/* A subject of 31 bytes and a pattern that backtracks 2^30 times. */
+#define CATASTROPHIC                                                           \
+    "local s = string.rep('a', 30) .. 'b' "                                    \
+    "local p = string.rep('a?', 30) .. string.rep('a', 30) "
+
+static void test_catastrophic_patterns_stopped(void **state)
+{
+    (void)state;
+    static const char *const hostile[] = {
+        CATASTROPHIC "return string.find(s, p)",
+        CATASTROPHIC "return s:match(p)",
+        CATASTROPHIC "return (s:gsub(p, 'x'))",
+        CATASTROPHIC "for m in s:gmatch(p) do end",
+        "return string.rep('a', 3000):find('(.-)(.-)(.-)(.-)x')",
+        "return string.rep('(', 5000):find('%b()')",
+        CATASTROPHIC "while true do pcall(string.find, s, p) end",
+    };
+    struct zerg_vm *vm = policy_vm();
+    for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++) {
+        assert_true(tu_contains(run_fail(vm, hostile[i]),
+                                "instruction budget exceeded"));
+        assert_usable(vm);
+    }
+    zerg_vm_free(vm);
+}
+
+static void test_catastrophic_pattern_time_and_interrupt(void **state)
+{
+    (void)state;
+    int64_t t = 0;
+    struct zerg_vm_opts o = {.mode = ZERG_VM_POLICY,
+                             .time_budget_ns = 50 * 1000000,
+                             .cpu_ns = fake_cpu,
+                             .cpu_ctx = &t};
+    struct zerg_vm *vm = zerg_vm_new(&o, NULL);
+    assert_non_null(vm);
+    assert_true(tu_contains(run_fail(vm, CATASTROPHIC "return s:find(p)"),
+                            "time budget exceeded"));
+    zerg_vm_free(vm);
+    volatile sig_atomic_t flag = 0;
+    struct zerg_vm_opts r = {.mode = ZERG_VM_REPL, .interrupt = &flag};
+    vm = zerg_vm_new(&r, NULL);
+    assert_non_null(vm);
+    flag = 1; /* Ctrl-C reaches a match in progress */
+    assert_true(tu_contains(run_fail(vm, CATASTROPHIC "return s:find(p)"),
+                            "interrupted"));
+    zerg_vm_free(vm);
+}
+
+static void test_rep_bounded(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm(); /* 8 MiB */
+    assert_true(run_num(vm, "return #string.rep('', 1e18)") == 0);
+    assert_true(run_num(vm, "return #(''):rep(1e18, '')") == 0);
+    assert_true(
+        tu_contains(run_fail(vm, "return ('xxxx'):rep(1 << 62)"), "too large"));
+    assert_true(tu_contains(run_fail(vm, "return ('x'):rep(1e18)"),
+                            "more than the memory budget"));
+    assert_true(tu_contains(run_fail(vm, "return ('x'):rep(1 << 40)"),
+                            "more than the memory budget"));
+    assert_true(tu_contains(run_fail(vm, "return (''):rep(1e15, ',')"),
+                            "more than the memory budget"));
+    zerg_json *v = run_ok(vm, "return ('ab'):rep(3, ',')");
+    assert_string_equal(zerg_json_as_str(v), "ab,ab,ab");
+    zerg_json_free(v);
+    zerg_vm_free(vm);
+}
+
+static void test_table_walks_bounded(void **state)
+{
+    (void)state;
+    static const char *const hostile[] = {
+        /* __index a C function that answers "" for every index */
+        "return table.concat(setmetatable({}, {__index = table.concat}), "
+        "'', 1, 1e18)",
+        "local t = setmetatable({}, {__len = function() return 1e15 end}) "
+        "table.insert(t, 1, 0)",
+        "local t = setmetatable({}, {__len = function() return 1e15 end}) "
+        "table.remove(t, 1)",
+        "table.move({}, 1, 1e15, 2)",
+        "local t = setmetatable({}, {__len = function() return 2^30 end, "
+        "__index = tostring}) table.sort(t)",
+    };
+    struct zerg_vm *vm = policy_vm();
+    for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++) {
+        assert_true(tu_contains(run_fail(vm, hostile[i]),
+                                "instruction budget exceeded"));
+        assert_usable(vm);
+    }
+    assert_true(tu_contains(run_fail(vm, "return table.unpack({}, 1, 1e8)"),
+                            "too many results"));
+    assert_true(tu_contains(run_fail(vm, "return string.format('%99999d', "
+                                         "1)"),
+                            "invalid conversion"));
+    assert_true(run_num(vm,
+                        "return utf8.len(utf8.char(table.unpack((function() "
+                        "local t = {} for i = 1, 5000 do t[i] = 0x4e00 + i end "
+                        "return t end)())))") == 5000);
+    zerg_vm_free(vm);
+}
+
+static void test_ordinary_string_use(void **state)
+{
+    (void)state;
+    struct zerg_vm *vm = policy_vm();
+    zerg_json *v = run_ok(
+        vm, "local u = require('zerg.util') "
+            "local k = {} for w in ('b a c'):gmatch('%a') do k[#k + 1] = w "
+            "end table.sort(k) "
+            "return {u.level_from_id('F-L12-001'), table.concat(k, ','), "
+            "string.format('%-4s|%5.1f', 'ab', 2.25), "
+            "(' x '):match('^%s*(.-)%s*$'), ('a-b'):gsub('%-', '+'), "
+            "require('zerg.inspect').format({1, 'two', k = true})}");
+    char *s = zerg_json_encode(v, NULL, NULL);
+    assert_string_equal(s, "[12,\"a,b,c\",\"ab  |  2.2\",\"x\",\"a+b\","
+                           "\"{1, \\\"two\\\", k = true}\"]");
+    free(s);
+    zerg_json_free(v);
+    zerg_vm_free(vm);
+}
+
+/* ---- shared tables ---------------------------------------------------- */
+
+static void test_library_tables_read_only(void **state)
+{
+    (void)state;
+    static const char *const writes[] = {
+        "string.format = nil",
+        "rawset(string, 'format', nil)",
+        "getmetatable('').__index.format = nil",
+        "table.insert(math, 1)",
+    };
+    struct zerg_vm *vm = vm_with(ZERG_VM_REPL, 0, 0);
+    for (size_t i = 0; i < sizeof writes / sizeof *writes; i++) {
+        const char *msg = run_fail(vm, writes[i]);
+        assert_true(tu_contains(msg, "read-only"));
+    }
+    assert_true(tu_contains(run_fail(vm, "setmetatable(utf8, {})"),
+                            "protected metatable"));
+    assert_true(tu_contains(run_fail(vm, "print = nil"),
+                            "cannot replace the built-in 'print'"));
+    assert_true(tu_contains(run_fail(vm, "rawset(_G, 'string', {})"),
+                            "cannot replace the built-in 'string'"));
+    zerg_json *v = run_ok(vm, "local n = 0 for k in pairs(string) do "
+                              "n = n + 1 end "
+                              "return {string.format('%d', 7), n > 10, "
+                              "('x').rep == string.rep, "
+                              "getmetatable('').__index == string}");
+    char *s = zerg_json_encode(v, NULL, NULL);
+    assert_string_equal(s, "[\"7\",true,true,true]");
+    free(s);
+    zerg_json_free(v);
+    assert_true(run_num(vm, "x = 5; return x") == 5); /* globals still */
+    zerg_vm_free(vm);
+}
+
 /* ---- conversion ------------------------------------------------------ */
 
 static void test_lua_to_json(void **state)
@@ -401,6 +562,12 @@ int main(void)
         cmocka_unit_test(test_memory_bomb_stopped),
         cmocka_unit_test(test_time_budget),
         cmocka_unit_test(test_interrupt),
+        cmocka_unit_test(test_catastrophic_patterns_stopped),
+        cmocka_unit_test(test_catastrophic_pattern_time_and_interrupt),
+        cmocka_unit_test(test_rep_bounded),
+        cmocka_unit_test(test_table_walks_bounded),
+        cmocka_unit_test(test_ordinary_string_use),
+        cmocka_unit_test(test_library_tables_read_only),
         cmocka_unit_test(test_lua_to_json),
         cmocka_unit_test(test_json_to_lua),
     };

@@ -705,6 +705,42 @@ static void test_load_file_errors(void **state)
     tu_rmtree(dir);
 }
 
+/* A NUL byte is refused with its line, column and byte offset, from a
+ * string or a file, and the config is left as it was. */
+static void test_nul_byte_refused(void **state)
+{
+    (void)state;
+    static const char text[] = "workers:\n  retry_attempts: 3\0\nx: 1\n";
+    struct zerg_config c;
+    struct zerg_err err = {0};
+    zerg_config_defaults(&c);
+    assert_int_equal(zerg_config_load_string(&c, "t.yaml", text,
+                                             sizeof text - 1, NULL, NULL,
+                                             &err),
+                     ZERG_EINVAL_INPUT);
+    assert_true(tu_contains(err.msg, "t.yaml:2:20: found a NUL byte, expected "
+                                     "UTF-8 text (at byte offset 28)"));
+    assert_true(is_default(&c));
+
+    const char *dir = tu_mkdtemp();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.yaml", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, sizeof text - 1, f), sizeof text - 1);
+    fclose(f);
+    zerg_err_clear(&err);
+    assert_int_equal(zerg_config_load(&c, path, NULL, NULL, &err),
+                     ZERG_EINVAL_INPUT);
+    char want[4200];
+    snprintf(want, sizeof want, "%s:2:20: found a NUL byte", path);
+    assert_true(tu_contains(err.msg, want));
+    assert_true(tu_contains(err.msg, "(at byte offset 28)"));
+    assert_true(is_default(&c));
+    zerg_config_free(&c);
+    tu_rmtree(dir);
+}
+
 /* ---- unknown keys ------------------------------------------------------ */
 
 static void test_unknown_keys_warn_with_suggestion(void **state)
@@ -1046,6 +1082,7 @@ int main(void)
         cmocka_unit_test(test_executor_string_is_split),
         cmocka_unit_test(test_malformed_table),
         cmocka_unit_test(test_load_file_errors),
+        cmocka_unit_test(test_nul_byte_refused),
         cmocka_unit_test(test_unknown_keys_warn_with_suggestion),
         cmocka_unit_test(test_unknown_key_flood_is_capped),
         cmocka_unit_test(test_keys_table),

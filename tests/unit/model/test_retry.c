@@ -221,15 +221,18 @@ static void test_all_failed_leaves_foreign_blocks(void **state)
 
 /* ---- request file --------------------------------------------------- */
 
+/* Requests land in the feature's run directory, dir/demo. */
 static int find_request(const char *dir, char *path, size_t size)
 {
-    DIR *d = opendir(dir);
+    char run[PATH_MAX];
+    snprintf(run, sizeof run, "%s/demo", dir);
+    DIR *d = opendir(run);
     struct dirent *e;
     int found = 0;
     while (d && (e = readdir(d))) {
-        if (strncmp(e->d_name, "retry-demo-", 11) == 0 &&
+        if (strncmp(e->d_name, "retry-", 6) == 0 &&
             strstr(e->d_name, ".json")) {
-            snprintf(path, size, "%s/%s", dir, e->d_name);
+            snprintf(path, size, "%s/%s", run, e->d_name);
             found++;
         }
     }
@@ -295,7 +298,7 @@ static void test_request_corrupt(void **state)
         "[1,2]",
         "{\"feature\":\"../x\",\"tasks\":[]}",
         "{\"feature\":\"demo\",\"tasks\":[\"a b\"]}",
-        "{\"feature\":\"demo\",\"tasks\":{}}",
+        "{\"feature\":\"demo\",\"tasks\":{\"A\":1}}",
         "{\"feature\":\"demo\",\"all_failed\":\"yes\"}",
     };
     struct zerg_err err = {0};

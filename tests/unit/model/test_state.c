@@ -590,7 +590,7 @@ static const struct {
     {DOC(TASK1 "{\"status\":\"pending\",\"claimed_at\":\"yesterday\"}", ""),
      "tasks.A-L1-001.claimed_at: expected an ISO-8601 time or null, got "
      "\"yesterday\""},
-    {DOC(TASK1 "{\"status\":\"pending\",\"error\":[]}", ""),
+    {DOC(TASK1 "{\"status\":\"pending\",\"error\":[1]}", ""),
      "tasks.A-L1-001.error: expected a string or null, got an array"},
     {DOC(TASK1 "{\"status\":\"pending\",\"epoch\":1e300}", ""),
      "tasks.A-L1-001.epoch: 1e+300 is too large"},
@@ -602,7 +602,7 @@ static const struct {
      "(workers.0.status: unknown status \"sleeping\")"},
     {DOC(OKTASK, ",\"workers\":{\"0\":{\"status\":\"busy\",\"task\":5}}"),
      "workers.0.task: expected a string or null, got 5"},
-    {DOC(OKTASK, ",\"workers\":[]"),
+    {DOC(OKTASK, ",\"workers\":[1]"),
      "(workers: expected an object, got an array)"},
     {DOC(OKTASK, ",\"levels\":{\"x\":{\"status\":\"running\"}}"),
      "(levels: key \"x\" is not a level number)"},

@@ -8,6 +8,7 @@
  * uncharged, crash_loop cap), FR-6 (respawn cap), fencing and resume. */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include "zerg/orchestrator.h"
 #include "zerg/policy.h"
 #include "zerg/protocol.h"
+#include "zerg/retry.h"
 #include "zerg/state.h"
 
 #define S(x) ((int64_t)((x)*1e9))
@@ -96,6 +98,7 @@ static const struct zerg_launcher_ops fake_ops = {
 struct fx {
     char dir[256];
     char state_dir[300];
+    char run_dir[320]; /* the feature's run files */
     struct zerg_config cfg;
     struct zerg_graph *g;
     struct zerg_state s;
@@ -103,6 +106,7 @@ struct fx {
     struct zerg_policy *pol;
     struct fake fake;
     struct zerg_orch *o;
+    struct zerg_clock clock;
     int64_t now;
 };
 
@@ -113,9 +117,21 @@ static const char graph3[] =
     "{\"id\":\"A-L2-001\",\"level\":2,\"dependencies\":[\"A-L1-001\"],"
     "\"command\":\"true\"}]}";
 
+/* The orchestrator's clock reads the fixture's time: monotonic `now`,
+ * and a wall clock that moves with it. */
+static int64_t fx_mono(void *ctx)
+{
+    return ((struct fx *)ctx)->now;
+}
+static int64_t fx_wall(void *ctx)
+{
+    return 1700000000 * (int64_t)1000000000 + ((struct fx *)ctx)->now;
+}
+
 static void fx_start(struct fx *x, int workers, int resume)
 {
     struct zerg_err err = {0};
+    x->clock = (struct zerg_clock){fx_mono, fx_wall, x};
     struct zerg_orch_opts oo = {
         .project = x->dir,
         .feature = "t",
@@ -126,6 +142,7 @@ static void fx_start(struct fx *x, int workers, int resume)
         .policy = x->pol,
         .launcher = &x->fake.base,
         .log = x->log,
+        .clock = &x->clock,
         .workers = workers,
         .resume = resume,
         .checkpoint_ns = 1,
@@ -142,6 +159,7 @@ static struct fx *fx_new(const char *graph, int workers, int resume)
 
     snprintf(x->dir, sizeof x->dir, "%s", tu_mkdtemp());
     snprintf(x->state_dir, sizeof x->state_dir, "%s/.zerg/state", x->dir);
+    snprintf(x->run_dir, sizeof x->run_dir, "%s/t", x->state_dir);
     zerg_fsio_mkdirs(x->state_dir, 0755);
     zerg_config_defaults(&x->cfg);
     x->cfg.heartbeat_interval_ns = S(1);
@@ -224,7 +242,7 @@ static void heartbeat(struct fx *x, int slot, const char *task, int attempt,
     hb.attempt = attempt;
     snprintf(hb.step, sizeof hb.step, "%s", step);
     hb.progress_pct = pct;
-    assert_int_equal(zerg_proto_write_heartbeat(x->state_dir, &hb, NULL), 0);
+    assert_int_equal(zerg_proto_write_heartbeat(x->run_dir, &hb, NULL), 0);
     snprintf(name, sizeof name, "heartbeat-%d.json", slot);
     zerg_orch_file_changed(x->o, name, x->now);
 }
@@ -241,7 +259,7 @@ static void write_result(struct fx *x, int slot, uint64_t epoch,
     r.outcome = ok ? ZERG_OUTCOME_COMPLETE : ZERG_OUTCOME_FAILED;
     snprintf(r.stage, sizeof r.stage, "%s", "command");
     r.exit_code = ok ? 0 : 1;
-    assert_int_equal(zerg_proto_write_result(x->state_dir, &r, NULL), 0);
+    assert_int_equal(zerg_proto_write_result(x->run_dir, &r, NULL), 0);
 }
 
 /* ... and the orchestrator told about it. */
@@ -274,9 +292,9 @@ static void start_ready(struct fx *x)
 {
     tick(x);
     for (int i = 0; i < x->o->nslots; i++) {
-        assert_true(x->o->slots[i].alive);
+        assert_true(slot_alive(&x->o->slots[i]));
         heartbeat(x, i, NULL, 0, "ready", 0);
-        assert_true(x->o->slots[i].ready);
+        assert_true(slot_ready(&x->o->slots[i]));
     }
     tick(x);
 }
@@ -297,7 +315,7 @@ static void complete_slot(struct fx *x, int slot)
 static void finish_workers(struct fx *x)
 {
     for (int i = 0; i < x->o->nslots; i++)
-        if (x->o->slots[i].alive)
+        if (slot_alive(&x->o->slots[i]))
             exited(x, i, 0);
     tick(x);
 }
@@ -354,7 +372,7 @@ static void test_spawn_retry_with_backoff(void **st)
     assert_int_equal(x->fake.spawns, 2);
     advance(x, 0.1);
     assert_int_equal(x->fake.spawns, 3);
-    assert_true(x->o->slots[0].alive);
+    assert_true(slot_alive(&x->o->slots[0]));
     assert_int_equal(x->s.metrics.spawn_retries, 2);
     /* The worker exits before it is ready: that is a failed spawn too. */
     exited(x, 0, 1 << 8);
@@ -630,11 +648,193 @@ static void test_fresh_run_drops_old_results(void **st)
     zerg_orch_free(x->o);
     fx_start(x, 1, 0);
     char path[400];
-    snprintf(path, sizeof path, "%s/result-A-L1-001-1.json", x->state_dir);
+    snprintf(path, sizeof path, "%s/result-A-L1-001-1.json", x->run_dir);
     assert_int_equal(access(path, F_OK), -1);
     assert_true(x->s.next_epoch > 1);
     start_ready(x);
     assert_int_equal(status_of(x, "A-L1-001"), ZERG_TASK_CLAIMED);
+    fx_free(x);
+}
+
+/* The fence is the pair: a result naming the live attempt but another
+ * epoch (an incarnation that never ran it) is dropped. */
+static void test_result_live_attempt_other_epoch_fenced(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    start_ready(x);
+    int t = x->o->slots[0].task;
+    uint64_t epoch = x->o->slots[0].proc.epoch;
+    heartbeat(x, 0, x->g->tasks[t].id, 1, "command", 10);
+    result(x, 0, epoch + 7, x->g->tasks[t].id, 1, 1);
+    assert_int_equal(x->s.metrics.results_fenced, 1);
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_IN_PROGRESS);
+    result(x, 0, epoch, x->g->tasks[t].id, 1, 1);
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_COMPLETE);
+    fx_free(x);
+}
+
+/* A level is done when its tasks are, not when the cursor says so: a task
+ * made unfinished behind the cursor's back (a state edited outside the
+ * task table) holds the level, and still runs. */
+static void test_level_done_judged_from_tasks(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    start_ready(x);
+    complete_slot(x, 0);
+    tick(x); /* the cursor moves past the first task */
+    task_of(x, "A-L1-001")->status = ZERG_TASK_PENDING;
+    complete_slot(x, 0);
+    tick(x);
+    assert_int_equal(x->s.current_level, 1);
+    assert_int_not_equal(x->s.levels[1].status, ZERG_LEVEL_COMPLETE);
+    tick(x);
+    assert_int_equal(status_of(x, "A-L1-001"), ZERG_TASK_CLAIMED);
+    fx_free(x);
+}
+
+/* Replaces the fixture's policies with ones that load override_dir. */
+static void fx_policies(struct fx *x, const char *file, const char *text)
+{
+    struct zerg_err err = {0};
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/.zerg/policies", x->dir);
+    zerg_fsio_mkdirs(dir, 0755);
+    tu_write(dir, file, text);
+    zerg_orch_free(x->o);
+    zerg_policy_free(x->pol);
+    x->pol = zerg_policy_new(dir, &x->cfg, x->log, &err);
+    assert_non_null(x->pol);
+    fx_start(x, 1, 0);
+}
+
+/* No policy runs a failing task forever: past the attempt ceiling the
+ * task fails (attempt_ceiling), and a retry of a failing task waits at
+ * least the minimum delay whatever the policy says. */
+static void test_retry_ceilings_hold_against_policy(void **st)
+{
+    (void)st;
+    static const char graph1[] =
+        "{\"feature\":\"t\",\"tasks\":[{\"id\":\"A-L1-001\",\"level\":1,"
+        "\"command\":\"false\"}]}";
+    struct fx *x = fx_new(graph1, 1, 0);
+    fx_policies(x, "retry.lua",
+                "return {decide = function() return {retry = true, "
+                "charge = false, delay = 0} end}\n");
+    start_ready(x);
+    int rounds = 0;
+    while (status_of(x, "A-L1-001") != ZERG_TASK_FAILED && rounds < 1000) {
+        struct zerg_task_state *ts = task_of(x, "A-L1-001");
+        if (ts->status == ZERG_TASK_CLAIMED) {
+            heartbeat(x, 0, "A-L1-001", ts->attempt, "command", 1);
+            result(x, 0, x->o->slots[0].proc.epoch, "A-L1-001", ts->attempt, 0);
+            /* The floor: not runnable again at once. */
+            tick(x);
+            assert_int_not_equal(status_of(x, "A-L1-001"), ZERG_TASK_CLAIMED);
+        }
+        advance(x, 0.1);
+        rounds++;
+    }
+    assert_int_equal(status_of(x, "A-L1-001"), ZERG_TASK_FAILED);
+    assert_string_equal(task_of(x, "A-L1-001")->reason, "attempt_ceiling");
+    assert_int_equal(task_of(x, "A-L1-001")->attempt,
+                     10 * (x->cfg.retry_attempts + 1));
+    fx_free(x);
+}
+
+/* A file named like a result that is not one is said once and moved
+ * aside, not left to be read at every scan. */
+static void test_invalid_result_moved_aside(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    start_ready(x);
+    tu_write(x->run_dir, "result-A-L1-001-1.json", "{not json");
+    zerg_orch_file_changed(x->o, "result-A-L1-001-1.json", x->now);
+    char path[512];
+    snprintf(path, sizeof path, "%s/result-A-L1-001-1.json", x->run_dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/.invalid-result-A-L1-001-1.json",
+             x->run_dir);
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/.zerg/monitor.jsonl", x->dir);
+    char *log = tu_read(path);
+    assert_true(tu_contains(log, "\"event\":\"result_invalid\""));
+    free(log);
+    assert_int_equal(status_of(x, "A-L1-001"), ZERG_TASK_CLAIMED);
+    fx_free(x);
+}
+
+/* `zerg retry` reaching a rush that is stopping its workers because all
+ * has ended: the rush goes on with its pool and runs the task again. */
+static void test_retry_while_finishing_runs(void **st)
+{
+    (void)st;
+    struct zerg_err err = {0};
+    struct fx *x = fx_new(graph3, 1, 0);
+    x->cfg.retry_attempts = 0;
+    start_ready(x);
+    while (x->o->slots[0].task >= 0) {
+        int t = x->o->slots[0].task;
+        const char *id = x->g->tasks[t].id;
+        heartbeat(x, 0, id, x->s.tasks[t].attempt, "command", 5);
+        result(x, 0, x->o->slots[0].proc.epoch, id, x->s.tasks[t].attempt,
+               strcmp(id, "A-L1-002") != 0);
+        tick(x);
+    }
+    tick(x);
+    assert_int_equal(status_of(x, "A-L1-002"), ZERG_TASK_FAILED);
+    assert_int_equal(x->o->slots[0].state, SLOT_KILLING); /* told to stop */
+    assert_int_equal(
+        zerg_retry_request_write(x->state_dir, "t", NULL, 0, 1, &err), 0);
+    char name[300] = "";
+    struct dirent *e;
+    DIR *d = opendir(x->run_dir);
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, "retry-", 6))
+            snprintf(name, sizeof name, "%s", e->d_name);
+    closedir(d);
+    zerg_orch_file_changed(x->o, name, x->now);
+    assert_int_equal(status_of(x, "A-L1-002"), ZERG_TASK_PENDING);
+    exited(x, 0, 0); /* the stop it was asked for */
+    assert_int_equal(x->o->slots[0].state, SLOT_BACKOFF);
+    tick(x);
+    heartbeat(x, 0, NULL, 0, "ready", 0);
+    tick(x);
+    assert_int_equal(status_of(x, "A-L1-002"), ZERG_TASK_CLAIMED);
+    assert_false(zerg_orch_done(x->o));
+    fx_free(x);
+}
+
+/* Same-level tasks writing one file never run together, whatever the
+ * pool size; the second starts once the first is done. */
+static void test_shared_file_serialized(void **st)
+{
+    (void)st;
+    static const char graph_shared[] =
+        "{\"feature\":\"t\",\"tasks\":["
+        "{\"id\":\"A-L1-001\",\"level\":1,\"command\":\"true\","
+        "\"files\":{\"modify\":[\"README.md\"]}},"
+        "{\"id\":\"A-L1-002\",\"level\":1,\"command\":\"true\","
+        "\"files\":{\"create\":[\"README.md\"]}},"
+        "{\"id\":\"A-L1-003\",\"level\":1,\"command\":\"true\"}]}";
+    struct fx *x = fx_new(graph_shared, 3, 0);
+    start_ready(x);
+    int a = status_of(x, "A-L1-001") == ZERG_TASK_CLAIMED;
+    int b = status_of(x, "A-L1-002") == ZERG_TASK_CLAIMED;
+    assert_int_equal(a + b, 1);
+    assert_int_equal(status_of(x, "A-L1-003"), ZERG_TASK_CLAIMED);
+    int slot = -1;
+    for (int i = 0; i < 3; i++)
+        if (x->o->slots[i].task ==
+            zerg_graph_find(x->g, a ? "A-L1-001" : "A-L1-002"))
+            slot = i;
+    assert_true(slot >= 0);
+    complete_slot(x, slot);
+    tick(x);
+    assert_int_equal(status_of(x, a ? "A-L1-002" : "A-L1-001"),
+                     ZERG_TASK_CLAIMED);
     fx_free(x);
 }
 
@@ -656,6 +856,12 @@ int main(void)
         cmocka_unit_test(test_reconcile_reopens_level),
         cmocka_unit_test(test_resume_result_of_unsaved_claim),
         cmocka_unit_test(test_fresh_run_drops_old_results),
+        cmocka_unit_test(test_result_live_attempt_other_epoch_fenced),
+        cmocka_unit_test(test_level_done_judged_from_tasks),
+        cmocka_unit_test(test_retry_ceilings_hold_against_policy),
+        cmocka_unit_test(test_invalid_result_moved_aside),
+        cmocka_unit_test(test_retry_while_finishing_runs),
+        cmocka_unit_test(test_shared_file_serialized),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

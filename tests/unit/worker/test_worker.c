@@ -198,7 +198,7 @@ static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
     snprintf(f->project, sizeof f->project, "%s", tu_mkdtemp());
-    snprintf(f->state, sizeof f->state, "%s/.zerg/state", f->project);
+    snprintf(f->state, sizeof f->state, "%s/.zerg/state/feat", f->project);
     tu_write(f->state, ".keep", "");
     f->err_fd = -1;
     *state = f;

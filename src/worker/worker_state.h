@@ -1,8 +1,13 @@
-/* worker_internal.h - the worker's private state, shared by worker.c (the
- * lifecycle: setup, the poll loop, heartbeats, orchestrator liveness) and
- * worker_run.c (one task attempt: its stages, log and result). */
-#ifndef ZERG_WORKER_INTERNAL_H
-#define ZERG_WORKER_INTERNAL_H
+/* worker_state.h - the state of one worker incarnation, data only.
+ *
+ * Three files share it, each using only the ones below it:
+ *   worker.c       the lifecycle: setup, the assignment loop, teardown;
+ *   worker_run.c   one task attempt: its stages, log and result;
+ *   worker_wait.c  the poll loop both wait in: heartbeats, lease,
+ *                  progress, signals, the running stage's exit.
+ * No functions here: what each file offers is in its own header. */
+#ifndef ZERG_WORKER_STATE_H
+#define ZERG_WORKER_STATE_H
 
 #include <limits.h>
 #include <signal.h>
@@ -18,9 +23,8 @@
 #include "zerg/protocol.h"
 #include "zerg/worker.h"
 
-/* What wk_wait returns. */
-enum { EV_EXIT, EV_ASSIGN, EV_CHILD, EV_DEADLINE };
-
+/* One running stage of a task attempt (worker_run.c starts and reaps it;
+ * the wait loop watches its pidfd). */
 struct stage {
     const char *name; /* "command" | "verification" */
     pid_t pid;
@@ -60,25 +64,5 @@ struct worker {
     char progress_path[PATH_MAX];
     int progress_last;
 };
-
-static inline int64_t wk_now_ns(const struct worker *w)
-{
-    return zerg_clock_mono(w->clock);
-}
-
-/* Writes the next heartbeat (seq + 1); 0 or negative.  A failure is
- * reported once on stderr. */
-int wk_beat(struct worker *w);
-/* Sets step and progress, then beats. */
-void wk_step(struct worker *w, const char *step, int progress);
-/* Polls until something matters to the caller: EV_EXIT (w->exit_code is
- * set), EV_ASSIGN (only when no stage runs), EV_CHILD (w->stage ended) or
- * EV_DEADLINE.  Heartbeats, lease and progress are handled inside. */
-int wk_wait(struct worker *w, int64_t deadline_ns);
-/* Reaps children the tasks left behind (the worker may be pid 1). */
-void wk_reap_strays(void);
-/* Runs one attempt of a task and writes its result (not when the worker
- * was told to exit meanwhile). */
-void wk_run_task(struct worker *w, const struct zerg_assign *a);
 
 #endif

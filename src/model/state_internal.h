@@ -1,0 +1,32 @@
+/* state_internal.h - what the state files share (private): the status
+ * names (state.c) that state_json.c writes and state_read.c parses, the
+ * metrics by name, and the reset of one task to pending. */
+#ifndef ZERG_STATE_INTERNAL_H
+#define ZERG_STATE_INTERNAL_H
+
+#include <stddef.h>
+
+#include "zerg/state.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Indexed by the status enums; the sizes make a definition with a missing
+ * or extra name fail to compile. */
+extern const char *const state_task_names[7];
+extern const char *const state_worker_names[7];
+extern const char *const state_level_names[3];
+
+/* Index of s in names[0..n), or -1 (also for s NULL). */
+int state_name_lookup(const char *const *names, size_t n, const char *s);
+
+struct state_metric {
+    const char *name;
+    size_t off; /* of an int64_t in struct zerg_metrics */
+};
+#define STATE_NMETRICS 10
+extern const struct state_metric state_metric_fields[STATE_NMETRICS];
+
+/* t as a task of that level that never ran: pending, no worker. */
+void state_task_reset(struct zerg_task_state *t, int level);
+
+#endif

@@ -1,0 +1,465 @@
+/* orch_intake.c - files that reach the orchestrator: heartbeats and
+ * results from workers, retry requests from `zerg retry`.
+ *
+ * A heartbeat turns into slot events (FIRST_HB, TASK_DONE for a result
+ * that was lost) and task progress.  A result is applied only if it is
+ * the live assignment: its (epoch, attempt) must be the task's own
+ * (fencing), so a worker presumed dead cannot complete or fail a task that
+ * was reassigned.  Applied results stay on disk until the checkpoint that
+ * records them is durable: they are the journal that --resume replays. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "orch_internal.h"
+#include "zerg/err.h"
+#include "zerg/fsio.h"
+#include "zerg/retry.h"
+
+/* ---- the journal: applied results deleted after the next checkpoint -- */
+
+static void defer_unlink(struct zerg_orch *o, const char *path)
+{
+    char *copy = strdup(path);
+    if (copy && o->nunlink == o->unlink_cap) {
+        size_t cap = o->unlink_cap ? o->unlink_cap * 2 : 16;
+        void *p = realloc(o->pending_unlink, cap * sizeof *o->pending_unlink);
+        if (p) {
+            o->pending_unlink = p;
+            o->unlink_cap = cap;
+        }
+    }
+    if (!copy || o->nunlink == o->unlink_cap) {
+        unlink(path); /* out of memory: lose the journal, not the run */
+        free(copy);
+        return;
+    }
+    o->pending_unlink[o->nunlink++] = copy;
+}
+
+void orch_flush_unlinks(struct zerg_orch *o)
+{
+    for (size_t i = 0; i < o->nunlink; i++) {
+        unlink(o->pending_unlink[i]);
+        free(o->pending_unlink[i]);
+    }
+    o->nunlink = 0;
+}
+
+/* ---- heartbeats ------------------------------------------------------- */
+
+/* The worker ran our task and went idle, yet no result was applied: the
+ * result is on disk but not seen yet (apply it), or the worker could not
+ * write it (a full disk): then the outcome is unknown and the task runs
+ * again, uncharged. */
+static void lost_result(struct zerg_orch *o, struct slot *sl, int64_t now)
+{
+    size_t t = (size_t)sl->task;
+    char path[PATH_MAX];
+
+    if (zerg_proto_result_path(path, sizeof path, o->run_dir, orch_tid(o, t),
+                               orch_ts(o, t)->attempt) == 0 &&
+        access(path, F_OK) == 0 && orch_apply_result(o, path, now))
+        return;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "attempt", orch_ts(o, t)->attempt);
+    zerg_json_set_str(data, "why", "result_lost");
+    o->s->metrics.task_reassignments++;
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "task_reassigned",
+                   orch_tid(o, t), data,
+                   "Task %s reassigned: worker %d finished it but its result "
+                   "never arrived (see .zerg/logs/worker-%d.log)",
+                   orch_tid(o, t), sl->id, sl->id);
+    orch_requeue(o, t, "result lost");
+    orch_slot_event(o, sl, SLOT_EV_TASK_DONE, NULL, now);
+}
+
+static void hb_recovered(struct zerg_orch *o, struct slot *sl, int64_t gap)
+{
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "gap", ORCH_SEC(gap));
+    zerg_json_set_num(data, "threshold",
+                      ORCH_SEC(o->cfg->heartbeat_stale_threshold_ns));
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "heartbeat_recovered", NULL,
+                   data, "Worker %d heartbeat resumed after %.1fs", sl->id,
+                   ORCH_SEC(gap));
+}
+
+/* What the heartbeat says of the slot's task. */
+static void hb_task(struct zerg_orch *o, struct slot *sl,
+                    const struct zerg_heartbeat *hb, int64_t now)
+{
+    size_t t = (size_t)sl->task;
+    enum zerg_task_status st = orch_ts(o, t)->status;
+    if (st == ZERG_TASK_IN_PROGRESS && !hb->task_id[0]) {
+        lost_result(o, sl, now);
+        return;
+    }
+    if (strcmp(hb->task_id, orch_tid(o, t)) ||
+        hb->attempt != orch_ts(o, t)->attempt)
+        return;
+    if (strcmp(hb->step, sl->hb_step) || hb->progress_pct != sl->hb_pct) {
+        sl->progress_at_mono_ns = now;
+        snprintf(sl->hb_step, sizeof sl->hb_step, "%s", hb->step);
+        sl->hb_pct = hb->progress_pct;
+    }
+    if (st == ZERG_TASK_CLAIMED)
+        orch_task_started(o, t, sl->id, sl->hb_task_pgid);
+}
+
+void orch_on_heartbeat(struct zerg_orch *o, int slot, int64_t now)
+{
+    struct zerg_heartbeat hb;
+    char path[PATH_MAX];
+
+    if (slot < 0 || slot >= o->nslots || !slot_alive(&o->slots[slot]))
+        return;
+    struct slot *sl = &o->slots[slot];
+    zerg_proto_heartbeat_path(path, sizeof path, o->run_dir, slot);
+    if (zerg_proto_read_heartbeat(path, &hb) < 0 ||
+        hb.epoch != sl->proc.epoch || hb.seq == sl->hb_seq)
+        return;
+    int64_t gap = now - sl->hb_change_at_mono_ns;
+    if (slot_ready(sl) && gap > o->cfg->heartbeat_stale_threshold_ns / 2)
+        hb_recovered(o, sl, gap);
+    sl->hb_seq = hb.seq;
+    sl->hb_change_at_mono_ns = now;
+    sl->hb_task_pgid = hb.task_pgid;
+    orch_slot_event(o, sl, SLOT_EV_FIRST_HB, NULL, now);
+    if (sl->task >= 0 && sl->state == SLOT_BUSY)
+        hb_task(o, sl, &hb, now);
+}
+
+/* ---- results ---------------------------------------------------------- */
+
+static void fenced(struct zerg_orch *o, const struct zerg_result *r,
+                   const char *path, const char *why)
+{
+    o->s->metrics.results_fenced++;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "epoch", (double)r->epoch);
+    zerg_json_set_num(data, "attempt", r->attempt);
+    zerg_json_set_str(data, "why", why);
+    zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_WARN, "result_fenced",
+                   r->task[0] ? r->task : NULL, data,
+                   "Dropped a result for %s attempt %d from worker %d "
+                   "(epoch %" PRIu64 "): %s",
+                   r->task, r->attempt, r->worker_id, r->epoch, why);
+    defer_unlink(o, path);
+    orch_mark_dirty(o);
+}
+
+/* A result file that cannot be read as one (workers write them whole,
+ * with a rename, so this is someone else's file): said once, then moved
+ * aside as .invalid-NAME, which nothing reads again. */
+static void drop_invalid(struct zerg_orch *o, const char *path, int rc)
+{
+    char aside[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_str(data, "file", name);
+    zerg_log_event(
+        o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "result_invalid", NULL, data,
+        "Ignored %s: %s; moved aside as .invalid-%s", path,
+        rc == ZERG_ECORRUPT ? "not a result file" : zerg_strerror(rc), name);
+    if (zerg_fsio_path(aside, sizeof aside, "%s/.invalid-%s", o->run_dir,
+                       name) != 0 ||
+        rename(path, aside) < 0)
+        unlink(path);
+}
+
+/* Replaying the journal on --resume: a task completed by a worker of the
+ * dead orchestrator counts even when the claim itself never reached a
+ * checkpoint (the state still says pending, or an older attempt).
+ * Running it again would run it twice. */
+static void adopt_replayed(struct zerg_orch *o, size_t t,
+                           const struct zerg_result *r)
+{
+    const struct zerg_task_state *st = orch_ts(o, t);
+    if (!o->replaying || r->outcome != ZERG_OUTCOME_COMPLETE ||
+        zerg_task_status_terminal(st->status) || r->attempt < st->attempt)
+        return;
+    struct zerg_task_move m = {.attempt = r->attempt, .epoch = r->epoch};
+    orch_task_move(o, t, ZERG_TASK_EV_ADOPT, &m);
+}
+
+/* The fence: 1 when r is the live attempt of task t. */
+static int live_attempt(struct zerg_orch *o, size_t t,
+                        const struct zerg_result *r)
+{
+    const struct zerg_task_state *st = orch_ts(o, t);
+    return (st->status == ZERG_TASK_CLAIMED ||
+            st->status == ZERG_TASK_IN_PROGRESS) &&
+           st->epoch == r->epoch && st->attempt == r->attempt;
+}
+
+static void result_complete(struct zerg_orch *o, size_t t,
+                            const struct zerg_result *r)
+{
+    struct zerg_task_move m = {.now_wall_ns = orch_wall_ns(o)};
+    if (orch_task_move(o, t, ZERG_TASK_EV_COMPLETE, &m) != 0)
+        return;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "attempt", r->attempt);
+    zerg_json_set_num(data, "duration_ms", (double)r->duration_ms);
+    zerg_json_set_num(data, "epoch", (double)r->epoch);
+    if (o->replaying)
+        zerg_json_set_bool(data, "replayed", 1);
+    zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_INFO, "task_complete",
+                   r->task, data, "Task %s complete in %.2fs (worker %d)",
+                   r->task, (double)r->duration_ms / 1000, r->worker_id);
+}
+
+static void result_failed(struct zerg_orch *o, size_t t,
+                          const struct zerg_result *r, int64_t now)
+{
+    const char *kind = r->timed_out ? "timeout" : r->stage;
+    if (strcmp(kind, "verification") && strcmp(kind, "timeout"))
+        kind = "exit";
+    char err[400];
+    snprintf(err, sizeof err, "%s %s: %s", r->stage,
+             r->timed_out ? "timed out" : "failed",
+             r->error[0] ? r->error : "no detail");
+    orch_task_failure(o, t, kind, r->exit_code, r->signal, err, now);
+}
+
+/* Applies a result if it belongs to the live assignment.  Returns 1 when
+ * applied.  Also used on resume, when no worker is alive: then the task's
+ * own (epoch, attempt) is the fence. */
+int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now)
+{
+    struct zerg_result r;
+
+    int rc = zerg_proto_read_result(path, &r);
+    if (rc == -ENOENT)
+        return 0; /* applied and removed through another event */
+    if (rc < 0) {
+        drop_invalid(o, path, rc);
+        return 0;
+    }
+    ssize_t found = zerg_graph_find(o->g, r.task);
+    if (found < 0) {
+        fenced(o, &r, path, "unknown task");
+        return 0;
+    }
+    size_t t = (size_t)found;
+    /* The same result seen twice (an event for a file already applied
+     * through another path) is not a stale one. */
+    if (o->applied_attempt[t] == r.attempt && orch_ts(o, t)->epoch == r.epoch)
+        return 0;
+    adopt_replayed(o, t, &r);
+    if (!live_attempt(o, t, &r)) {
+        fenced(o, &r, path, "not the live assignment");
+        return 0;
+    }
+    struct slot *sl =
+        orch_slot_runs(o, r.worker_id, t) ? &o->slots[r.worker_id] : NULL;
+    orch_ts(o, t)->duration_ms = r.duration_ms;
+    o->applied_attempt[t] = r.attempt;
+    defer_unlink(o, path);
+    /* A task that failed because we were killing its worker (stop, stale
+     * heartbeat, timeout) is not the task's failure: the worker's exit
+     * decides what happens to it. */
+    if (r.outcome != ZERG_OUTCOME_COMPLETE &&
+        (o->stopping || (sl && sl->state == SLOT_KILLING)))
+        return 0;
+    if (r.outcome == ZERG_OUTCOME_COMPLETE)
+        result_complete(o, t, &r);
+    else
+        result_failed(o, t, &r, now);
+    if (sl)
+        orch_slot_event(o, sl, SLOT_EV_TASK_DONE, NULL, now);
+    return 1;
+}
+
+void zerg_orch_file_changed(struct zerg_orch *o, const char *name, int64_t now)
+{
+    char path[PATH_MAX];
+    int slot = -1;
+    int kind = zerg_proto_classify(name, &slot);
+
+    if (kind == 'h') {
+        orch_on_heartbeat(o, slot, now);
+        return;
+    }
+    if ((kind != 'r' && kind != 'q') ||
+        zerg_fsio_path(path, sizeof path, "%s/%s", o->run_dir, name))
+        return;
+    if (kind == 'q')
+        orch_apply_retry_request(o, path, now);
+    else if (access(path, F_OK) == 0)
+        orch_apply_result(o, path, now);
+}
+
+int orch_scan_results(struct zerg_orch *o, int64_t now)
+{
+    DIR *d = opendir(o->run_dir);
+    struct dirent *e;
+    char path[PATH_MAX];
+    int n = 0, slot;
+
+    if (!d)
+        return 0;
+    while ((e = readdir(d)))
+        if (zerg_proto_classify(e->d_name, &slot) == 'r' &&
+            !zerg_fsio_path(path, sizeof path, "%s/%s", o->run_dir, e->d_name))
+            n += orch_apply_result(o, path, now);
+    closedir(d);
+    return n;
+}
+
+/* After a restart: apply the results the last orchestrator did not (they
+ * are the journal), then requeue what was running on workers that are
+ * gone -- uncharged -- through a thorough reconciliation. */
+void orch_resume_results(struct zerg_orch *o, int64_t now)
+{
+    o->replaying = 1;
+    int n = orch_scan_results(o, now);
+    o->replaying = 0;
+    if (n > 0)
+        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO,
+                       "results_recovered", NULL, NULL,
+                       "Applied %d result%s finished while the orchestrator "
+                       "was down",
+                       n, n == 1 ? "" : "s");
+    orch_reconcile(o, 1, now);
+}
+
+/* The run directory exists and is a real directory of ours: a symlink
+ * planted there (by a task, say) would send every file of the run, and
+ * the deletions of the journal, out of the project. */
+static int make_run_dir(struct zerg_orch *o, struct zerg_err *err)
+{
+    struct stat st;
+    if (mkdir(o->run_dir, 0755) < 0 && errno != EEXIST)
+        return zerg_err_set(err, -errno, "cannot create %s: %s", o->run_dir,
+                            strerror(errno));
+    if (lstat(o->run_dir, &st) < 0)
+        return zerg_err_set(err, -errno, "cannot read %s: %s", o->run_dir,
+                            strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return zerg_err_set(err, ZERG_EINVAL_INPUT,
+                            "%s is not a directory (%s); remove it and run "
+                            "again",
+                            o->run_dir,
+                            S_ISLNK(st.st_mode) ? "a symbolic link" : "a file");
+    return 0;
+}
+
+/* The highest epoch in a heartbeat or result file of the run dir; a fresh
+ * run also removes the previous run's results. */
+static uint64_t scan_epochs(struct zerg_orch *o, DIR *d)
+{
+    struct dirent *e;
+    char path[PATH_MAX];
+    uint64_t max_epoch = 0;
+    int slot;
+    while ((e = readdir(d))) {
+        int kind = zerg_proto_classify(e->d_name, &slot);
+        if ((kind != 'r' && kind != 'h') ||
+            zerg_fsio_path(path, sizeof path, "%s/%s", o->run_dir, e->d_name))
+            continue;
+        if (kind == 'h') {
+            struct zerg_heartbeat hb;
+            if (zerg_proto_read_heartbeat(path, &hb) == 0 &&
+                hb.epoch > max_epoch)
+                max_epoch = hb.epoch;
+            continue;
+        }
+        struct zerg_result r;
+        if (zerg_proto_read_result(path, &r) == 0 && r.epoch > max_epoch)
+            max_epoch = r.epoch;
+        if (!o->o.resume)
+            unlink(path);
+    }
+    return max_epoch;
+}
+
+/* Before the first spawn: no epoch the previous orchestrator may have used
+ * after its last checkpoint is handed out again (fencing depends on it),
+ * and epochs start above the wall clock in microseconds, so a run started
+ * afresh does not reuse the numbers of an earlier one either. */
+int orch_prepare_dir(struct zerg_orch *o, struct zerg_err *err)
+{
+    int rc = make_run_dir(o, err);
+    if (rc < 0)
+        return rc;
+    DIR *d = opendir(o->run_dir);
+    uint64_t max_epoch = d ? scan_epochs(o, d) : 0;
+    if (d)
+        closedir(d);
+    uint64_t floor_us = (uint64_t)(orch_wall_ns(o) / 1000);
+    if (max_epoch < floor_us)
+        max_epoch = floor_us;
+    if (o->s->next_epoch <= max_epoch)
+        o->s->next_epoch = max_epoch + 1;
+    return 0;
+}
+
+/* ---- `zerg retry` sent to a live rush --------------------------------- */
+
+static void retry_applied(struct zerg_orch *o,
+                          const struct zerg_retry_request *req, int n,
+                          int64_t now)
+{
+    for (size_t t = 0; t < o->g->ntasks; t++)
+        if (o->s->tasks[t].status == ZERG_TASK_PENDING)
+            o->retry_at_mono_ns[t] = 0;
+    memset(o->level_cursor, 0,
+           ((size_t)o->g->nlevels + 2) * sizeof *o->level_cursor);
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "requeued", n);
+    zerg_json_set_bool(data, "all_failed", req->all_failed);
+    zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO,
+                   "task_retry_requested", req->n == 1 ? req->ids[0] : NULL,
+                   data, "Retry requested: %d task%s requeued", n,
+                   n == 1 ? "" : "s");
+    orch_mark_dirty(o);
+    orch_reconcile(o, 1, now);
+    /* Accepted while the rush was stopping its workers because everything
+     * had ended: it goes on instead, with its pool. */
+    if (n > 0 && o->finishing && !o->stopping && !o->failed_run &&
+        !o->finished) {
+        o->finishing = 0;
+        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "rush_continues",
+                       NULL, NULL, "The rush goes on: %d task%s to run again",
+                       n, n == 1 ? "" : "s");
+        orch_revive_workers(o, now);
+    }
+}
+
+void orch_apply_retry_request(struct zerg_orch *o, const char *path,
+                              int64_t now)
+{
+    struct zerg_retry_request req = {0};
+    struct zerg_err err = {0};
+
+    if (zerg_retry_request_read(path, &req, &err) < 0) {
+        if (access(path, F_OK) == 0) {
+            zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN,
+                           "retry_request_invalid", NULL, NULL,
+                           "Ignored retry request %s: %s", path, err.msg);
+            unlink(path);
+        }
+        return;
+    }
+    if (strcmp(req.feature, o->o.feature)) {
+        zerg_retry_request_close(&req);
+        return; /* another feature's rush will pick it up */
+    }
+    int n = zerg_retry_request_apply(o->s, o->g, &req, &err);
+    unlink(path);
+    if (n < 0)
+        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN,
+                       "retry_request_invalid", NULL, NULL,
+                       "Retry request refused: %s", err.msg);
+    else
+        retry_applied(o, &req, n, now);
+    zerg_retry_request_close(&req);
+}

@@ -1,0 +1,753 @@
+/* orch_slot.c - what happens to a worker: the slot life cycle as a table.
+ *
+ * Every (state, event) pair has an entry in slot_table below, and a no-op
+ * is written down: `nop` where the event is expected and means nothing in
+ * that state (a heartbeat from a worker being killed), `bad` where it
+ * cannot happen unless zerg itself is wrong (logged, nothing changes).
+ * The persisted worker status is a function of the state (status_of).
+ *
+ * The decisions stay in the policies; the actions apply them:
+ *   spawn failed (launcher error, exit before ready) -> backoff.delay, or
+ *                                                       retired (FR-1)
+ *   heartbeat not changing  -> stale.worker: killed, a crash (FR-3)
+ *   task without progress   -> stale.task: killed, charged (FR-2)
+ *   exit after ready        -> retry.decide uncharged (FR-5), then
+ *                              respawn.decide (FR-6) */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "orch_internal.h"
+#include "zerg/err.h"
+#include "zerg/fsio.h"
+#include "zerg/text.h"
+#include "zerg/worker.h"
+
+typedef void slot_fn(struct zerg_orch *o, struct slot *sl,
+                     const struct slot_ev_arg *a, int64_t now);
+
+struct slot_action {
+    const char *name;
+    slot_fn *fn;
+    const char *to; /* where it leads, for the docs */
+};
+
+static const char *const state_names[SLOT_NSTATES] = {
+    "BACKOFF", "STARTING", "READY",   "BUSY",
+    "KILLING", "STOPPED",  "RETIRED", "CRASHED",
+};
+static const char *const event_names[SLOT_NEVENTS] = {
+    "SPAWN_DUE", "SPAWN_ERR",  "FIRST_HB", "READY_TIMEOUT",
+    "ASSIGN",    "TASK_DONE",  "HB_STALE", "TASK_STALE",
+    "STOP",      "CHILD_EXIT", "REVIVE",
+};
+static const enum zerg_worker_status status_of[SLOT_NSTATES] = {
+    ZERG_WORKER_BACKOFF, ZERG_WORKER_STARTING, ZERG_WORKER_READY,
+    ZERG_WORKER_BUSY,    ZERG_WORKER_STOPPING, ZERG_WORKER_STOPPED,
+    ZERG_WORKER_RETIRED, ZERG_WORKER_CRASHED,
+};
+static const char *const kill_names[] = {
+    "none", "ready_timeout", "heartbeat_stale", "task_timeout", "stop"};
+
+const char *orch_slot_state_name(enum slot_state s)
+{
+    return (unsigned)s < SLOT_NSTATES ? state_names[s] : "?";
+}
+
+static void enter(struct zerg_orch *o, struct slot *sl, enum slot_state s)
+{
+    sl->state = s;
+    o->s->workers[sl->id].status = status_of[s];
+    orch_mark_dirty(o);
+}
+
+/* ---- helpers the actions share --------------------------------------- */
+
+static int work_left(const struct zerg_orch *o)
+{
+    for (size_t i = 0; i < o->g->ntasks; i++)
+        if (!zerg_task_status_terminal(o->s->tasks[i].status))
+            return 1;
+    return 0;
+}
+
+/* A slot left the pool for good: say how many workers the rush goes on
+ * with (the rush fails in the tick when that is none). */
+static void pool_reduced(struct zerg_orch *o, const struct slot *gone)
+{
+    int left = orch_live_slots(o);
+    if (left == 0)
+        return;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "workers", left);
+    zerg_json_set_num(data, "asked", o->nslots);
+    zerg_log_event(o->o.log, gone->id, ZERG_LOG_WARN, "worker_pool_reduced",
+                   NULL, data, "Continuing with %d of %d worker%s", left,
+                   o->nslots, o->nslots == 1 ? "" : "s");
+}
+
+/* Into KILLING: remember why and from where, then signal. */
+static void kill_slot(struct zerg_orch *o, struct slot *sl,
+                      enum kill_reason why, int sig)
+{
+    if (sl->state != SLOT_KILLING)
+        sl->killed_from = sl->state;
+    sl->kill = why;
+    enter(o, sl, SLOT_KILLING);
+    if (!sig)
+        return;
+    /* In subprocess mode the task's own process group would outlive a
+     * killed worker unless we take it down. */
+    if (sl->hb_task_pgid > 0 && !sl->proc.name[0])
+        kill(-sl->hb_task_pgid, SIGKILL);
+    o->o.launcher->ops->kill(o->o.launcher, &sl->proc, sig);
+}
+
+static void describe_exit(const struct zerg_exit_info *info, char *buf,
+                          size_t n)
+{
+    if (info->detail[0])
+        snprintf(buf, n, "%s", info->detail);
+    else if (info->signal)
+        snprintf(buf, n, "killed by signal %d", info->signal);
+    else
+        snprintf(buf, n, "exit code %d", info->exit_code);
+    if (info->oom_killed && strlen(buf) + 20 < n)
+        strcat(buf, " (out of memory)");
+}
+
+/* "what: last line of .zerg/logs/worker-N.log", so the reason a worker
+ * could not start is in the event, not only in a file. */
+static void worker_log_tail(const struct zerg_orch *o, int slot,
+                            const char *what, char *buf, size_t n)
+{
+    char path[PATH_MAX], tail[4096], line[320];
+
+    snprintf(buf, n, "%s", what);
+    if (zerg_fsio_path(path, sizeof path, "%s/.zerg/logs/worker-%d.log",
+                       o->o.project, slot))
+        return;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    /* Only the end matters: the log keeps every incarnation's output. */
+    off_t size = lseek(fd, 0, SEEK_END);
+    off_t from =
+        size > (off_t)sizeof tail - 1 ? size - (off_t)sizeof tail + 1 : 0;
+    ssize_t got = size > 0 ? pread(fd, tail, sizeof tail - 1, from) : 0;
+    close(fd);
+    tail[got > 0 ? got : 0] = '\0';
+    zerg_last_line(tail, line, sizeof line);
+    /* The launcher may have put that line in the exit detail already. */
+    if (line[0] && !strstr(what, line))
+        snprintf(buf, n, "%s: %s", what, line);
+}
+
+/* The worker_exit / worker_crash event data. */
+static zerg_json *exit_data(const struct zerg_orch *o, const struct slot *sl,
+                            const struct zerg_exit_info *info, int64_t now)
+{
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "exit_code", info->exit_code);
+    zerg_json_set_num(data, "signal", info->signal);
+    zerg_json_set_bool(data, "oom_killed", info->oom_killed);
+    zerg_json_set_bool(data, "was_ready", slot_ready(sl));
+    zerg_json_set_num(data, "uptime", ORCH_SEC(now - sl->spawned_at_mono_ns));
+    zerg_json_set_str(data, "killed_by_orchestrator",
+                      kill_names[sl->state == SLOT_KILLING ? sl->kill : 0]);
+    if (sl->task >= 0)
+        zerg_json_set_str(data, "task", orch_tid(o, (size_t)sl->task));
+    return data;
+}
+
+/* ---- actions ---------------------------------------------------------- */
+
+static void nop(struct zerg_orch *o, struct slot *sl,
+                const struct slot_ev_arg *a, int64_t now)
+{
+    (void)o, (void)sl, (void)a, (void)now;
+}
+
+static void bad(struct zerg_orch *o, struct slot *sl,
+                const struct slot_ev_arg *a, int64_t now)
+{
+    (void)a, (void)now;
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_ERROR, "slot_event_refused", NULL,
+                   NULL, "Worker %d: unexpected event in state %s", sl->id,
+                   orch_slot_state_name(sl->state));
+}
+
+static void spawn_failed(struct zerg_orch *o, struct slot *sl,
+                         const struct slot_ev_arg *a, int64_t now)
+{
+    struct zerg_worker_state *w = &o->s->workers[sl->id];
+    int max = o->cfg->spawn_retry_attempts;
+
+    w->spawn_attempt++;
+    snprintf(sl->last_error, sizeof sl->last_error, "%s", a->error);
+    if (!a->permanent && o->cfg->resilience_enabled &&
+        w->spawn_attempt <= max) {
+        zerg_json *data = NULL;
+        int64_t delay = zerg_policy_backoff_ns(o->o.policy, "spawn",
+                                               w->spawn_attempt, &data);
+        if (!data)
+            data = zerg_json_obj();
+        zerg_json_set_num(data, "attempt", w->spawn_attempt);
+        zerg_json_set_num(data, "max_attempts", max);
+        zerg_json_set_num(data, "delay", ORCH_SEC(delay));
+        zerg_json_set_str(data, "error", a->error);
+        sl->spawn_at_mono_ns = now + delay;
+        o->s->metrics.spawn_retries++;
+        enter(o, sl, SLOT_BACKOFF);
+        zerg_log_event(
+            o->o.log, sl->id, ZERG_LOG_WARN, "worker_spawn_retry", NULL, data,
+            "Worker %d failed to start (%s); retry %d of %d in "
+            "%.1fs",
+            sl->id, a->error, w->spawn_attempt, max, ORCH_SEC(delay));
+        return;
+    }
+    enter(o, sl, SLOT_RETIRED);
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "attempts", w->spawn_attempt);
+    zerg_json_set_str(data, "error", a->error);
+    zerg_json_set_bool(data, "permanent", a->permanent);
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_ERROR, "worker_spawn_failed",
+                   NULL, data,
+                   "Worker %d could not be started after %d attempt%s: %s. "
+                   "Check .zerg/logs/worker-%d.log, the zerg binary and "
+                   "workers.launch_prefix / container settings",
+                   sl->id, w->spawn_attempt, w->spawn_attempt == 1 ? "" : "s",
+                   a->error, sl->id);
+    pool_reduced(o, sl);
+}
+
+static void spawn(struct zerg_orch *o, struct slot *sl,
+                  const struct slot_ev_arg *a, int64_t now)
+{
+    struct zerg_worker_state *w = &o->s->workers[sl->id];
+    struct zerg_err err = {0};
+    int cls = ZERG_SPAWN_TRANSIENT;
+    struct zerg_spawn_req req = {
+        .slot = sl->id,
+        .epoch = o->s->next_epoch++,
+        .feature = o->o.feature,
+        .run_id = o->s->run_id,
+        .project = o->o.project,
+        .zerg_bin = o->o.zerg_bin,
+    };
+
+    (void)a;
+    /* The assignment must never name a task for a fresh incarnation. */
+    struct zerg_assign idle = {.epoch = req.epoch};
+    snprintf(idle.run_id, sizeof idle.run_id, "%s", o->s->run_id);
+    zerg_proto_write_assign(o->run_dir, sl->id, &idle, NULL);
+    if (o->o.launcher->ops->spawn(o->o.launcher, &req, &sl->proc, &cls, &err) <
+        0) {
+        sl->proc.epoch = req.epoch;
+        struct slot_ev_arg fail = {.error = err.msg,
+                                   .permanent = cls == ZERG_SPAWN_PERMANENT};
+        orch_slot_event(o, sl, SLOT_EV_SPAWN_ERR, &fail, now);
+        return;
+    }
+    sl->kill = KILL_NONE;
+    sl->spawned_at_mono_ns = now;
+    sl->hb_seq = -1;
+    sl->hb_change_at_mono_ns = now;
+    sl->hb_task_pgid = 0;
+    sl->task = -1;
+    w->epoch = req.epoch;
+    w->started_at = orch_wall_ns(o);
+    w->ready_at = 0;
+    enter(o, sl, SLOT_STARTING);
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "epoch", (double)req.epoch);
+    zerg_json_set_num(data, "pid", sl->proc.pid);
+    zerg_json_set_num(data, "attempt", w->spawn_attempt + 1);
+    zerg_json_set_str(data, "mode", o->o.launcher->ops->name);
+    if (sl->proc.name[0])
+        zerg_json_set_str(data, "container", sl->proc.name);
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "worker_spawn", NULL, data,
+                   "Worker %d spawned (pid %d, epoch %" PRIu64 ")", sl->id,
+                   (int)sl->proc.pid, req.epoch);
+}
+
+static void ready(struct zerg_orch *o, struct slot *sl,
+                  const struct slot_ev_arg *a, int64_t now)
+{
+    struct zerg_worker_state *w = &o->s->workers[sl->id];
+    (void)a;
+    w->ready_at = orch_wall_ns(o);
+    w->spawn_attempt = 0;
+    enter(o, sl, SLOT_READY);
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "startup_ms",
+                      ORCH_MS(now - sl->spawned_at_mono_ns));
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "worker_ready", NULL, data,
+                   "Worker %d ready in %.0f ms", sl->id,
+                   ORCH_MS(now - sl->spawned_at_mono_ns));
+}
+
+static void ready_timeout(struct zerg_orch *o, struct slot *sl,
+                          const struct slot_ev_arg *a, int64_t now)
+{
+    (void)a, (void)now;
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_ready_timeout",
+                   NULL, NULL, "Worker %d did not report ready within %.1fs",
+                   sl->id, ORCH_SEC(o->cfg->spawn_ready_timeout_ns));
+    kill_slot(o, sl, KILL_READY_TIMEOUT, SIGKILL);
+}
+
+static void assign(struct zerg_orch *o, struct slot *sl,
+                   const struct slot_ev_arg *a, int64_t now)
+{
+    sl->task = (int)a->task;
+    sl->progress_at_mono_ns = now;
+    sl->assigned_at_mono_ns = now;
+    sl->hb_step[0] = '\0';
+    sl->hb_pct = -1;
+    enter(o, sl, SLOT_BUSY);
+}
+
+static void task_done(struct zerg_orch *o, struct slot *sl,
+                      const struct slot_ev_arg *a, int64_t now)
+{
+    (void)a, (void)now;
+    sl->task = -1;
+    enter(o, sl, SLOT_READY);
+}
+
+/* KILLING: the task's result arrived after all; the exit decides the
+ * rest. */
+static void drop_task(struct zerg_orch *o, struct slot *sl,
+                      const struct slot_ev_arg *a, int64_t now)
+{
+    (void)o, (void)a, (void)now;
+    sl->task = -1;
+}
+
+static void hb_stale(struct zerg_orch *o, struct slot *sl,
+                     const struct slot_ev_arg *a, int64_t now)
+{
+    (void)a, (void)now;
+    kill_slot(o, sl, KILL_HB_STALE, SIGKILL);
+}
+
+static void task_stale(struct zerg_orch *o, struct slot *sl,
+                       const struct slot_ev_arg *a, int64_t now)
+{
+    (void)a, (void)now;
+    kill_slot(o, sl, KILL_TASK_TIMEOUT, SIGKILL);
+}
+
+/* Alive: told to go through the assignment file, signalled when sig. */
+static void stop(struct zerg_orch *o, struct slot *sl,
+                 const struct slot_ev_arg *a, int64_t now)
+{
+    (void)now;
+    struct zerg_assign stop_all = {.epoch = sl->proc.epoch, .stop = 1};
+    snprintf(stop_all.run_id, sizeof stop_all.run_id, "%s", o->s->run_id);
+    zerg_proto_write_assign(o->run_dir, sl->id, &stop_all, NULL);
+    kill_slot(o, sl, KILL_STOP, a->sig);
+}
+
+static void stop_idle(struct zerg_orch *o, struct slot *sl,
+                      const struct slot_ev_arg *a, int64_t now)
+{
+    (void)a, (void)now;
+    enter(o, sl, SLOT_STOPPED);
+}
+
+static void revive(struct zerg_orch *o, struct slot *sl,
+                   const struct slot_ev_arg *a, int64_t now)
+{
+    (void)a;
+    sl->spawn_at_mono_ns = now;
+    enter(o, sl, SLOT_BACKOFF);
+}
+
+static void exit_stopped(struct zerg_orch *o, struct slot *sl,
+                         const struct zerg_exit_info *info, int64_t now)
+{
+    char what[256];
+    describe_exit(info, what, sizeof what);
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "worker_exit", NULL,
+                   exit_data(o, sl, info, now), "Worker %d exited (%s)", sl->id,
+                   what);
+    int t = sl->task;
+    /* Stopped because the rush was finishing, which it no longer is:
+     * back into the pool. */
+    int wanted = !o->finishing && !o->stopping;
+    if (wanted)
+        sl->spawn_at_mono_ns = now;
+    enter(o, sl, wanted ? SLOT_BACKOFF : SLOT_STOPPED);
+    if (t >= 0)
+        orch_requeue(o, (size_t)t, "interrupted by stop");
+    sl->task = -1;
+}
+
+/* Exit before the first heartbeat: a failed spawn (FR-1).  Exit 3 is the
+ * worker's "cannot set up" (unreadable graph or config): starting it
+ * again cannot help. */
+static void exit_unready(struct zerg_orch *o, struct slot *sl,
+                         const struct zerg_exit_info *info, int64_t now)
+{
+    char what[256], why[512];
+    describe_exit(info, what, sizeof what);
+    worker_log_tail(o, sl->id, what, why, sizeof why);
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_exit", NULL,
+                   exit_data(o, sl, info, now),
+                   "Worker %d exited before ready (%s)", sl->id, why);
+    struct slot_ev_arg fail = {
+        .error = why,
+        .permanent =
+            info->exit_code == ZERG_WORKER_EXIT_SETUP && !info->runtime_error,
+    };
+    spawn_failed(o, sl, &fail, now);
+}
+
+/* FR-6: replace the worker, or retire the slot. */
+static void respawn_or_retire(struct zerg_orch *o, struct slot *sl,
+                              const struct zerg_exit_info *info, int64_t now)
+{
+    struct zerg_worker_state *w = &o->s->workers[sl->id];
+    zerg_json *why = NULL;
+    struct zerg_respawn_in in = {
+        .slot = sl->id,
+        .respawn_count = w->respawn_count,
+        .exit_code = info->exit_code,
+        .signal = info->signal,
+        .uptime_ns = now - sl->spawned_at_mono_ns,
+        .was_ready = slot_ready(sl),
+        .work_left = work_left(o),
+    };
+    if (zerg_policy_respawn(o->o.policy, &in, &why)) {
+        w->respawn_count++;
+        o->s->metrics.worker_respawns++;
+        sl->spawn_at_mono_ns = now;
+        enter(o, sl, SLOT_BACKOFF);
+        zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "worker_respawn", NULL,
+                       why, "Respawning worker %d (respawn %d of %d)", sl->id,
+                       w->respawn_count, o->cfg->max_respawn_attempts);
+        return;
+    }
+    enter(o, sl, in.work_left ? SLOT_RETIRED : SLOT_STOPPED);
+    if (!in.work_left) {
+        zerg_json_free(why);
+        return;
+    }
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_retired", NULL, why,
+                   "Worker %d retired after %d respawns", sl->id,
+                   w->respawn_count);
+    pool_reduced(o, sl);
+}
+
+/* The running task's share of a crash: uncharged (FR-5), or charged when
+ * we killed it for making no progress (FR-2). */
+static void crash_task(struct zerg_orch *o, struct slot *sl,
+                       const struct zerg_exit_info *info, const char *what,
+                       int64_t now)
+{
+    size_t t = (size_t)sl->task;
+    enum kill_reason k = sl->state == SLOT_KILLING ? sl->kill : KILL_NONE;
+    char err[320];
+    if (k == KILL_TASK_TIMEOUT) {
+        snprintf(err, sizeof err, "no progress for %.1fs",
+                 ORCH_SEC(now - sl->progress_at_mono_ns));
+        orch_task_failure(o, t, "timeout", -1, SIGKILL, err, now);
+        return;
+    }
+    snprintf(err, sizeof err, "worker %d %s", sl->id, what);
+    orch_task_failure(o, t, k == KILL_HB_STALE ? "heartbeat_stale" : "crash",
+                      info->exit_code, info->signal, err, now);
+}
+
+static void exit_crashed(struct zerg_orch *o, struct slot *sl,
+                         const struct zerg_exit_info *info, int64_t now)
+{
+    int timeout = sl->state == SLOT_KILLING && sl->kill == KILL_TASK_TIMEOUT;
+    char what[256];
+    describe_exit(info, what, sizeof what);
+    if (!timeout)
+        o->s->metrics.worker_crashes++;
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_crash", NULL,
+                   exit_data(o, sl, info, now), "Worker %d crashed (%s)%s",
+                   sl->id, what, sl->task >= 0 ? " while running a task" : "");
+    if (sl->task >= 0)
+        crash_task(o, sl, info, what, now);
+    sl->task = -1;
+    if (!o->cfg->resilience_enabled) {
+        enter(o, sl, SLOT_CRASHED);
+    } else if (timeout) {
+        /* Our own kill, not the worker's fault: replace it uncounted. */
+        sl->spawn_at_mono_ns = now;
+        enter(o, sl, SLOT_BACKOFF);
+    } else {
+        respawn_or_retire(o, sl, info, now);
+    }
+}
+
+/* CHILD_EXIT from a live state: how it ends depends on how it got here. */
+static void child_exit(struct zerg_orch *o, struct slot *sl,
+                       const struct slot_ev_arg *a, int64_t now)
+{
+    int killing = sl->state == SLOT_KILLING;
+    if ((killing && sl->kill == KILL_STOP) || (o->finishing && sl->task < 0))
+        exit_stopped(o, sl, a->exit, now);
+    else if (!slot_ready(sl))
+        exit_unready(o, sl, a->exit, now);
+    else
+        exit_crashed(o, sl, a->exit, now);
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+/* clang-format off */
+static const struct slot_action
+    NOP    = {"nop", nop, NULL},
+    BAD    = {"bad", bad, NULL},
+    SPAWN  = {"spawn", spawn, "STARTING (or SPAWN_ERR)"},
+    SFAIL  = {"spawn_failed", spawn_failed, "BACKOFF / RETIRED"},
+    READY  = {"ready", ready, "READY"},
+    RTIME  = {"kill", ready_timeout, "KILLING (ready_timeout)"},
+    ASSIGN = {"assign", assign, "BUSY"},
+    DONE   = {"task_done", task_done, "READY"},
+    DROP   = {"drop_task", drop_task, "KILLING"},
+    HBST   = {"kill", hb_stale, "KILLING (heartbeat_stale)"},
+    TKST   = {"kill", task_stale, "KILLING (task_timeout)"},
+    STOP   = {"stop", stop, "KILLING (stop)"},
+    STOPI  = {"stop", stop_idle, "STOPPED"},
+    EXIT   = {"exit", child_exit, "STOPPED / BACKOFF / RETIRED / CRASHED"},
+    REVIVE = {"revive", revive, "BACKOFF"};
+
+/* Every (state, event) pair; docs/wiki/Resilience-Architecture.md shows
+ * it rendered with the names and targets above. */
+static const struct slot_action *const slot_table[SLOT_NSTATES][SLOT_NEVENTS] = {
+/*                 SPAWN_DUE SPAWN_ERR FIRST_HB READY_TO ASSIGN   TASK_DONE HB_STALE TASK_STALE STOP    CHILD_EXIT REVIVE */
+[SLOT_BACKOFF]  = {&SPAWN,   &SFAIL,   &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &STOPI, &BAD,      &NOP},
+[SLOT_STARTING] = {&NOP,     &BAD,     &READY,  &RTIME,  &BAD,    &BAD,     &NOP,    &NOP,      &STOP,  &EXIT,     &NOP},
+[SLOT_READY]    = {&NOP,     &BAD,     &NOP,    &NOP,    &ASSIGN, &BAD,     &HBST,   &NOP,      &STOP,  &EXIT,     &NOP},
+[SLOT_BUSY]     = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &DONE,    &HBST,   &TKST,     &STOP,  &EXIT,     &NOP},
+[SLOT_KILLING]  = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &DROP,    &NOP,    &NOP,      &STOP,  &EXIT,     &NOP},
+[SLOT_STOPPED]  = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &NOP,   &BAD,      &REVIVE},
+[SLOT_RETIRED]  = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &NOP,   &BAD,      &NOP},
+[SLOT_CRASHED]  = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &NOP,   &BAD,      &NOP},
+};
+/* clang-format on */
+
+void orch_slot_event(struct zerg_orch *o, struct slot *sl, enum slot_event ev,
+                     const struct slot_ev_arg *arg, int64_t now)
+{
+    static const struct slot_ev_arg none = {0};
+    const struct slot_action *act = slot_table[sl->state][ev];
+    act->fn(o, sl, arg ? arg : &none, now);
+}
+
+int orch_slot_table_markdown(char *buf, size_t size)
+{
+    size_t off = 0;
+#define PUT(...)                                                               \
+    do {                                                                       \
+        int n_ = snprintf(buf + (off < size ? off : size),                     \
+                          off < size ? size - off : 0, __VA_ARGS__);           \
+        if (n_ > 0)                                                            \
+            off += (size_t)n_;                                                 \
+    } while (0)
+    PUT("| state \\ event |");
+    for (int e = 0; e < SLOT_NEVENTS; e++)
+        PUT(" %s |", event_names[e]);
+    PUT("\n|---|");
+    for (int e = 0; e < SLOT_NEVENTS; e++)
+        PUT("---|");
+    PUT("\n");
+    for (int s = 0; s < SLOT_NSTATES; s++) {
+        PUT("| %s (`%s`) |", state_names[s],
+            zerg_worker_status_name(status_of[s]));
+        for (int e = 0; e < SLOT_NEVENTS; e++) {
+            const struct slot_action *a = slot_table[s][e];
+            if (a->to)
+                PUT(" %s → %s |", a->name, a->to);
+            else
+                PUT(" %s |", a->name);
+        }
+        PUT("\n");
+    }
+#undef PUT
+    return (int)off;
+}
+
+/* ---- events from outside --------------------------------------------- */
+
+void zerg_orch_child_exited(struct zerg_orch *o, pid_t pid, int wstatus,
+                            int64_t now)
+{
+    struct slot *sl = NULL;
+    struct zerg_exit_info info = {0};
+
+    for (int i = 0; i < o->nslots; i++)
+        if (slot_alive(&o->slots[i]) && o->slots[i].proc.pid == pid)
+            sl = &o->slots[i];
+    if (!sl)
+        return;
+    o->o.launcher->ops->reaped(o->o.launcher, &sl->proc, wstatus, &info);
+    /* In subprocess mode the task's own process group outlives a dead
+     * worker unless we take it down (the worker cannot any more). */
+    if (sl->hb_task_pgid > 0 && !sl->proc.name[0])
+        kill(-sl->hb_task_pgid, SIGKILL);
+    struct slot_ev_arg a = {.exit = &info};
+    orch_slot_event(o, sl, SLOT_EV_CHILD_EXIT, &a, now);
+}
+
+/* ---- watchdogs: the events that time raises -------------------------- */
+
+static void lower(int64_t *wake, int64_t at)
+{
+    if (at < *wake)
+        *wake = at;
+}
+
+static void check_ready(struct zerg_orch *o, struct slot *sl, int64_t now,
+                        int64_t *wake)
+{
+    int64_t deadline = sl->spawned_at_mono_ns + o->cfg->spawn_ready_timeout_ns;
+    if (now >= deadline)
+        orch_slot_event(o, sl, SLOT_EV_READY_TIMEOUT, NULL, now);
+    else
+        lower(wake, deadline);
+}
+
+/* 1 when it raised HB_STALE. */
+static int check_heartbeat(struct zerg_orch *o, struct slot *sl, int64_t now,
+                           int64_t *wake)
+{
+    const struct zerg_config *c = o->cfg;
+    zerg_json *why = NULL;
+    if (zerg_policy_stale_worker(o->o.policy, sl->id, sl->hb_seq,
+                                 sl->hb_change_at_mono_ns, now, &why)) {
+        o->s->metrics.stale_detections++;
+        zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "heartbeat_stale",
+                       sl->task >= 0 ? orch_tid(o, (size_t)sl->task) : NULL,
+                       why,
+                       "Worker %d heartbeat stale for %.1fs (threshold "
+                       "%.1fs); killing it",
+                       sl->id, ORCH_SEC(now - sl->hb_change_at_mono_ns),
+                       ORCH_SEC(c->heartbeat_stale_threshold_ns));
+        orch_slot_event(o, sl, SLOT_EV_HB_STALE, NULL, now);
+        return 1;
+    }
+    zerg_json_free(why);
+    /* Re-check one heartbeat interval after the threshold would pass. */
+    int64_t at = sl->hb_change_at_mono_ns + c->heartbeat_stale_threshold_ns;
+    if (at < *wake)
+        *wake = at > now ? at : now + c->heartbeat_interval_ns;
+    return 0;
+}
+
+static void check_task(struct zerg_orch *o, struct slot *sl, int64_t now,
+                       int64_t *wake)
+{
+    const struct zerg_config *c = o->cfg;
+    size_t t = (size_t)sl->task;
+    zerg_json *why = NULL;
+    if (orch_ts(o, t)->status != ZERG_TASK_IN_PROGRESS)
+        return;
+    if (zerg_policy_stale_task(o->o.policy, orch_tid(o, t), sl->id,
+                               sl->assigned_at_mono_ns, sl->progress_at_mono_ns,
+                               now, &why)) {
+        o->s->metrics.stale_detections++;
+        o->s->metrics.task_timeouts++;
+        zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "task_timeout",
+                       orch_tid(o, t), why,
+                       "Task %s on worker %d made no progress for %.1fs "
+                       "(timeout %.1fs); killing it",
+                       orch_tid(o, t), sl->id,
+                       ORCH_SEC(now - sl->progress_at_mono_ns),
+                       ORCH_SEC(c->task_stale_timeout_ns));
+        orch_slot_event(o, sl, SLOT_EV_TASK_STALE, NULL, now);
+        return;
+    }
+    zerg_json_free(why);
+    int64_t at = sl->progress_at_mono_ns + c->task_stale_timeout_ns;
+    if (at < *wake)
+        *wake = at > now ? at : now + c->heartbeat_interval_ns;
+}
+
+static void check_slot(struct zerg_orch *o, struct slot *sl, int64_t now,
+                       int64_t *wake)
+{
+    if (sl->state == SLOT_STARTING) {
+        check_ready(o, sl, now, wake);
+        return;
+    }
+    if ((sl->state != SLOT_READY && sl->state != SLOT_BUSY) ||
+        !o->cfg->resilience_enabled)
+        return;
+    /* Ask the stale policies twice per heartbeat interval, not at every
+     * event: detection stays within half an interval of the threshold
+     * while a busy loop does not call Lua per event. */
+    if (now < sl->next_stale_check_mono_ns) {
+        lower(wake, sl->next_stale_check_mono_ns);
+        return;
+    }
+    int64_t period = o->cfg->heartbeat_interval_ns / 2;
+    sl->next_stale_check_mono_ns =
+        now + (period > ZERG_NS_PER_S ? ZERG_NS_PER_S : period);
+    if (check_heartbeat(o, sl, now, wake) || sl->state != SLOT_BUSY)
+        return;
+    check_task(o, sl, now, wake);
+}
+
+int64_t orch_tick_workers(struct zerg_orch *o, int64_t now, int64_t wake)
+{
+    for (int i = 0; i < o->nslots; i++) {
+        struct slot *sl = &o->slots[i];
+        check_slot(o, sl, now, &wake);
+        if (sl->state != SLOT_BACKOFF || o->finishing || o->stopping)
+            continue;
+        if (sl->spawn_at_mono_ns <= now)
+            orch_slot_event(o, sl, SLOT_EV_SPAWN_DUE, NULL, now);
+        else
+            lower(&wake, sl->spawn_at_mono_ns);
+    }
+    return wake;
+}
+
+/* ---- queries ---------------------------------------------------------- */
+
+void orch_stop_workers(struct zerg_orch *o, int sig, int64_t now)
+{
+    struct slot_ev_arg a = {.sig = sig};
+    for (int i = 0; i < o->nslots; i++)
+        orch_slot_event(o, &o->slots[i], SLOT_EV_STOP, &a, now);
+}
+
+void orch_revive_workers(struct zerg_orch *o, int64_t now)
+{
+    for (int i = 0; i < o->nslots; i++)
+        orch_slot_event(o, &o->slots[i], SLOT_EV_REVIVE, NULL, now);
+}
+
+int orch_live_slots(const struct zerg_orch *o)
+{
+    int n = 0;
+    for (int i = 0; i < o->nslots; i++)
+        n += slot_in_pool(&o->slots[i]);
+    return n;
+}
+
+int orch_any_alive(const struct zerg_orch *o)
+{
+    for (int i = 0; i < o->nslots; i++)
+        if (slot_alive(&o->slots[i]))
+            return 1;
+    return 0;
+}
+
+int orch_slot_runs(const struct zerg_orch *o, int w, size_t t)
+{
+    return w >= 0 && w < o->nslots && slot_alive(&o->slots[w]) &&
+           o->slots[w].task == (int)t;
+}

@@ -1,0 +1,267 @@
+/* worker_wait.c - the worker's wait loop (DESIGN.md sections 8 and 12):
+ * everything that happens while the worker waits, idle for an assignment
+ * (worker.c) or busy for a stage to end (worker_run.c).
+ *
+ * Single-threaded around one poll(2) over:
+ *   - a signalfd for SIGTERM/SIGINT/SIGHUP (kill the task, say "exiting");
+ *   - inotify on the state directory (our assignment arrives as a rename)
+ *     and on the running task's log directory (its progress file);
+ *   - the pidfd of the running stage;
+ *   - a tick of at most 500 ms that also re-stats the assignment (inotify
+ *     can miss events across a container bind mount), reads the lease and
+ *     the progress file, and a heartbeat timer.
+ *
+ * At every tick the orchestrator must still be there: its pid, when
+ * known, and the lease, whose seq must keep changing (the only sign of
+ * life across a container boundary).  This file calls nothing in
+ * worker.c or worker_run.c; both call into it. */
+#include "worker_wait.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "zerg/fsio.h"
+
+/* Without a pidfd (kernels before 5.3) a running stage is polled. */
+#define WORKER_CHILD_POLL_NS (20 * ZERG_NS_PER_MS)
+#define PROGRESS_MAX_BYTES 64
+
+/* ---- heartbeat ------------------------------------------------------ */
+
+/* Writes the next heartbeat; a failure is reported once on stderr (the
+ * orchestrator will call us stale, which is the truth). */
+int wk_beat(struct worker *w)
+{
+    struct zerg_err e = {0};
+    int64_t now = wk_now_ns(w);
+    w->hb.seq++;
+    w->hb.timestamp_ns = zerg_clock_wall(w->clock);
+    w->next_hb_ns = now + w->hb_interval_ns;
+    int rc = zerg_proto_write_heartbeat(w->state_dir, &w->hb, &e);
+    if (rc < 0 && !w->hb_failed) {
+        fprintf(stderr, "zerg worker %d: %s\n", w->o->slot, e.msg);
+        w->hb_failed = 1;
+    } else if (rc == 0) {
+        w->hb_failed = 0;
+    }
+    return rc;
+}
+
+void wk_step(struct worker *w, const char *step, int progress)
+{
+    snprintf(w->hb.step, sizeof w->hb.step, "%s", step);
+    w->hb.progress_pct = progress;
+    wk_beat(w);
+}
+
+/* ---- leaving -------------------------------------------------------- */
+
+/* Records the exit code and, for a failure, why. */
+void wk_exit(struct worker *w, int code, const char *fmt, ...)
+{
+    if (w->exit_code >= 0)
+        return;
+    w->exit_code = code;
+    if (!fmt)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->err->msg, sizeof w->err->msg, fmt, ap);
+    va_end(ap);
+    int orphaned = code == ZERG_WORKER_EXIT_ORPHANED;
+    w->err->code = orphaned ? -ESRCH : -EIO;
+    if (w->log)
+        zerg_log_event(w->log, w->o->slot, ZERG_LOG_WARN,
+                       orphaned ? "orchestrator_gone" : "worker_error",
+                       w->hb.task_id[0] ? w->hb.task_id : NULL, NULL,
+                       "Worker %d exits: %s", w->o->slot, w->err->msg);
+}
+
+/* ---- orchestrator liveness ------------------------------------------ */
+
+int wk_orch_gone(const struct worker *w)
+{
+    return w->o->orch_pid > 0 && kill(w->o->orch_pid, 0) < 0 && errno == ESRCH;
+}
+
+/* The lease must keep changing.  Before it was ever seen it is only
+ * required when no orchestrator pid can be checked (container mode). */
+static void check_lease(struct worker *w, int64_t now)
+{
+    int64_t seq;
+    char run_id[128];
+    if (wk_orch_gone(w)) {
+        wk_exit(w, ZERG_WORKER_EXIT_ORPHANED,
+                "orchestrator gone: process %d no longer exists",
+                (int)w->o->orch_pid);
+        return;
+    }
+    int rc = zerg_proto_read_lease(w->state_dir, w->o->feature, NULL, run_id,
+                                   sizeof run_id, &seq);
+    /* A lease of another run is not a sign of life of ours. */
+    if (rc == 0 && strcmp(run_id, w->o->run_id) == 0 &&
+        (!w->lease_seen || seq != w->lease_seq)) {
+        w->lease_seen = 1;
+        w->lease_seq = seq;
+        w->lease_changed_ns = now;
+    }
+    if ((w->lease_seen || w->o->orch_pid <= 0) &&
+        now - w->lease_changed_ns >= w->lease_stale_ns)
+        wk_exit(
+            w, ZERG_WORKER_EXIT_ORPHANED,
+            "orchestrator gone: lease %s/lease-%s.json unchanged for %.1f s",
+            w->state_dir, w->o->feature,
+            zerg_ns_to_s(now - w->lease_changed_ns));
+}
+
+/* ---- assignment and progress watching ------------------------------- */
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+           a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_size == b->st_size;
+}
+
+/* The inotify-independent path: notice a replaced assignment by stat. */
+static void check_assign_stat(struct worker *w)
+{
+    struct stat st;
+    if (stat(w->assign_path, &st) == 0 && !same_file(&st, &w->assign_st))
+        w->assign_dirty = 1;
+}
+
+static void check_progress(struct worker *w)
+{
+    char *text = NULL;
+    size_t len;
+    if (!w->stage || !w->progress_path[0])
+        return;
+    if (zerg_fsio_read_all(w->progress_path, PROGRESS_MAX_BYTES, &text, &len,
+                           NULL) < 0)
+        return;
+    int pct = zerg_worker_parse_progress(text);
+    free(text);
+    if (pct < 0 || pct == w->progress_last)
+        return;
+    w->progress_last = pct;
+    w->hb.progress_pct = pct;
+    wk_beat(w);
+}
+
+/* Drains inotify; flags what changed. */
+static void read_inotify(struct worker *w)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    const char *assign_name = strrchr(w->assign_path, '/') + 1;
+    ssize_t n;
+    while ((n = read(w->inofd, buf, sizeof buf)) > 0) {
+        for (char *p = buf; p < buf + n;) {
+            struct inotify_event *ev = (struct inotify_event *)p;
+            p += sizeof *ev + ev->len;
+            if (ev->mask & IN_Q_OVERFLOW)
+                w->assign_dirty = 1;
+            else if (ev->len && ev->wd == w->task_wd)
+                check_progress(w);
+            else if (ev->len && strcmp(ev->name, assign_name) == 0)
+                w->assign_dirty = 1;
+        }
+    }
+}
+
+static void read_signal(struct worker *w)
+{
+    struct signalfd_siginfo si;
+    if (read(w->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+        wk_exit(w, ZERG_WORKER_EXIT_OK, NULL);
+}
+
+/* Collects children the task left behind that became ours (a worker can be
+ * pid 1 of its container): only while no stage is waiting to be reaped. */
+void wk_reap_strays(void)
+{
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+}
+
+static int stage_exited(const struct stage *st)
+{
+    siginfo_t si = {0};
+    return waitid(P_PID, (id_t)st->pid, &si, WEXITED | WNOHANG | WNOWAIT) ==
+               0 &&
+           si.si_pid == st->pid;
+}
+
+/* Periodic work: heartbeat when due; at each tick the assignment stat,
+ * the lease and the progress file. */
+static void housekeeping(struct worker *w, int64_t now)
+{
+    if (now >= w->next_tick_ns) {
+        w->next_tick_ns = now + w->poll_ns;
+        check_lease(w, now);
+        if (w->exit_code >= 0)
+            return;
+        check_assign_stat(w);
+        check_progress(w);
+        if (!w->stage)
+            wk_reap_strays();
+    }
+    if (now >= w->next_hb_ns)
+        wk_beat(w);
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Waits for the next event that matters to the caller: a request to exit,
+ * a changed assignment (only when idle), the stage's exit, or deadline. */
+int wk_wait(struct worker *w, int64_t deadline_ns)
+{
+    struct stage *st = w->stage;
+    for (;;) {
+        int64_t now = wk_now_ns(w);
+        housekeeping(w, now);
+        if (w->exit_code >= 0)
+            return EV_EXIT;
+        if (st && st->pidfd < 0 && stage_exited(st))
+            return EV_CHILD;
+        if (!st && w->assign_dirty)
+            return EV_ASSIGN;
+        if (now >= deadline_ns)
+            return EV_DEADLINE;
+        int64_t until =
+            min64(min64(w->next_tick_ns, w->next_hb_ns), deadline_ns);
+        if (st && st->pidfd < 0)
+            until = min64(until, now + WORKER_CHILD_POLL_NS);
+        int64_t wait_ns = until - now;
+        int timeout_ms = (int)((wait_ns + ZERG_NS_PER_MS - 1) / ZERG_NS_PER_MS);
+        struct pollfd pfd[3] = {
+            {.fd = w->sigfd, .events = POLLIN},
+            {.fd = w->inofd, .events = POLLIN},
+            {.fd = st ? st->pidfd : -1, .events = POLLIN},
+        };
+        int n = poll(pfd, 3, timeout_ms);
+        if (n < 0 && errno != EINTR) {
+            wk_exit(w, ZERG_WORKER_EXIT_ERROR, "poll: %s", strerror(errno));
+            return EV_EXIT;
+        }
+        if (n <= 0)
+            continue;
+        if (pfd[0].revents & POLLIN)
+            read_signal(w);
+        if (pfd[1].revents & POLLIN)
+            read_inotify(w);
+        if (w->exit_code < 0 && (pfd[2].revents & (POLLIN | POLLHUP)))
+            return EV_CHILD;
+    }
+}

@@ -1,0 +1,36 @@
+/* worker_wait.h - the worker's wait loop (worker_wait.c): the one place
+ * that polls, reads the clock, beats and notices that the worker must
+ * exit.  worker.c waits in it for assignments, worker_run.c for a stage's
+ * end; it calls neither of them. */
+#ifndef ZERG_WORKER_WAIT_H
+#define ZERG_WORKER_WAIT_H
+
+#include "worker_state.h"
+
+/* What wk_wait returns. */
+enum { EV_EXIT, EV_ASSIGN, EV_CHILD, EV_DEADLINE };
+
+static inline int64_t wk_now_ns(const struct worker *w)
+{
+    return zerg_clock_mono(w->clock);
+}
+
+/* Writes the next heartbeat (seq + 1); 0 or negative.  A failure is
+ * reported once on stderr. */
+int wk_beat(struct worker *w);
+/* Sets step and progress, then beats. */
+void wk_step(struct worker *w, const char *step, int progress);
+/* Records the exit code (the first one wins) and, when fmt is non-NULL,
+ * why: in w->err and as a log event. */
+void wk_exit(struct worker *w, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* 1 when $ZERG_ORCH_PID was given and that process no longer exists. */
+int wk_orch_gone(const struct worker *w);
+/* Polls until something matters to the caller: EV_EXIT (w->exit_code is
+ * set), EV_ASSIGN (only when no stage runs), EV_CHILD (w->stage ended) or
+ * EV_DEADLINE.  Heartbeats, lease and progress are handled inside. */
+int wk_wait(struct worker *w, int64_t deadline_ns);
+/* Reaps children the tasks left behind (the worker may be pid 1). */
+void wk_reap_strays(void);
+
+#endif

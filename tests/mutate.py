@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""mutate.py - each core invariant has a test that notices when it breaks.
+
+Every entry below is a one-line mutation of the code that keeps one of
+zerg's promises (fencing, level completion, crash charging, backoff caps,
+retry ceilings, same-file serialization, process-group kills, atomic
+replace).  For each, the
+script applies it to a scratch copy of the tree, builds that copy and runs
+the tests named; the mutation must make at least one of them fail.  A
+mutation that survives means the suite no longer guards that promise.
+
+    tests/mutate.py                 every mutation
+    tests/mutate.py fencing levels  only those named
+    tests/mutate.py --list
+
+The working tree is never modified: the copy lives in a temp directory
+(or MUTATE_DIR) and is built with CMake in Debug without sanitizers.
+Exit status: 0 when every mutation was caught, 1 otherwise, 2 on misuse
+(an unknown name, or a mutation whose text is no longer in the code).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# name: (file, original text, mutated text, ctest regex, what it breaks)
+MUTATIONS = {
+    "fencing": (
+        "src/orch/orch_intake.c",
+        "st->epoch == r->epoch && st->attempt == r->attempt",
+        "st->attempt == r->attempt",
+        "unit.test_orchestrator",
+        "a result from another epoch applied to the live attempt",
+    ),
+    "levels": (
+        "src/orch/orchestrator.c",
+        "if (!zerg_state_level_done(s, o->g, lvl)) {",
+        "if (0) {",
+        "unit.test_orchestrator",
+        "a level closed on the cursor's word, not on its tasks",
+    ),
+    "crash-charge": (
+        "src/orch/orch_tasks.c",
+        "    if (!out.charge)\n        st->crash_count++;",
+        "    if (!out.charge)\n        st->retry_count++;",
+        "unit.test_orchestrator",
+        "a worker crash charged to the task's retry budget",
+    ),
+    "crash-policy": (
+        "policies/retry.lua",
+        "return { retry = true, delay = 0, charge = false,",
+        "return { retry = true, delay = 0, charge = true,",
+        "unit.test_orchestrator|unit.test_policy$",
+        "the bundled retry policy charging crashes",
+    ),
+    "backoff-cap": (
+        "src/lua/policy_hooks.c",
+        "return d > max ? max : d;",
+        "return d;",
+        "unit.test_policy_parity|unit.test_policy$",
+        "the C backoff fallback without its cap",
+    ),
+    "serialize": (
+        "src/orch/orchestrator.c",
+        "if (o->wgroup_running[tk->wgroups[q]] > 0)",
+        "if (0)",
+        "unit.test_orchestrator",
+        "two same-level tasks writing one file run together",
+    ),
+    "attempt-ceiling": (
+        "src/orch/orch_tasks.c",
+        "return n < 20 ? 20 : n;",
+        "return 1 << 30;",
+        "unit.test_orchestrator",
+        "a policy retrying a failing task forever",
+    ),
+    "group-kill": (
+        "src/orch/orch_slot.c",
+        "        kill(-sl->hb_task_pgid, SIGKILL);\n    o->o.launcher",
+        "        (void)0;\n    o->o.launcher",
+        "integration.test_rush_crash|integration.test_rush_stale",
+        "a killed worker's task process group left running",
+    ),
+    "atomic-replace": (
+        "src/base/fsio.c",
+        "if (rc == 0 && zerg_fsio_ops.rename(tmp, path) < 0)",
+        "if (rc == 0 && (unlink(path), zerg_fsio_ops.rename(tmp, path)) < 0)",
+        "unit.test_fsio",
+        "a window in which the file does not exist",
+    ),
+}
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd, cwd, quiet=True):
+    out = subprocess.DEVNULL if quiet else None
+    return subprocess.run(cmd, cwd=cwd, stdout=out, stderr=out).returncode
+
+
+def scratch_copy(dest):
+    """The tracked and new files of the tree, without build directories."""
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    for rel in filter(None, (f.decode() for f in files)):
+        src = os.path.join(ROOT, rel)
+        if not os.path.isfile(src):
+            continue
+        dst = os.path.join(dest, rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy2(src, dst)
+
+
+def check(tree, build, name):
+    path, old, new, tests, what = MUTATIONS[name]
+    full = os.path.join(tree, path)
+    orig = open(full, encoding="utf-8").read()
+    open(full, "w", encoding="utf-8").write(orig.replace(old, new))
+    try:
+        if run(["cmake", "--build", build, "-j2"], tree) != 0:
+            return "caught (does not build)"
+        rc = run(["ctest", "-R", tests, "--timeout", "300"], build)
+        return "caught" if rc != 0 else None
+    finally:
+        open(full, "w", encoding="utf-8").write(orig)
+
+
+def main(argv):
+    if "--list" in argv:
+        for name, m in MUTATIONS.items():
+            print(f"{name:16} {m[0]}: {m[4]}")
+        return 0
+    names = argv or list(MUTATIONS)
+    unknown = [n for n in names if n not in MUTATIONS]
+    if unknown:
+        print(f"mutate: unknown mutation(s): {' '.join(unknown)} "
+              f"(--list shows them)", file=sys.stderr)
+        return 2
+    work = os.environ.get("MUTATE_DIR") or tempfile.mkdtemp(prefix="zmut.")
+    tree, build = os.path.join(work, "src"), os.path.join(work, "build")
+    shutil.rmtree(tree, ignore_errors=True)
+    scratch_copy(tree)
+    for name in names:
+        path, old = MUTATIONS[name][0:2]
+        text = open(os.path.join(tree, path), encoding="utf-8").read()
+        if text.count(old) != 1:
+            print(f"mutate: {name}: the text to mutate is not (exactly once) "
+                  f"in {path}; update tests/mutate.py", file=sys.stderr)
+            return 2
+    if run(["cmake", "-S", tree, "-B", build, "-DCMAKE_BUILD_TYPE=Debug"],
+           tree) != 0 or run(["cmake", "--build", build, "-j2"], tree) != 0:
+        print("mutate: the unmutated copy does not build", file=sys.stderr)
+        return 2
+    survivors = []
+    for name in names:
+        verdict = check(tree, build, name)
+        print(f"mutate: {name:16} {verdict or 'SURVIVED'}: "
+              f"{MUTATIONS[name][4]}")
+        if not verdict:
+            survivors.append(name)
+    if not os.environ.get("MUTATE_DIR"):
+        shutil.rmtree(work, ignore_errors=True)
+    if survivors:
+        print(f"mutate: {len(survivors)} mutation(s) survived: "
+              f"{' '.join(survivors)}", file=sys.stderr)
+        return 1
+    print(f"mutate: all {len(names)} mutation(s) caught")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
