@@ -1,4 +1,4 @@
-/* cli/worker.c - `zerg worker`: the process the orchestrator spawns for
+/* cli/worker_cmd.c - `zerg worker`: the process the orchestrator spawns for
  * each worker slot (internal; users do not run it by hand).
  *
  *   zerg worker --slot N --epoch E --run-id R [--feature F]
