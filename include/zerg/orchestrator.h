@@ -27,6 +27,7 @@ struct zerg_policy;
 struct zerg_launcher;
 struct zerg_log;
 struct zerg_clock;
+struct zerg_orch;
 
 struct zerg_orch_opts {
     const char *project;       /* absolute project root */
@@ -42,9 +43,29 @@ struct zerg_orch_opts {
     int workers;               /* pool size */
     int resume;                /* state came from disk */
     int64_t checkpoint_ns;     /* min gap between state writes (50 ms) */
+    /* Optional: zerg_orch_run calls on_frame(frame_ctx, o, now) at least
+     * every frame_ns while it runs (and after each batch of events), so a
+     * live view can redraw while nothing happens.  NULL: no frames. */
+    void (*on_frame)(void *frame_ctx, const struct zerg_orch *o,
+                     int64_t now_mono_ns);
+    void *frame_ctx;
+    int64_t frame_ns;
 };
 
 struct zerg_orch;
+
+/* What a live view shows of one worker slot (zerg_orch_worker). */
+struct zerg_orch_worker {
+    int slot;
+    const char *state;          /* "busy", "starting", ... (static) */
+    const char *task;           /* task id, NULL when idle (orch-owned) */
+    int attempt;
+    char step[24];              /* last step its heartbeat reported */
+    int progress_pct;           /* -1 when unknown */
+    int64_t task_since_mono_ns; /* assignment time, 0 when idle */
+    int64_t spawned_at_mono_ns;
+    int respawns;
+};
 
 /* Creates the orchestrator; the state dir must exist.  On resume, applies
  * the results still on disk and reconciles before anything runs. */
@@ -69,6 +90,12 @@ int zerg_orch_done(const struct zerg_orch *o);
 int zerg_orch_exit_code(const struct zerg_orch *o);
 /* The pids of live worker children (for the loop's reaping); returns n. */
 size_t zerg_orch_pids(const struct zerg_orch *o, pid_t *out, size_t max);
+/* Worker slots in the pool, and what slot i is doing now.  0, or -EINVAL
+ * for a slot out of range. */
+int zerg_orch_nworkers(const struct zerg_orch *o);
+int zerg_orch_worker(const struct zerg_orch *o, int slot,
+                     struct zerg_orch_worker *out);
+
 /* One paragraph for the user: what happened and what to do next. */
 void zerg_orch_summary(const struct zerg_orch *o, char *buf, size_t size);
 

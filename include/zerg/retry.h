@@ -53,11 +53,17 @@ struct zerg_retry_request {
 };
 
 /* Writes a request into the run directory of feature under state_dir
- * (.zerg/state; atomic replace, durable).  ids may be NULL when all_failed
- * is set.  0 or negative with err set (-ENOENT: no rush has run yet). */
+ * (.zerg/state; created when missing; atomic replace, durable).  ids may
+ * be NULL when all_failed is set.  0 or negative with err set. */
 int zerg_retry_request_write(const char *state_dir, const char *feature,
                              const char *const *ids, size_t n, int all_failed,
                              struct zerg_err *err);
+
+/* The same, and the path written goes to written (size bytes; may be
+ * NULL), so the sender can see when the rush has taken it. */
+int zerg_retry_request_send(const char *state_dir, const char *feature,
+                            const char *const *ids, size_t n, int all_failed,
+                            char *written, size_t size, struct zerg_err *err);
 
 /* Parses a request file.  ZERG_ECORRUPT with err naming the file when it is
  * not a valid request; -ENOENT when missing.  Free with _close. */

@@ -292,9 +292,9 @@ static void usage(FILE *out)
           "  -V, --version  print the version\n"
           "\n"
           "Exit codes: 0 ok; 1 the run ended with failed or blocked tasks,\n"
-          "or a runtime failure; 2 usage, config, graph or policy error\n"
-          "(nothing was started or written); 3 another rush holds the\n"
-          "feature's lock.\n",
+          "or a runtime failure; 2 usage, config, graph, policy or state\n"
+          "error, or limits the workers do not fit (nothing was started or\n"
+          "written); 3 another rush holds the feature's lock.\n",
           out);
 }
 

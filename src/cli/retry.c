@@ -2,16 +2,19 @@
  *
  * With no rush running, the state file is changed directly under the
  * feature's lock (so no rush can start halfway through).  While a rush
- * runs, only it may write the state: a request file is left in
- * .zerg/state/ for it to apply (see zerg/retry.h).  Either way every id is
- * checked against the graph first, and nothing is written if one is
- * wrong. */
+ * runs, only it may write the state: a request file is left in the
+ * feature's run directory for it to apply (see zerg/retry.h), and the
+ * command waits a moment to see it taken.  Should the rush end before it
+ * reads the request, the command applies it to the saved state itself, so
+ * an accepted retry is never lost.  Either way every id is checked against
+ * the graph first, and nothing is written if one is wrong. */
 #include "cli.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "zerg/graph.h"
@@ -21,6 +24,10 @@
 
 /* Task ids echoed in "requeued ..." before "+N more". */
 #define LIST_MAX 20
+/* How long to watch a queued request: a live rush takes it within a
+ * loop iteration (well under a second). */
+#define TAKE_WAIT_MS 3000
+#define TAKE_POLL_MS 50
 
 static const char usage[] =
     "usage: zerg retry [--feature F] (TASK_ID... | --all-failed)\n"
@@ -29,7 +36,8 @@ static const char usage[] =
     "retry and crash counts reset, and every task blocked only because of\n"
     "it comes back too.  With no rush running the state file is updated\n"
     "(then run 'zerg rush --resume'); while a rush runs, the request is\n"
-    "queued for it and applied within a second.\n"
+    "handed to it and the command says when it was taken; if the rush ends\n"
+    "first, the saved state is updated instead.\n"
     "\n"
     "Options:\n"
     "  --all-failed  requeue every failed task (and what it blocked)\n"
@@ -112,6 +120,29 @@ static int check_retryable(const struct req *r, const struct zerg_state *s)
     return bad ? ZERG_EXIT_USAGE : 0;
 }
 
+enum take { TAKEN, RUSH_ENDED, NOT_YET };
+
+/* Watches the request file: taken (gone), or the rush let go of the lock
+ * with the file still there (then it is withdrawn here), or neither
+ * within TAKE_WAIT_MS. */
+static enum take watch_request(const struct req *r, const char *path)
+{
+    struct timespec nap = {0, TAKE_POLL_MS * 1000000L};
+    for (int waited = 0; waited < TAKE_WAIT_MS; waited += TAKE_POLL_MS) {
+        if (access(path, F_OK) != 0)
+            return TAKEN;
+        if (zerg_lock_probe(r->lock_path, NULL) == 0) {
+            /* The rush is gone.  If it took the file at its very end, the
+             * unlink fails and the retry is already in its state. */
+            return unlink(path) == 0 ? RUSH_ENDED : TAKEN;
+        }
+        nanosleep(&nap, NULL);
+    }
+    return NOT_YET;
+}
+
+static int retry_offline(const struct req *r);
+
 static int queue_for_rush(const struct req *r, pid_t pid)
 {
     struct zerg_err err = {0};
@@ -124,16 +155,28 @@ static int queue_for_rush(const struct req *r, pid_t pid)
         if (rc)
             return rc;
     }
-    if (zerg_retry_request_write(r->state_dir, r->feature,
-                                 (const char *const *)r->ids, r->n,
-                                 r->all_failed, &err)) {
+    char path[PATH_MAX];
+    if (zerg_retry_request_send(r->state_dir, r->feature,
+                                (const char *const *)r->ids, r->n,
+                                r->all_failed, path, sizeof path, &err)) {
         zerg_cli_error("retry", "%s", err.msg);
         return ZERG_EXIT_FAIL;
     }
-    if (pid)
-        printf("Retry queued for the running rush (pid %d).\n", (int)pid);
-    else
-        printf("Retry queued for the running rush.\n");
+    switch (watch_request(r, path)) {
+    case TAKEN:
+        printf("Retry taken by the running rush (pid %d): it runs the "
+               "task%s again.\n",
+               (int)pid, r->n == 1 ? "" : "s");
+        break;
+    case RUSH_ENDED:
+        printf("The rush ended before it read the request; applying it to "
+               "the saved state.\n");
+        return retry_offline(r);
+    default:
+        printf("Retry queued for the running rush (pid %d); it has not "
+               "read it yet.\n",
+               (int)pid);
+    }
     printf("Follow it with 'zerg status --watch' or 'zerg logs --follow'.\n");
     return ZERG_EXIT_OK;
 }

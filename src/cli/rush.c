@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/limits.h"
 #include "cli/plan.h"
 #include "cli/view.h"
 #include "zerg/clock.h"
@@ -182,6 +183,17 @@ static int dry_run(const struct rush *r)
     return zerg_cli_print_plan(stdout, r->g, w, r->cli->color) < 0
                ? ZERG_EXIT_FAIL
                : ZERG_EXIT_OK;
+}
+
+/* Exit 2 when the machine cannot give N workers what they need. */
+static int check_limits(const struct rush *r)
+{
+    char msg[512];
+    int w = r->ro.workers ? r->ro.workers : r->cfg.workers_max_concurrent;
+    if (zerg_cli_check_limits(w, msg, sizeof msg) == 0)
+        return 0;
+    zerg_cli_error("rush", "%s", msg);
+    return ZERG_EXIT_USAGE;
 }
 
 /* Exit 3 before the state is touched when another rush holds the lock. */
@@ -434,7 +446,9 @@ static int rush(struct rush *r)
         return rc;
     if (r->ro.dry_run)
         return dry_run(r);
-    if ((rc = check_unlocked(r)) || (rc = prepare_state(r)) ||
+    if ((rc = check_limits(r)) ||
+        (rc = check_unlocked(r)) ||
+        (rc = prepare_state(r)) ||
         (rc = open_run(r)))
         return rc;
     return run(r);

@@ -230,25 +230,33 @@ static int request_path(char *buf, size_t size, const char *dir,
     return -EEXIST;
 }
 
-int zerg_retry_request_write(const char *state_dir, const char *feature,
-                             const char *const *ids, size_t n, int all_failed,
-                             struct zerg_err *err)
+/* The run directory must exist: a rush that holds the lock may not have
+ * created it yet. */
+static int ensure_run_dir(const char *state_dir, const char *feature,
+                          struct zerg_err *err)
+{
+    char run_dir[PATH_MAX];
+    int rc = zerg_fsio_path(run_dir, sizeof run_dir, "%s/%s", state_dir,
+                            feature);
+    if (rc == 0 && mkdir(run_dir, 0755) < 0 && errno != EEXIST)
+        rc = -errno;
+    if (rc)
+        return zerg_err_set(err, rc, "cannot create %s/%s: %s", state_dir,
+                            feature, zerg_strerror(rc));
+    return 0;
+}
+
+int zerg_retry_request_send(const char *state_dir, const char *feature,
+                            const char *const *ids, size_t n, int all_failed,
+                            char *written, size_t size, struct zerg_err *err)
 {
     char path[PATH_MAX];
     char *text = NULL;
     zerg_json *doc = NULL;
     size_t len = 0;
     int rc = check_names(feature, ids, n, err);
-    if (rc)
+    if (rc || (rc = ensure_run_dir(state_dir, feature, err)))
         return rc;
-    char run_dir[PATH_MAX];
-    if (zerg_fsio_path(run_dir, sizeof run_dir, "%s/%s", state_dir, feature) ==
-            0 &&
-        mkdir(run_dir, 0755) < 0 && errno != EEXIST) {
-        rc = zerg_err_set(err, -errno, "cannot create %s: %s", run_dir,
-                          strerror(errno));
-        goto cleanup;
-    }
     if ((rc = request_path(path, sizeof path, state_dir, feature))) {
         zerg_err_set(err, rc, "cannot name a retry request in %s: %s",
                      state_dir, zerg_strerror(rc));
@@ -260,10 +268,20 @@ int zerg_retry_request_write(const char *state_dir, const char *feature,
         goto cleanup;
     }
     rc = zerg_fsio_write_atomic(path, text, len, ZERG_FSIO_DURABLE, err);
+    if (rc == 0 && written)
+        snprintf(written, size, "%s", path);
 cleanup:
     free(text);
     zerg_json_free(doc);
     return rc;
+}
+
+int zerg_retry_request_write(const char *state_dir, const char *feature,
+                             const char *const *ids, size_t n, int all_failed,
+                             struct zerg_err *err)
+{
+    return zerg_retry_request_send(state_dir, feature, ids, n, all_failed,
+                                   NULL, 0, err);
 }
 
 void zerg_retry_request_close(struct zerg_retry_request *req)

@@ -106,6 +106,9 @@ int zerg_orch_run(struct zerg_orch *o, const struct zerg_clock *clock)
             wait_ms = 1;
         if (wait_ms > 1000)
             wait_ms = 1000;
+        if (o->o.on_frame && o->o.frame_ns > 0 &&
+            wait_ms > o->o.frame_ns / ZERG_NS_PER_MS)
+            wait_ms = o->o.frame_ns / ZERG_NS_PER_MS;
         struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
                                 {.fd = ifd, .events = POLLIN}};
         if (poll(pfd, 2, (int)wait_ms) < 0 && errno != EINTR)
@@ -115,6 +118,8 @@ int zerg_orch_run(struct zerg_orch *o, const struct zerg_clock *clock)
             drain_signals(o, sfd, now);
         if (pfd[1].revents & POLLIN)
             drain_inotify(o, ifd, now);
+        if (o->o.on_frame)
+            o->o.on_frame(o->o.frame_ctx, o, now);
     }
     rc = zerg_orch_exit_code(o);
 out:
@@ -122,6 +127,13 @@ out:
         close(ifd);
     if (sfd >= 0)
         close(sfd);
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    /* The stop signals stay blocked: once the rush is over, a SIGTERM or
+     * Ctrl-C that arrives while the summary is printed must not turn its
+     * exit code into 143 or 130.  Only SIGCHLD goes back as it was. */
+    sigset_t after = old;
+    sigaddset(&after, SIGTERM);
+    sigaddset(&after, SIGINT);
+    sigaddset(&after, SIGHUP);
+    sigprocmask(SIG_SETMASK, &after, NULL);
     return rc;
 }

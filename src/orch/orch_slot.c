@@ -13,6 +13,7 @@
  *   task without progress   -> stale.task: killed, charged (FR-2)
  *   exit after ready        -> retry.decide uncharged (FR-5), then
  *                              respawn.decide (FR-6) */
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -750,4 +751,32 @@ int orch_slot_runs(const struct zerg_orch *o, int w, size_t t)
 {
     return w >= 0 && w < o->nslots && slot_alive(&o->slots[w]) &&
            o->slots[w].task == (int)t;
+}
+
+int zerg_orch_nworkers(const struct zerg_orch *o)
+{
+    return o->nslots;
+}
+
+int zerg_orch_worker(const struct zerg_orch *o, int slot,
+                     struct zerg_orch_worker *out)
+{
+    if (slot < 0 || slot >= o->nslots)
+        return -EINVAL;
+    const struct slot *sl = &o->slots[slot];
+    *out = (struct zerg_orch_worker){
+        .slot = slot,
+        .state = zerg_worker_status_name(status_of[sl->state]),
+        .progress_pct = -1,
+        .spawned_at_mono_ns = sl->spawned_at_mono_ns,
+        .respawns = o->s->workers[slot].respawn_count,
+    };
+    if (sl->task < 0 || !slot_alive(sl))
+        return 0;
+    out->task = o->g->tasks[sl->task].id;
+    out->attempt = o->s->tasks[sl->task].attempt;
+    out->task_since_mono_ns = sl->assigned_at_mono_ns;
+    out->progress_pct = sl->hb_pct;
+    snprintf(out->step, sizeof out->step, "%s", sl->hb_step);
+    return 0;
 }

@@ -248,5 +248,33 @@ for cmd in "status" "status --json" "retry --all-failed" "retry A-L1-001"; do
         "donee" $cmd
 done
 
+# More workers than the user's inotify instances allow: refused up front
+# with the limit named, not run quietly with fewer workers.
+rm -rf "$proj"
+mkdir -p "$proj/.gsd/specs/f"
+printf '%s' "$VALID" >"$proj/$G"
+limit=$(cat /proc/sys/fs/inotify/max_user_instances)
+out=$("$ZERG" -C "$proj" rush --workers 256 2>&1)
+rc=$?
+if [ "$limit" -lt 256 ]; then
+    if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "max_user_instances" &&
+        [ ! -e "$proj/.zerg/state/f.json" ]; then
+        passed=$((passed + 1))
+        echo "ok: --workers 256 over the inotify limit ($limit) exits 2"
+    else
+        failed=$((failed + 1))
+        echo "FAIL: --workers 256 over the inotify limit $limit: rc $rc: $out"
+    fi
+else
+    # A machine that allows them: the check must not stand in the way.
+    if [ $rc -eq 0 ]; then
+        passed=$((passed + 1))
+        echo "ok: --workers 256 within the inotify limit ($limit) runs"
+    else
+        failed=$((failed + 1))
+        echo "FAIL: --workers 256 within the inotify limit $limit: rc $rc: $out"
+    fi
+fi
+
 echo "test_bad_input.sh: $passed passed, $failed failed ($rows table rows)"
 [ "$failed" = 0 ]

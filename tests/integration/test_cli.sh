@@ -555,6 +555,25 @@ kill "$pid" 2>/dev/null
 rm -f "$sd"/demo/retry-*.json
 ok
 
+t "a retry the rush ended without reading is applied to the saved state"
+state "$sd/demo.json" running
+mkdir -p "$sd/demo"
+: >"$sd/demo.lock"
+# A rush that lets go of its lock as soon as a request appears, unread.
+setsid flock "$sd/demo.lock" sh -c "echo \$\$ > '$sd/demo.lock'
+    until ls '$sd'/demo/retry-*.json >/dev/null 2>&1; do sleep 0.02; done" \
+    >/dev/null 2>&1 &
+bg_pids+=($!)
+for _ in $(seq 100); do [ -s "$sd/demo.lock" ] && break; sleep 0.05; done
+z -C "$proj" retry --all-failed
+want_rc 0
+want_out "The rush ended before it read the request"
+want_out "Requeued 2 tasks of demo"
+ls "$sd"/demo/retry-*.json >/dev/null 2>&1 && fail "request left behind"
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tasks"]["A-L1-002"]["status"])' "$sd/demo.json")" = pending ] ||
+    fail "the failed task was not requeued in the saved state"
+ok
+
 # ---- stop ------------------------------------------------------------------
 
 t "stop with no rush"
