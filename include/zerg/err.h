@@ -25,6 +25,9 @@ enum {
     ZERG_ENOTFOUND = -5003,    /* a named thing does not exist */
     ZERG_EPOLICY = -5004,      /* a policy failed (syntax, runtime, budget) */
     ZERG_ESTALE = -5005,       /* a fenced message from a dead incarnation */
+    ZERG_ENOTREG = -5006,      /* a FIFO, socket or device where a file is due */
+    ZERG_ESYMLINK = -5007,     /* a symbolic link where zerg follows none */
+    ZERG_EOUTSIDE = -5008,     /* a path that resolves outside the project */
 };
 
 #define ZERG_ERR_MSG_MAX 2048

@@ -4,7 +4,14 @@
  * file in the same directory, fsync it, rename it over the target, fsync the
  * directory.  On any failure the old file is untouched and the temp file is
  * removed.  The syscalls go through zerg_fsio_ops so tests can inject ENOSPC
- * or EIO at any step. */
+ * or EIO at any step.
+ *
+ * Every file zerg opens goes through here too, because task code can plant
+ * anything in the project: a FIFO would block a plain open(2) forever, a
+ * device would stream without end, and a symbolic link under .zerg/ would
+ * send zerg's writes out of the project.  So readers open non-blocking and
+ * refuse what is not a regular file, zerg's own files are opened without
+ * following links, and user inputs must resolve inside the project. */
 #ifndef ZERG_FSIO_H
 #define ZERG_FSIO_H
 
@@ -34,12 +41,65 @@ int zerg_fsio_write_atomic(const char *path, const void *data, size_t len,
 
 /* Reads a whole file into a malloc'd NUL-terminated buffer (caller frees).
  * Files larger than max bytes fail with -EFBIG.  A missing file returns
- * -ENOENT (err set too). */
+ * -ENOENT (err set too).  Same as zerg_fsio_read_file(..., 0, ...): a FIFO,
+ * socket, device or directory is refused without blocking. */
 int zerg_fsio_read_all(const char *path, size_t max, char **data, size_t *len,
                        struct zerg_err *err);
 
+/* Flags of zerg_fsio_open_read and zerg_fsio_read_file. */
+enum {
+    /* zerg's own file (under .zerg/): a symbolic link is refused. */
+    ZERG_FSIO_NOFOLLOW = 1 << 0,
+    /* Named by the user on the command line: a pipe such as <(cmd) is
+     * what they meant, so any kind is read and the open may block. */
+    ZERG_FSIO_ANY_KIND = 1 << 1,
+};
+
+/* "a FIFO", "a directory", "a symbolic link", ... for a st_mode. */
+const char *zerg_fsio_kind(mode_t mode);
+
+/* Opens path for reading, O_CLOEXEC and (unless ZERG_FSIO_ANY_KIND)
+ * O_NONBLOCK, and checks with fstat that it is a regular file.  Returns
+ * the fd (caller closes) or, with err set to "PATH is not a regular file
+ * (a FIFO)" and the like: -errno from open, -EISDIR for a directory,
+ * ZERG_ENOTREG for a FIFO, socket or device, ZERG_ESYMLINK for a link
+ * refused under ZERG_FSIO_NOFOLLOW. */
+int zerg_fsio_open_read(const char *path, int flags, struct zerg_err *err);
+
+/* zerg_fsio_read_all with flags (ZERG_FSIO_NOFOLLOW, ZERG_FSIO_ANY_KIND). */
+int zerg_fsio_read_file(const char *path, size_t max, int flags, char **data,
+                        size_t *len, struct zerg_err *err);
+
+/* Opens zerg's own log file for appending, creating it 0644: never through
+ * a symbolic link (ZERG_ESYMLINK), never a FIFO or device (ZERG_ENOTREG;
+ * a FIFO without a reader does not block).  The fd (blocking, O_CLOEXEC)
+ * or negative with err set. */
+int zerg_fsio_open_append(const char *path, struct zerg_err *err);
+
+/* The project a user input belongs to: path up to (not including) its last
+ * ".zerg" or ".gsd" component, e.g. "/p/.zerg/config.yaml" -> "/p".
+ * 0, -ENOENT when path has no such component, or -ENAMETOOLONG. */
+int zerg_fsio_project_of(const char *path, char *root, size_t size);
+
+/* Reads a user input (config, task graph, policy): like zerg_fsio_read_all,
+ * and when path is in a project (zerg_fsio_project_of) the file opened,
+ * symbolic links resolved, must lie inside that project: a link to
+ * /etc/... is refused with ZERG_EOUTSIDE and err naming where it leads. */
+int zerg_fsio_read_input(const char *path, size_t max, char **data,
+                         size_t *len, struct zerg_err *err);
+
 /* mkdir -p; returns 0 or -errno. */
 int zerg_fsio_mkdirs(const char *path, mode_t mode);
+
+/* mkdir -p of root/rel where root is trusted (created like mkdirs) and no
+ * component of rel may be a symbolic link (ZERG_ESYMLINK) or anything but
+ * a directory (-ENOTDIR): zerg's own directories under .zerg/ never lead
+ * out of the project.  rel must not hold "..".  0, or negative with err
+ * set to "cannot create ROOT/REL: ROOT/logs is a symbolic link ...",
+ * "...: ROOT/logs: Not a directory (it is a regular file) ..." or the real
+ * errno ("cannot create ROOT/state: Read-only file system"). */
+int zerg_fsio_mkdirs_under(const char *root, const char *rel, mode_t mode,
+                           struct zerg_err *err);
 
 /* snprintf into buf; returns 0 or -ENAMETOOLONG when it does not fit. */
 int zerg_fsio_path(char *buf, size_t size, const char *fmt, ...)

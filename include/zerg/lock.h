@@ -15,13 +15,16 @@ struct zerg_lock {
 };
 
 /* Takes the lock or fails at once with ZERG_ELOCKED ("another zerg rush
- * (pid 123) holds ...").  Writes our pid into the file. */
+ * (pid 123) holds ...").  Writes our pid into the file.  A lock path that
+ * is a symbolic link (ZERG_ESYMLINK) or not a regular file (ZERG_ENOTREG)
+ * is refused, never followed nor waited on. */
 int zerg_lock_acquire(struct zerg_lock *lk, const char *path,
                       struct zerg_err *err);
 void zerg_lock_release(struct zerg_lock *lk);
 
 /* 1 if someone holds the lock (sets *holder to the pid recorded in the
- * file, or 0 if unknown), 0 if free or missing, -errno on error. */
+ * file, or 0 if unknown), 0 if free or missing, -errno on error, and
+ * ZERG_ESYMLINK / ZERG_ENOTREG as for zerg_lock_acquire. */
 int zerg_lock_probe(const char *path, pid_t *holder);
 
 #endif

@@ -52,6 +52,10 @@ void zerg_log_close(struct zerg_log *lg); /* accepts NULL */
 void zerg_log_set_level(struct zerg_log *lg, enum zerg_log_level min_level);
 void zerg_log_set_observer(struct zerg_log *lg, zerg_log_observer fn,
                            void *ud);
+/* Every JSON event names this feature from now on ("feature"), so one
+ * project's monitor.jsonl can be read per feature (`zerg logs --feature`).
+ * NULL or "" leaves it out. */
+void zerg_log_set_feature(struct zerg_log *lg, const char *feature);
 
 /* Writes one event.  data (may be NULL) is owned and freed by the call.
  * Never fails the caller: a write error is reported once on stderr. */

@@ -77,6 +77,12 @@ const char *zerg_strerror(int code)
         return "policy failed";
     case ZERG_ESTALE:
         return "stale message";
+    case ZERG_ENOTREG:
+        return "not a regular file";
+    case ZERG_ESYMLINK:
+        return "a symbolic link, not followed";
+    case ZERG_EOUTSIDE:
+        return "outside the project";
     }
     if (code < 0 && code > -4096)
         return strerror(-code);

@@ -5,7 +5,12 @@
  * crash at any instant - sees the old file or the new one, never a torn
  * one.  The temp file is ".NAME.tmp.PID.RANDOM" beside the target, so the
  * rename never crosses a filesystem, and the leading dot keeps it out of
- * globs such as "heartbeat-*.json". */
+ * globs such as "heartbeat-*.json".
+ *
+ * The openers below are the one place that decides what zerg will open:
+ * O_NONBLOCK so a FIFO planted by a task cannot stop the orchestrator in
+ * open(2), fstat so only regular files are read, O_NOFOLLOW and a no-follow
+ * directory walk so zerg's own files stay inside .zerg/. */
 #include "zerg/fsio.h"
 #include "zerg/err.h"
 
@@ -219,36 +224,215 @@ static int read_fd(int fd, size_t max, size_t hint, char **data, size_t *len)
     return 0;
 }
 
-int zerg_fsio_read_all(const char *path, size_t max, char **data, size_t *len,
+const char *zerg_fsio_kind(mode_t mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG:
+        return "a regular file";
+    case S_IFDIR:
+        return "a directory";
+    case S_IFIFO:
+        return "a FIFO";
+    case S_IFSOCK:
+        return "a socket";
+    case S_IFCHR:
+        return "a character device";
+    case S_IFBLK:
+        return "a block device";
+    case S_IFLNK:
+        return "a symbolic link";
+    }
+    return "of an unknown kind";
+}
+
+/* The code and sentence for a path that is there but is no regular file. */
+static int not_regular(const char *path, mode_t mode, struct zerg_err *err)
+{
+    if (S_ISLNK(mode))
+        return zerg_err_set(err, ZERG_ESYMLINK,
+                            "%s is a symbolic link, which zerg does not "
+                            "follow for its own files: remove it",
+                            path);
+    return zerg_err_set(err, S_ISDIR(mode) ? -EISDIR : ZERG_ENOTREG,
+                        "%s is not a regular file (%s)", path,
+                        zerg_fsio_kind(mode));
+}
+
+/* open(2) of path failed with e.  ELOOP under O_NOFOLLOW (a link) and
+ * ENXIO (a FIFO without a reader, opened to write non-blocking) are
+ * reported as the kind of file found. */
+static int open_failed(const char *path, int e, int nofollow, const char *verb,
                        struct zerg_err *err)
 {
-    *data = NULL;
-    int rc, fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        rc = -errno;
-        goto fail;
-    }
     struct stat st;
-    if (fstat(fd, &st) < 0) {
-        rc = -errno;
+    if (((e == ELOOP && nofollow) || e == ENXIO) && lstat(path, &st) == 0 &&
+        !S_ISREG(st.st_mode))
+        return not_regular(path, st.st_mode, err);
+    return zerg_err_set(err, -e, "cannot %s %s: %s", verb, path, strerror(e));
+}
+
+/* fstat of a fresh fd into st; the fd is closed on failure. */
+static int check_fd(int fd, const char *path, int any_kind, struct stat *st,
+                    struct zerg_err *err)
+{
+    int rc = fstat(fd, st) < 0 ? -errno : 0;
+    if (rc < 0)
+        zerg_err_set(err, rc, "cannot read %s: %s", path, strerror(-rc));
+    else if (!any_kind && !S_ISREG(st->st_mode))
+        rc = not_regular(path, st->st_mode, err);
+    if (rc < 0) {
         close(fd);
-        goto fail;
+        return rc;
     }
-    if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max) {
-        close(fd);
-        rc = -EFBIG;
-        goto fail;
-    }
-    rc = read_fd(fd, max, S_ISREG(st.st_mode) ? (size_t)st.st_size : 4096, data,
-                 len);
+    return fd;
+}
+
+static int open_checked(const char *path, int flags, struct stat *st,
+                        struct zerg_err *err)
+{
+    int any = flags & ZERG_FSIO_ANY_KIND, nofollow = flags & ZERG_FSIO_NOFOLLOW;
+    /* O_NONBLOCK changes nothing for a regular file; it only keeps open(2)
+     * of a FIFO from waiting for a writer that never comes. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | (any ? 0 : O_NONBLOCK) |
+                            (nofollow ? O_NOFOLLOW : 0));
+    if (fd < 0)
+        return open_failed(path, errno, nofollow, "read", err);
+    return check_fd(fd, path, any, st, err);
+}
+
+int zerg_fsio_open_read(const char *path, int flags, struct zerg_err *err)
+{
+    struct stat st;
+    return open_checked(path, flags, &st, err);
+}
+
+int zerg_fsio_open_append(const char *path, struct zerg_err *err)
+{
+    struct stat st;
+    int fd = open(path,
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW |
+                      O_NONBLOCK,
+                  0644);
+    if (fd < 0)
+        return open_failed(path, errno, 1, "open", err);
+    if ((fd = check_fd(fd, path, 0, &st, err)) < 0)
+        return fd;
+    /* Back to blocking: a write to a full disk must fail, not EAGAIN. */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+/* Reads the regular file (or, with any kind, the stream) open on fd. */
+static int read_checked(int fd, const char *path, size_t max,
+                        const struct stat *st, char **data, size_t *len,
+                        struct zerg_err *err)
+{
+    int reg = S_ISREG(st->st_mode);
+    int rc =
+        reg && (uintmax_t)st->st_size > max
+            ? -EFBIG
+            : read_fd(fd, max, reg ? (size_t)st->st_size : 4096, data, len);
     close(fd);
-    if (rc == 0)
-        return 0;
-fail:
     if (rc == -EFBIG)
         return zerg_err_set(err, rc, "cannot read %s: larger than %zu bytes",
                             path, max);
-    return zerg_err_set(err, rc, "cannot read %s: %s", path, zerg_strerror(rc));
+    if (rc < 0)
+        return zerg_err_set(err, rc, "cannot read %s: %s", path,
+                            zerg_strerror(rc));
+    return 0;
+}
+
+int zerg_fsio_read_file(const char *path, size_t max, int flags, char **data,
+                        size_t *len, struct zerg_err *err)
+{
+    struct stat st;
+    *data = NULL;
+    int fd = open_checked(path, flags, &st, err);
+    if (fd < 0)
+        return fd;
+    return read_checked(fd, path, max, &st, data, len, err);
+}
+
+int zerg_fsio_read_all(const char *path, size_t max, char **data, size_t *len,
+                       struct zerg_err *err)
+{
+    return zerg_fsio_read_file(path, max, 0, data, len, err);
+}
+
+int zerg_fsio_project_of(const char *path, char *root, size_t size)
+{
+    const char *found = NULL;
+    for (const char *p = path; *p; p++) {
+        if (p != path && p[-1] != '/')
+            continue;
+        size_t n = strcspn(p, "/");
+        if ((n == 5 && !strncmp(p, ".zerg", 5)) ||
+            (n == 4 && !strncmp(p, ".gsd", 4)))
+            found = p;
+    }
+    if (!found)
+        return -ENOENT;
+    if (found == path)
+        return zerg_fsio_path(root, size, ".");
+    size_t n = found - path > 1 ? (size_t)(found - path) - 1 : 1;
+    return zerg_fsio_path(root, size, "%.*s", (int)n, path);
+}
+
+/* Where fd really is: /proc/self/fd names the file opened, so a link
+ * swapped after the open cannot fool the check; without /proc, the
+ * resolved path. */
+static int fd_realpath(int fd, const char *path, char *out)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, out, PATH_MAX - 1);
+    if (n > 0 && out[0] == '/') {
+        out[n] = '\0';
+        return 0;
+    }
+    return realpath(path, out) ? 0 : -errno;
+}
+
+/* 0 when the file open on fd lies inside root; the fd is closed if not. */
+static int fd_inside(int fd, const char *path, const char *root,
+                     struct zerg_err *err)
+{
+    char real[PATH_MAX], top[PATH_MAX];
+    int rc = fd_realpath(fd, path, real);
+    if (rc == 0 && !realpath(root, top))
+        rc = -errno;
+    if (rc < 0) {
+        close(fd);
+        return zerg_err_set(err, rc, "cannot resolve %s: %s", path,
+                            strerror(-rc));
+    }
+    size_t n = strlen(top);
+    if (strcmp(top, "/") == 0 || (strncmp(real, top, n) == 0 && real[n] == '/'))
+        return 0;
+    close(fd);
+    return zerg_err_set(err, ZERG_EOUTSIDE,
+                        "%s leads to %s, outside the project %s: zerg reads "
+                        "its inputs only from inside the project",
+                        path, real, top);
+}
+
+int zerg_fsio_read_input(const char *path, size_t max, char **data, size_t *len,
+                         struct zerg_err *err)
+{
+    char root[PATH_MAX];
+    struct stat st;
+    *data = NULL;
+    int fd = open_checked(path, 0, &st, err);
+    if (fd < 0)
+        return fd;
+    int rc = zerg_fsio_project_of(path, root, sizeof root) == 0
+                 ? fd_inside(fd, path, root, err)
+                 : 0;
+    if (rc < 0)
+        return rc;
+    return read_checked(fd, path, max, &st, data, len, err);
 }
 
 static int mkdir_one(const char *path, mode_t mode)
@@ -283,6 +467,93 @@ int zerg_fsio_mkdirs(const char *path, mode_t mode)
             return rc;
     }
     return mkdir_one(buf, mode);
+}
+
+/* Creates (if missing) and opens the directory name inside dfd without
+ * following a link.  The new fd, ZERG_ESYMLINK, -ENOTDIR or -errno. */
+static int step_into(int dfd, const char *name, mode_t mode)
+{
+    /* EEXIST covers a link or a file in the way: the open tells which. */
+    if (mkdirat(dfd, name, mode) < 0 && errno != EEXIST)
+        return -errno;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0)
+        return fd;
+    int rc = -errno;
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        rc = S_ISLNK(st.st_mode)    ? ZERG_ESYMLINK
+             : !S_ISDIR(st.st_mode) ? -ENOTDIR
+                                    : rc;
+    return rc;
+}
+
+/* The sentence for a failed step at `at` (root/rel up to the component). */
+static int mkdirs_failed(const char *full, const char *at, int rc,
+                         struct zerg_err *err)
+{
+    struct stat st;
+    if (rc == ZERG_ESYMLINK)
+        return zerg_err_set(err, rc,
+                            "cannot create %s: %s is a symbolic link, which "
+                            "zerg does not follow for its own directories: "
+                            "remove it",
+                            full, at);
+    if (rc == -ENOTDIR && stat(at, &st) == 0 && !S_ISDIR(st.st_mode))
+        return zerg_err_set(err, rc,
+                            "cannot create %s: %s: Not a directory (it is "
+                            "%s): remove it",
+                            full, at, zerg_fsio_kind(st.st_mode));
+    return zerg_err_set(err, rc, "cannot create %s: %s", at, zerg_strerror(rc));
+}
+
+/* Walks rel below the open directory dfd (consumed), one component at a
+ * time; at holds root and grows by each component for the messages. */
+static int walk_under(int dfd, const char *rel, mode_t mode, char *at,
+                      size_t size, const char *full, struct zerg_err *err)
+{
+    int rc = 0;
+    for (const char *p = rel; rc == 0 && *p;) {
+        size_t n = strcspn(p, "/");
+        char name[NAME_MAX + 1];
+        if (n > NAME_MAX)
+            rc = -ENAMETOOLONG;
+        else if (n == 2 && !strncmp(p, "..", 2))
+            rc = -EINVAL;
+        size_t used = strlen(at);
+        if (rc == 0 && n > 0 && !(n == 1 && *p == '.')) {
+            memcpy(name, p, n);
+            name[n] = '\0';
+            snprintf(at + used, size - used, "/%s", name);
+            int fd = step_into(dfd, name, mode);
+            if (fd < 0)
+                rc = fd;
+            else {
+                close(dfd);
+                dfd = fd;
+            }
+        }
+        p += n + (p[n] == '/');
+    }
+    close(dfd);
+    return rc < 0 ? mkdirs_failed(full, at, rc, err) : 0;
+}
+
+int zerg_fsio_mkdirs_under(const char *root, const char *rel, mode_t mode,
+                           struct zerg_err *err)
+{
+    char full[PATH_MAX], at[PATH_MAX];
+    int rc = zerg_fsio_path(full, sizeof full, "%s/%s", root, rel);
+    if (rc < 0)
+        return zerg_err_set(err, rc, "cannot create %s/%s: %s", root, rel,
+                            zerg_strerror(rc));
+    if ((rc = zerg_fsio_mkdirs(root, mode)) < 0)
+        return mkdirs_failed(full, root, rc, err);
+    int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return mkdirs_failed(full, root, -errno, err);
+    snprintf(at, sizeof at, "%s", root);
+    return walk_under(dfd, rel, mode, at, sizeof at, full, err);
 }
 
 /* Hard-links path to a fresh temp name beside backup; 0 or -errno. */

@@ -3,9 +3,12 @@
  * A rush holds flock(LOCK_EX) for its lifetime; `zerg status` and friends
  * probe with LOCK_SH so they never look like a rush.  The lock file is never
  * unlinked: removing it would let a second rush lock a fresh inode while the
- * first still holds the old one. */
+ * first still holds the old one.  It is opened without following a link and
+ * without blocking, and must be a regular file: a FIFO planted in its place
+ * would otherwise hang every `zerg status`. */
 #include "zerg/lock.h"
 #include "zerg/err.h"
+#include "zerg/fsio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A probe holds LOCK_SH for a few microseconds; retrying this many times
@@ -59,16 +63,40 @@ static int take_exclusive(int fd)
     return -EWOULDBLOCK;
 }
 
-int zerg_lock_acquire(struct zerg_lock *lk, const char *path,
-                      struct zerg_err *err)
+/* Opens (creating) the lock file to write: the fd or negative, err set. */
+static int open_lock(const char *path, struct zerg_err *err)
 {
-    lk->fd = -1;
-    int rc, fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    struct stat st;
+    int rc,
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+                  0644);
+    if (fd < 0 && errno == ELOOP)
+        return zerg_err_set(err, ZERG_ESYMLINK,
+                            "cannot open lock %s: it is a symbolic link, "
+                            "which zerg does not follow: remove it",
+                            path);
     if (fd < 0) {
         rc = -errno;
         return zerg_err_set(err, rc, "cannot open lock %s: %s", path,
                             zerg_strerror(rc));
     }
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        close(fd);
+        return zerg_err_set(err, ZERG_ENOTREG,
+                            "cannot open lock %s: it is not a regular file "
+                            "(%s): remove it",
+                            path, zerg_fsio_kind(st.st_mode));
+    }
+    return fd;
+}
+
+int zerg_lock_acquire(struct zerg_lock *lk, const char *path,
+                      struct zerg_err *err)
+{
+    lk->fd = -1;
+    int rc, fd = open_lock(path, err);
+    if (fd < 0)
+        return fd;
     rc = take_exclusive(fd);
     if (rc == -EWOULDBLOCK) {
         pid_t holder = read_pid(fd);
@@ -108,9 +136,9 @@ int zerg_lock_probe(const char *path, pid_t *holder)
 {
     if (holder)
         *holder = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = zerg_fsio_open_read(path, ZERG_FSIO_NOFOLLOW, NULL);
     if (fd < 0)
-        return errno == ENOENT ? 0 : -errno;
+        return fd == -ENOENT ? 0 : fd;
     int held = 0;
     if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
         flock(fd, LOCK_UN);

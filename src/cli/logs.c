@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zerg/fsio.h"
 #include "zerg/json.h"
 #include "zerg/log.h"
 
@@ -37,7 +38,8 @@ static const char usage[] =
     "\n"
     "Prints the monitor log (.zerg/monitor.jsonl) as the lines of\n"
     "monitor.log, or as JSON.  Filters combine (all must match).  The log\n"
-    "belongs to the project; --feature is accepted and ignored.\n"
+    "belongs to the project: without --feature it shows every feature's\n"
+    "events; with --feature F only those of F's rushes.\n"
     "\n"
     "Options:\n"
     "  --worker N    events of worker N ('orch' for the orchestrator)\n"
@@ -53,6 +55,7 @@ static const char usage[] =
     "Exit codes: 0 ok; 1 no log yet; 2 usage error.\n";
 
 struct filter {
+    const char *feature; /* --feature, NULL: any */
     int worker; /* -1: any; ORCH_FILTER: the orchestrator */
     const char *task;
     const char *events; /* comma-separated, NULL: any */
@@ -104,6 +107,9 @@ static int matches(const struct filter *f, const zerg_json *rec,
         return 0;
     if (f->worker >= 0 && (!zerg_json_is(w, ZERG_JSON_NUMBER) ||
                            zerg_json_as_num(w, -1) != f->worker))
+        return 0;
+    const char *feat = zerg_json_as_str(zerg_json_get(rec, "feature"));
+    if (f->feature && (!feat || strcmp(feat, f->feature) != 0))
         return 0;
     if (f->task && (!task || strcmp(task, f->task) != 0))
         return 0;
@@ -253,9 +259,11 @@ static int replaced(const struct reader *r, const char *path)
            open_st.st_dev != path_st.st_dev || path_st.st_size < pos;
 }
 
-static int open_log(const char *path)
+/* monitor.jsonl, never through a link and never blocking on a FIFO.  The
+ * fd, or negative with err set. */
+static int open_log(const char *path, struct zerg_err *err)
 {
-    return open(path, O_RDONLY | O_CLOEXEC);
+    return zerg_fsio_open_read(path, ZERG_FSIO_NOFOLLOW, err);
 }
 
 static int follow(struct reader *r, const struct filter *f, const char *path)
@@ -266,7 +274,7 @@ static int follow(struct reader *r, const struct filter *f, const char *path)
             return rc;
         sleep_ms(POLL_MS);
         if (r->fd < 0 || replaced(r, path)) {
-            int fd = open_log(path);
+            int fd = open_log(path, NULL);
             if (fd < 0)
                 continue;
             if (r->fd >= 0)
@@ -362,8 +370,10 @@ static void report_corrupt(const struct reader *r, const char *path)
 
 int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
 {
-    struct filter f = {
-        .worker = -1, .min_level = ZERG_LOG_DEBUG, .color = cli->color};
+    struct filter f = {.feature = cli->feature_opt,
+                       .worker = -1,
+                       .min_level = ZERG_LOG_DEBUG,
+                       .color = cli->color};
     int rc = parse(argc, argv, &f);
     if (rc >= 0)
         return rc;
@@ -372,10 +382,15 @@ int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
         zerg_cli_error("logs", "the project path is too long");
         return ZERG_EXIT_USAGE;
     }
-    struct reader r = {.fd = open_log(path)};
-    if (r.fd < 0 && (errno != ENOENT || !f.follow)) {
-        zerg_cli_error("logs", "%s: %s%s", path, strerror(errno),
-                       errno == ENOENT ? " (no rush has run here yet)" : "");
+    struct zerg_err oerr = {0};
+    struct reader r = {.fd = open_log(path, &oerr)};
+    if (r.fd == ZERG_ENOTREG || r.fd == ZERG_ESYMLINK || r.fd == -EISDIR) {
+        zerg_cli_error("logs", "%s", oerr.msg);
+        return ZERG_EXIT_USAGE;
+    }
+    if (r.fd < 0 && (r.fd != -ENOENT || !f.follow)) {
+        zerg_cli_error("logs", "%s: %s%s", path, zerg_strerror(r.fd),
+                       r.fd == -ENOENT ? " (no rush has run here yet)" : "");
         return ZERG_EXIT_FAIL;
     }
     struct sigaction sa = {.sa_handler = on_sigint};

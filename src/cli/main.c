@@ -164,6 +164,8 @@ static int current_feature_file(const struct zerg_cli *cli, char *buf,
     int rc = zerg_fsio_read_all(path, CURRENT_FEATURE_MAX, &text, &len, &why);
     if (rc == -ENOENT)
         return 0;
+    if (rc == ZERG_ENOTREG || rc == -EISDIR || rc == ZERG_EOUTSIDE)
+        return zerg_err_set(err, ZERG_EINVAL_INPUT, "%s", why.msg);
     if (rc)
         return zerg_err_set(err, ZERG_EINVAL_INPUT, "%s: %s", path,
                             rc == -EFBIG ? "too large to hold a feature name"

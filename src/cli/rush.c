@@ -291,10 +291,15 @@ static int open_run(struct rush *r)
     struct zerg_err err = {0};
     char path[PATH_MAX];
 
-    zerg_cli_path(cli, path, sizeof path, ".zerg/state");
-    zerg_fsio_mkdirs(path, 0755);
-    zerg_cli_path(cli, path, sizeof path, ".zerg/logs/tasks");
-    zerg_fsio_mkdirs(path, 0755);
+    /* zerg's own directories: created without following a link out of the
+     * project, and the real reason said when that fails (a read-only
+     * .zerg is not "No such file or directory"). */
+    zerg_cli_path(cli, path, sizeof path, ".zerg");
+    if (zerg_fsio_mkdirs_under(path, "state", 0755, &err) < 0 ||
+        zerg_fsio_mkdirs_under(path, "logs/tasks", 0755, &err) < 0) {
+        zerg_cli_error("rush", "%s", err.msg);
+        return ZERG_EXIT_FAIL;
+    }
     zerg_cli_path(cli, path, sizeof path, ".zerg/state/%s.lock", r->feature);
     if (zerg_lock_acquire(&r->lk, path, &err) < 0) {
         zerg_cli_error("rush", "%s", err.msg);
@@ -306,6 +311,7 @@ static int open_run(struct rush *r)
         return ZERG_EXIT_FAIL;
     }
     zerg_log_set_level(r->log, (enum zerg_log_level)r->cfg.log_level);
+    zerg_log_set_feature(r->log, r->feature);
     zerg_policy_free(r->pol);
     zerg_cli_path(cli, path, sizeof path, ".zerg/policies");
     if (!(r->pol = zerg_policy_new(path, &r->cfg, r->log, &err))) {

@@ -265,7 +265,9 @@ static struct zerg_vm *user_vm(struct zerg_policy *p, char *const texts[],
 static int ov_stat(struct override *o)
 {
     struct stat st;
-    int seen = stat(o->path, &st) == 0 && S_ISREG(st.st_mode);
+    /* Anything by that name counts, so a FIFO or a directory is reported
+     * by ov_read instead of silently leaving the bundled policy on. */
+    int seen = stat(o->path, &st) == 0;
     int changed = seen != o->seen;
     if (seen)
         changed |= st.st_mtim.tv_sec != o->mtime.tv_sec ||
@@ -280,7 +282,8 @@ static int ov_stat(struct override *o)
 static int ov_read(const struct override *o, char **text, size_t *len,
                    struct zerg_err *err)
 {
-    int rc = zerg_fsio_read_all(o->path, OVERRIDE_MAX_BYTES, text, len, err);
+    /* Never blocks on a FIFO; a link must stay inside the project. */
+    int rc = zerg_fsio_read_input(o->path, OVERRIDE_MAX_BYTES, text, len, err);
     if (rc == -EFBIG)
         zerg_err_set(err, rc, "%s: larger than %u bytes", o->path,
                      OVERRIDE_MAX_BYTES);

@@ -105,7 +105,7 @@ static void load_overrides(struct zerg_repl *r, const char *project)
         if (zerg_fsio_path(path, sizeof path, "%s/.zerg/policies/%s.lua",
                            project, *n) != 0)
             continue;
-        int rc = zerg_fsio_read_all(path, 1u << 20, &text, &len, &e);
+        int rc = zerg_fsio_read_input(path, 1u << 20, &text, &len, &e);
         if (rc == 0)
             rc = zerg_policy_load_override(r->vm, *n, path, text, len, &e);
         if (rc != 0 && rc != -ENOENT)
@@ -150,7 +150,12 @@ static int repl_events(lua_State *L)
     const char *id = luaL_checkstring(L, 1);
     struct box *b = push_box(L); /* id box */
     b->v = zerg_json_arr();
-    FILE *f = fopen(lua_tostring(L, lua_upvalueindex(1)), "r");
+    /* zerg's own log: a FIFO or a link there is read as no events. */
+    int fd = zerg_fsio_open_read(lua_tostring(L, lua_upvalueindex(1)),
+                                 ZERG_FSIO_NOFOLLOW, NULL);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (fd >= 0 && !f)
+        close(fd);
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -430,7 +435,9 @@ int zerg_repl_run_file(struct zerg_repl *r, const char *path, int argc,
     char *text = NULL;
     size_t len = 0;
     struct zerg_err e = {0};
-    if (zerg_fsio_read_all(path, 64u << 20, &text, &len, &e) != 0) {
+    /* Named on the command line: a pipe such as <(cmd) is fine. */
+    if (zerg_fsio_read_file(path, 64u << 20, ZERG_FSIO_ANY_KIND, &text, &len,
+                            &e) != 0) {
         fprintf(r->errf, "zerg lua: %s\n", e.msg);
         return -1;
     }

@@ -179,7 +179,7 @@ static void check_override(struct wiring *w, struct zerg_vm *vm,
     char *text = NULL;
     size_t len = 0;
     struct zerg_err err = {0};
-    if (zerg_fsio_read_all(path, 1u << 20, &text, &len, &err) != 0 ||
+    if (zerg_fsio_read_input(path, 1u << 20, &text, &len, &err) != 0 ||
         zerg_policy_load_override(vm, name, path, text, len, &err) != 0)
         problem(w, "%s", err.msg);
     free(text);

@@ -10,15 +10,14 @@
 #include "zerg/config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <yaml.h>
 
 #include "zerg/err.h"
+#include "zerg/fsio.h"
 
 #include "config_internal.h"
 
@@ -387,56 +386,38 @@ int zerg_config_load_string(struct zerg_config *c, const char *name,
     return 0;
 }
 
-/* Reads at most CONFIG_MAX_BYTES + 1 bytes: enough to know it is too big. */
-static int read_limited(int fd, char **out, size_t *len)
+/* The sentence for a config file that could not be read: the reader's own
+ * for a file of the wrong kind or a link out of the project. */
+static int read_failed(const char *path, int rc, const struct zerg_err *why,
+                       struct zerg_err *err)
 {
-    size_t cap = CONFIG_MAX_BYTES + 1, n = 0;
-    char *buf = malloc(cap);
-    if (!buf)
-        return -ENOMEM;
-    while (n < cap) {
-        ssize_t got = read(fd, buf + n, cap - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            int e = -errno;
-            free(buf);
-            return e;
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-    }
-    *out = buf;
-    *len = n;
-    return 0;
+    if (rc == -ENOMEM)
+        return zerg_err_set(err, rc, "%s: out of memory", path);
+    if (rc == -EFBIG)
+        return zerg_err_set(err, ZERG_EINVAL_INPUT,
+                            "%s: found a file of more than %d bytes, expected "
+                            "at most 1 MiB",
+                            path, CONFIG_MAX_BYTES);
+    if (rc == ZERG_ENOTREG || rc == ZERG_EOUTSIDE)
+        return zerg_err_set(err, ZERG_EINVAL_INPUT, "%s", why->msg);
+    return zerg_err_set(err, ZERG_EINVAL_INPUT, "%s: cannot read: %s", path,
+                        zerg_strerror(rc));
 }
 
 int zerg_config_load(struct zerg_config *c, const char *path, zerg_warn_fn warn,
                      void *ud, struct zerg_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT)
-        return 0; /* no config file: every key keeps its default */
-    if (fd < 0)
-        return zerg_err_set(err, ZERG_EINVAL_INPUT, "%s: cannot open: %s", path,
-                            strerror(errno));
     char *text = NULL;
     size_t len = 0;
-    int rc = read_limited(fd, &text, &len);
-    close(fd);
-    if (rc == -ENOMEM)
-        return zerg_err_set(err, rc, "%s: out of memory", path);
+    struct zerg_err why = {0};
+    /* Never blocks on a FIFO, refuses a device, and a link must stay in
+     * the project. */
+    int rc = zerg_fsio_read_input(path, CONFIG_MAX_BYTES, &text, &len, &why);
+    if (rc == -ENOENT)
+        return 0; /* no config file: every key keeps its default */
     if (rc < 0)
-        return zerg_err_set(err, ZERG_EINVAL_INPUT, "%s: cannot read: %s", path,
-                            strerror(-rc));
-    if (len > CONFIG_MAX_BYTES)
-        rc = zerg_err_set(err, ZERG_EINVAL_INPUT,
-                          "%s: found a file of more than %d bytes, expected "
-                          "at most 1 MiB",
-                          path, CONFIG_MAX_BYTES);
-    else
-        rc = zerg_config_load_string(c, path, text, len, warn, ud, err);
+        return read_failed(path, rc, &why, err);
+    rc = zerg_config_load_string(c, path, text, len, warn, ud, err);
     free(text);
     return rc;
 }

@@ -558,7 +558,8 @@ int zerg_graph_load(struct zerg_graph **out, const char *path,
     char *text = NULL;
     size_t len = 0;
     *out = NULL;
-    int rc = zerg_fsio_read_all(path, ZERG_GRAPH_MAX_BYTES, &text, &len, err);
+    /* A FIFO is refused; a link must stay inside the project. */
+    int rc = zerg_fsio_read_input(path, ZERG_GRAPH_MAX_BYTES, &text, &len, err);
     if (rc == -EFBIG)
         return zerg_err_set(err, rc,
                             "%s: larger than the %u MB a task graph "

@@ -8,9 +8,9 @@
 #include "zerg/log.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
+#include "zerg/graph.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +27,7 @@ struct zerg_log {
     zerg_log_observer observer;
     void *observer_ud;
     int write_failed; /* reported on stderr once */
+    char feature[ZERG_ID_MAX + 1]; /* "" until set: not in the events */
 };
 
 static const char *const level_names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
@@ -60,13 +61,9 @@ static int open_append(const char *dir, const char *name, struct zerg_err *err)
     if (rc < 0)
         return zerg_err_set(err, rc, "cannot open %s/%s: %s", dir, name,
                             zerg_strerror(rc));
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        rc = -errno;
-        return zerg_err_set(err, rc, "cannot open %s: %s", path,
-                            zerg_strerror(rc));
-    }
-    return fd;
+    /* Never through a link (a task could point it out of the project) and
+     * never a FIFO, whose open would wait for a reader. */
+    return zerg_fsio_open_append(path, err);
 }
 
 static int debug_from_env(void)
@@ -119,6 +116,11 @@ void zerg_log_set_level(struct zerg_log *lg, enum zerg_log_level min_level)
     lg->min_level = min_level;
 }
 
+void zerg_log_set_feature(struct zerg_log *lg, const char *feature)
+{
+    snprintf(lg->feature, sizeof lg->feature, "%s", feature ? feature : "");
+}
+
 void zerg_log_set_observer(struct zerg_log *lg, zerg_log_observer fn, void *ud)
 {
     lg->observer = fn;
@@ -148,7 +150,8 @@ static char *text_line(const struct zerg_log_rec *rec, size_t *len)
     return line;
 }
 
-static int json_fields(zerg_json *o, const struct zerg_log_rec *rec)
+static int json_fields(zerg_json *o, const struct zerg_log_rec *rec,
+                       const char *feature)
 {
     char ts[ZERG_TS_MAX];
     zerg_json *worker =
@@ -158,16 +161,19 @@ static int json_fields(zerg_json *o, const struct zerg_log_rec *rec)
         zerg_json_set_str(o, "level", zerg_log_level_name(rec->level)) ||
         zerg_json_set_str(o, "event", rec->event) ||
         zerg_json_set_str(o, "task", rec->task) ||
-        zerg_json_set_str(o, "msg", rec->msg))
+        zerg_json_set_str(o, "msg", rec->msg) ||
+        (feature[0] && zerg_json_set_str(o, "feature", feature)))
         return -ENOMEM;
     return 0;
 }
 
-/* {"ts","worker","level","event","task","msg","data"}; takes data. */
-static zerg_json *json_record(const struct zerg_log_rec *rec, zerg_json *data)
+/* {"ts","worker","level","event","task","msg"[,"feature"],"data"}; takes
+ * data. */
+static zerg_json *json_record(const struct zerg_log_rec *rec,
+                              const char *feature, zerg_json *data)
 {
     zerg_json *o = zerg_json_obj();
-    if (!o || json_fields(o, rec) < 0) {
+    if (!o || json_fields(o, rec, feature) < 0) {
         zerg_json_free(o);
         zerg_json_free(data);
         return NULL;
@@ -181,17 +187,17 @@ static zerg_json *json_record(const struct zerg_log_rec *rec, zerg_json *data)
 
 /* The JSON line, malloc'd with its "\n".  Data that cannot be encoded (NaN)
  * is replaced by the reason, so the event itself is never lost. */
-static char *jsonl_line(const struct zerg_log_rec *rec, zerg_json *data,
-                        size_t *len)
+static char *jsonl_line(const struct zerg_log_rec *rec, const char *feature,
+                        zerg_json *data, size_t *len)
 {
     struct zerg_err err = {0};
-    zerg_json *o = json_record(rec, data);
+    zerg_json *o = json_record(rec, feature, data);
     char *text = o ? zerg_json_encode(o, len, &err) : NULL;
     zerg_json_free(o);
     if (!text && o) {
         zerg_json *why = zerg_json_obj();
         zerg_json_set_str(why, "encode_error", err.msg);
-        o = json_record(rec, why);
+        o = json_record(rec, feature, why);
         text = o ? zerg_json_encode(o, len, &err) : NULL;
         zerg_json_free(o);
     }
@@ -236,7 +242,7 @@ static void emit(struct zerg_log *lg, const struct zerg_log_rec *rec,
 {
     size_t tlen = 0, jlen = 0;
     char *text = text_line(rec, &tlen);
-    char *json = jsonl_line(rec, data, &jlen); /* takes data */
+    char *json = jsonl_line(rec, lg->feature, data, &jlen); /* takes data */
     if (text)
         write_line(lg, lg->fd_text, text, tlen, "monitor.log");
     else

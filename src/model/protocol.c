@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,11 +216,13 @@ int zerg_proto_write_assign(const char *dir, int slot,
     if (a->task[0] && !zerg_id_valid(a->task))
         return zerg_err_set(err, -EINVAL, "cannot write %s: bad task id \"%s\"",
                             path, a->task);
-    char slot_dir[PATH_MAX];
-    if (zerg_proto_slot_dir(slot_dir, sizeof slot_dir, dir, slot) == 0 &&
-        mkdir(slot_dir, 0755) < 0 && errno != EEXIST)
-        return zerg_err_set(err, -errno, "cannot create %s: %s", slot_dir,
-                            strerror(errno));
+    /* slot-N is created, never followed: a link planted there would send
+     * the assignments out of the project. */
+    char rel[32];
+    snprintf(rel, sizeof rel, "slot-%d", slot);
+    int mk = zerg_fsio_mkdirs_under(dir, rel, 0755, err);
+    if (mk < 0)
+        return mk;
     zerg_json *o = zerg_json_obj();
     int rc = -ENOMEM;
     if (o)

@@ -235,15 +235,9 @@ static int request_path(char *buf, size_t size, const char *dir,
 static int ensure_run_dir(const char *state_dir, const char *feature,
                           struct zerg_err *err)
 {
-    char run_dir[PATH_MAX];
-    int rc = zerg_fsio_path(run_dir, sizeof run_dir, "%s/%s", state_dir,
-                            feature);
-    if (rc == 0 && mkdir(run_dir, 0755) < 0 && errno != EEXIST)
-        rc = -errno;
-    if (rc)
-        return zerg_err_set(err, rc, "cannot create %s/%s: %s", state_dir,
-                            feature, zerg_strerror(rc));
-    return 0;
+    return zerg_fsio_mkdirs_under(state_dir, feature, 0755, err) < 0
+               ? (err && err->code ? err->code : -EIO)
+               : 0;
 }
 
 int zerg_retry_request_send(const char *state_dir, const char *feature,

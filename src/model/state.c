@@ -206,7 +206,9 @@ int zerg_state_load(struct zerg_state *s, const struct zerg_graph *g,
     zerg_json *doc = NULL;
 
     memset(s, 0, sizeof *s);
-    int rc = zerg_fsio_read_all(path, STATE_MAX_BYTES, &text, &len, &why);
+    /* zerg's own file: a link or a FIFO planted there is refused. */
+    int rc = zerg_fsio_read_file(path, STATE_MAX_BYTES, ZERG_FSIO_NOFOLLOW,
+                                 &text, &len, &why);
     if (rc == -EFBIG) {
         rc = corrupt(err, path, "larger than 256 MiB");
     } else if (rc) {

@@ -211,6 +211,8 @@ static void open_log(struct worker *w)
     if (zerg_fsio_path(dir, sizeof dir, "%s/.zerg", w->o->project) < 0)
         return;
     w->log = zerg_log_open(dir, w->clock, &e);
+    if (w->log)
+        zerg_log_set_feature(w->log, w->o->feature);
     /* The default level leaves ZERG_DEBUG=1 in charge. */
     if (w->log && w->cfg.log_level != ZERG_LOG_INFO)
         zerg_log_set_level(w->log, (enum zerg_log_level)w->cfg.log_level);

@@ -446,6 +446,28 @@ want_out "claimed task A-L1-001"
 no_out "crashed"
 ok
 
+t "logs --feature shows that feature's events only"
+cat >"$tmp/two.jsonl" <<'EOF'
+{"ts":"2026-02-03T05:41:55.123Z","worker":null,"level":"INFO","event":"rush_start","task":null,"msg":"Rush of f","feature":"f","data":{}}
+{"ts":"2026-02-03T05:41:55.200Z","worker":0,"level":"INFO","event":"task_claimed","task":"A-L1-001","msg":"g claimed A-L1-001","feature":"g","data":{}}
+{"ts":"2026-02-03T05:41:55.300Z","worker":0,"level":"INFO","event":"task_claimed","task":"A-L1-001","msg":"f claimed A-L1-001","feature":"f","data":{}}
+EOF
+cp "$proj/.zerg/monitor.jsonl" "$tmp/saved.jsonl"
+cp "$tmp/two.jsonl" "$proj/.zerg/monitor.jsonl"
+z -C "$proj" logs --feature f
+want_rc 0
+want_out "Rush of f"
+want_out "f claimed A-L1-001"
+no_out "g claimed"
+z -C "$proj" logs --feature g --task A-L1-001
+want_out "g claimed A-L1-001"
+no_out "f claimed"
+z -C "$proj" logs
+want_out "g claimed A-L1-001"
+want_out "f claimed A-L1-001"
+cp "$tmp/saved.jsonl" "$proj/.zerg/monitor.jsonl"
+ok
+
 t "logs --json prints the stored lines"
 z -C "$proj" logs --json --event task_claimed
 want_out '{"ts":"2026-02-03T05:41:55.200Z","worker":0,"level":"INFO","event":"task_claimed"'

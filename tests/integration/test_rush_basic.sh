@@ -37,7 +37,9 @@ import json, sys
 n = 0
 for line in open(sys.argv[1]):
     e = json.loads(line)
-    assert set(e) == {"ts", "worker", "level", "event", "task", "msg", "data"}, e
+    assert set(e) == {"ts", "worker", "level", "event", "task", "msg",
+                      "feature", "data"}, e
+    assert e["feature"] == "f", e
     n += 1
 assert n > 10
 PY

@@ -1,13 +1,17 @@
 /* test_fsio.c - atomic replace under injected failures, read_all's cap,
- * mkdirs, path and keep_copy (src/base/fsio.c). */
+ * mkdirs, path and keep_copy, and the openers that refuse FIFOs, devices,
+ * directories and links (src/base/fsio.c). */
 #include "testutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "zerg/err.h"
@@ -363,6 +367,243 @@ static void test_keep_copy_failures(void **state)
     assert_int_equal(tu_count_entries(dir), 1); /* temp link removed */
 }
 
+/* ---- what zerg refuses to open ---------------------------------------- */
+
+/* dir/name as a path, in one of four static buffers used in turn. */
+static const char *in_dir(const char *name)
+{
+    static char paths[4][PATH_MAX + 64];
+    static unsigned next;
+    char *path = paths[next++ % 4];
+    snprintf(path, sizeof paths[0], "%s/%s", dir, name);
+    return path;
+}
+
+/* A FIFO nobody writes to: a blocking open would never return.  The alarm
+ * turns a regression into a failure instead of a hang. */
+static void test_read_refuses_fifo(void **state)
+{
+    const char *fifo = in_dir("heartbeat-0.json");
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    alarm(20);
+    char *data = (char *)1;
+    struct zerg_err err = {0};
+    assert_int_equal(zerg_fsio_read_all(fifo, 100, &data, NULL, &err),
+                     ZERG_ENOTREG);
+    assert_null(data);
+    assert_int_equal(err.code, ZERG_ENOTREG);
+    assert_true(tu_contains(err.msg, fifo));
+    assert_true(tu_contains(err.msg, "is not a regular file (a FIFO)"));
+    assert_int_equal(zerg_fsio_open_read(fifo, ZERG_FSIO_NOFOLLOW, NULL),
+                     ZERG_ENOTREG);
+    assert_int_equal(zerg_fsio_read_input(fifo, 100, &data, NULL, NULL),
+                     ZERG_ENOTREG);
+    alarm(0);
+    assert_string_equal(zerg_strerror(ZERG_ENOTREG), "not a regular file");
+}
+
+static void test_read_refuses_directory_and_devices(void **state)
+{
+    char *data = NULL;
+    struct zerg_err err = {0};
+    assert_int_equal(zerg_fsio_read_all(dir, 100, &data, NULL, &err), -EISDIR);
+    assert_true(tu_contains(err.msg, "is not a regular file (a directory)"));
+    assert_int_equal(zerg_fsio_read_all("/dev/null", 100, &data, NULL, &err),
+                     ZERG_ENOTREG);
+    assert_true(tu_contains(err.msg, "/dev/null is not a regular file (a "
+                                     "character device)"));
+    /* /dev/zero would stream forever without the check. */
+    assert_int_equal(
+        zerg_fsio_read_all("/dev/zero", 1 << 20, &data, NULL, NULL),
+        ZERG_ENOTREG);
+    assert_null(data);
+}
+
+static void test_read_refuses_socket(void **state)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", in_dir("result-0.json"));
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(s >= 0);
+    assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);
+    char *data = NULL;
+    struct zerg_err err = {0};
+    assert_int_equal(zerg_fsio_read_all(sa.sun_path, 100, &data, NULL, &err),
+                     ZERG_ENOTREG);
+    assert_true(tu_contains(err.msg, "is not a regular file (a socket)"));
+    close(s);
+}
+
+static void test_nofollow_refuses_links(void **state)
+{
+    const char *link = in_dir("assign-0.json");
+    assert_int_equal(symlink(target, link), 0);
+    char *data = NULL;
+    size_t len = 0;
+    struct zerg_err err = {0};
+    assert_int_equal(
+        zerg_fsio_read_file(link, 100, ZERG_FSIO_NOFOLLOW, &data, &len, &err),
+        ZERG_ESYMLINK);
+    assert_null(data);
+    assert_true(tu_contains(err.msg, "is a symbolic link"));
+    /* Without the flag a link to a regular file is read. */
+    assert_int_equal(zerg_fsio_read_all(link, 100, &data, &len, NULL), 0);
+    assert_memory_equal(data, OLD, sizeof OLD);
+    free(data);
+    int fd = zerg_fsio_open_read(link, 0, NULL);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+/* A pipe the user named on the command line is read, not refused. */
+static void test_any_kind_reads_a_pipe(void **state)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(write(p[1], "x = 1\n", 6), 6);
+    close(p[1]);
+    char path[64], *data = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "/proc/self/fd/%d", p[0]);
+    assert_int_equal(zerg_fsio_read_all(path, 100, &data, &len, NULL),
+                     ZERG_ENOTREG);
+    assert_int_equal(
+        zerg_fsio_read_file(path, 100, ZERG_FSIO_ANY_KIND, &data, &len, NULL),
+        0);
+    assert_string_equal(data, "x = 1\n");
+    free(data);
+    close(p[0]);
+}
+
+static void test_open_append(void **state)
+{
+    const char *log = in_dir("monitor.log");
+    struct zerg_err err = {0};
+    int fd = zerg_fsio_open_append(log, &err);
+    assert_true(fd >= 0);
+    assert_false(fcntl(fd, F_GETFL) & O_NONBLOCK);
+    assert_int_equal(write(fd, "a\n", 2), 2);
+    close(fd);
+    fd = zerg_fsio_open_append(log, &err); /* appends, does not truncate */
+    assert_int_equal(write(fd, "b\n", 2), 2);
+    close(fd);
+    char *got = tu_read(log);
+    assert_string_equal(got, "a\nb\n");
+    free(got);
+}
+
+static void test_open_append_refuses(void **state)
+{
+    /* A dangling link: following it would create a file outside. */
+    const char *outside = in_dir("outside");
+    const char *link = in_dir("monitor.jsonl");
+    assert_int_equal(symlink(outside, link), 0);
+    struct zerg_err err = {0};
+    assert_int_equal(zerg_fsio_open_append(link, &err), ZERG_ESYMLINK);
+    assert_true(tu_contains(err.msg, "is a symbolic link"));
+    assert_int_equal(access(outside, F_OK), -1);
+    /* A FIFO with no reader: refused at once, not waited on. */
+    const char *fifo = in_dir("worker-0.log");
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    alarm(20);
+    assert_int_equal(zerg_fsio_open_append(fifo, &err), ZERG_ENOTREG);
+    assert_true(tu_contains(err.msg, "is not a regular file (a FIFO)"));
+    /* With a reader the open succeeds; the fstat check still refuses. */
+    int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+    assert_true(rd >= 0);
+    assert_int_equal(zerg_fsio_open_append(fifo, &err), ZERG_ENOTREG);
+    close(rd);
+    alarm(0);
+    assert_int_equal(zerg_fsio_open_append("/dev/null", &err), ZERG_ENOTREG);
+    assert_int_equal(zerg_fsio_open_append(dir, &err), -EISDIR);
+}
+
+static void test_project_of(void **state)
+{
+    char root[PATH_MAX];
+    assert_int_equal(
+        zerg_fsio_project_of("/p/.zerg/config.yaml", root, sizeof root), 0);
+    assert_string_equal(root, "/p");
+    assert_int_equal(zerg_fsio_project_of("/a/.zerg/b/.gsd/specs/f/g.json",
+                                          root, sizeof root),
+                     0);
+    assert_string_equal(root, "/a/.zerg/b");
+    assert_int_equal(zerg_fsio_project_of(".zerg/c", root, sizeof root), 0);
+    assert_string_equal(root, ".");
+    assert_int_equal(zerg_fsio_project_of("/.gsd/x", root, sizeof root), 0);
+    assert_string_equal(root, "/");
+    assert_int_equal(zerg_fsio_project_of("/p/x.zerg/c", root, sizeof root),
+                     -ENOENT);
+    assert_int_equal(zerg_fsio_project_of("/p/.zergs/c", root, sizeof root),
+                     -ENOENT);
+}
+
+static void test_read_input_stays_in_project(void **state)
+{
+    tu_write(dir, "proj/.zerg/real.yaml", "inside\n");
+    const char *cfg = in_dir("proj/.zerg/config.yaml");
+    char *data = NULL;
+    struct zerg_err err = {0};
+    /* A link to a file of the project is fine. */
+    assert_int_equal(symlink("real.yaml", cfg), 0);
+    assert_int_equal(zerg_fsio_read_input(cfg, 100, &data, NULL, &err), 0);
+    assert_string_equal(data, "inside\n");
+    free(data);
+    /* A link out of it is refused, naming where it leads. */
+    unlink(cfg);
+    assert_int_equal(symlink(target, cfg), 0);
+    assert_int_equal(zerg_fsio_read_input(cfg, 100, &data, NULL, &err),
+                     ZERG_EOUTSIDE);
+    assert_null(data);
+    assert_true(tu_contains(err.msg, "outside the project"));
+    assert_true(tu_contains(err.msg, "state.json"));
+    /* Outside any project there is nothing to stay inside. */
+    assert_int_equal(zerg_fsio_read_input(target, 100, &data, NULL, NULL), 0);
+    free(data);
+    assert_int_equal(
+        zerg_fsio_read_input(in_dir("proj/.zerg/none"), 100, &data, NULL, NULL),
+        -ENOENT);
+}
+
+static void test_mkdirs_under(void **state)
+{
+    char root[PATH_MAX + 16];
+    snprintf(root, sizeof root, "%s/proj/.zerg", dir);
+    struct zerg_err err = {0};
+    assert_int_equal(zerg_fsio_mkdirs_under(root, "logs//tasks/", 0755, &err),
+                     0);
+    assert_int_equal(zerg_fsio_mkdirs_under(root, "logs/tasks", 0755, &err), 0);
+    struct stat st;
+    assert_int_equal(lstat(in_dir("proj/.zerg/logs/tasks"), &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(zerg_fsio_mkdirs_under(root, "", 0755, &err), 0);
+}
+
+static void test_mkdirs_under_refuses(void **state)
+{
+    char root[PATH_MAX + 16];
+    snprintf(root, sizeof root, "%s/proj/.zerg", dir);
+    tu_write(dir, "proj/.zerg/logs", "a file where a directory is due");
+    char elsewhere[PATH_MAX + 16];
+    snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", dir);
+    assert_int_equal(mkdir(elsewhere, 0755), 0);
+    assert_int_equal(symlink(elsewhere, in_dir("proj/.zerg/state")), 0);
+    struct zerg_err err = {0};
+    assert_int_equal(zerg_fsio_mkdirs_under(root, "state/f", 0755, &err),
+                     ZERG_ESYMLINK);
+    assert_true(tu_contains(err.msg, "proj/.zerg/state is a symbolic link"));
+    assert_int_equal(tu_count_entries(elsewhere), 0);
+    assert_int_equal(zerg_fsio_mkdirs_under(root, "logs/tasks", 0755, &err),
+                     -ENOTDIR);
+    assert_true(tu_contains(err.msg, "proj/.zerg/logs: Not a directory (it "
+                                     "is a regular file)"));
+    assert_int_equal(zerg_fsio_mkdirs_under(root, "../out", 0755, &err),
+                     -EINVAL);
+    /* The root is trusted, but a file in its way is still reported. */
+    assert_int_equal(zerg_fsio_mkdirs_under(target, "x", 0755, &err), -ENOTDIR);
+    assert_true(tu_contains(err.msg, "Not a directory"));
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -386,6 +627,17 @@ int main(void)
         T(test_path),
         T(test_keep_copy),
         T(test_keep_copy_failures),
+        T(test_read_refuses_fifo),
+        T(test_read_refuses_directory_and_devices),
+        T(test_read_refuses_socket),
+        T(test_nofollow_refuses_links),
+        T(test_any_kind_reads_a_pipe),
+        T(test_open_append),
+        T(test_open_append_refuses),
+        T(test_project_of),
+        T(test_read_input_stays_in_project),
+        T(test_mkdirs_under),
+        T(test_mkdirs_under_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

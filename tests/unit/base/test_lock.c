@@ -1,5 +1,6 @@
 /* test_lock.c - the rush lock (src/base/lock.c): exclusive across processes,
- * names its holder, freed by release and by the holder's death. */
+ * names its holder, freed by release and by the holder's death; a FIFO or
+ * a link in its place is refused without blocking. */
 #include "testutil.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -173,6 +175,38 @@ static void test_unopenable_path(void **state)
     assert_int_equal(lk.fd, -1);
 }
 
+/* A FIFO as the lock file: a blocking open in `zerg status` would wait for
+ * a writer forever.  The alarm turns a regression into a failure. */
+static void test_fifo_lock_refused(void **state)
+{
+    assert_int_equal(mkfifo(path, 0644), 0);
+    alarm(CHILD_TIMEOUT_S);
+    struct zerg_lock lk;
+    struct zerg_err err = {0};
+    pid_t holder = 1;
+    assert_int_equal(zerg_lock_probe(path, &holder), ZERG_ENOTREG);
+    assert_int_equal(holder, 0);
+    assert_int_equal(zerg_lock_acquire(&lk, path, &err), ZERG_ENOTREG);
+    assert_true(tu_contains(err.msg, "not a regular file (a FIFO)"));
+    assert_int_equal(lk.fd, -1);
+    alarm(0);
+}
+
+/* A link as the lock file would make the rush create and write its pid
+ * into a file outside the project. */
+static void test_symlink_lock_refused(void **state)
+{
+    char outside[PATH_MAX + 32];
+    snprintf(outside, sizeof outside, "%s/outside", dir);
+    assert_int_equal(symlink(outside, path), 0);
+    struct zerg_lock lk;
+    struct zerg_err err = {0};
+    assert_int_equal(zerg_lock_acquire(&lk, path, &err), ZERG_ESYMLINK);
+    assert_true(tu_contains(err.msg, "symbolic link"));
+    assert_int_equal(access(outside, F_OK), -1);
+    assert_int_equal(zerg_lock_probe(path, NULL), ZERG_ESYMLINK);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -184,6 +218,8 @@ int main(void)
         T(test_lock_dropped_when_holder_dies),
         T(test_lock_not_inherited_by_exec),
         T(test_unopenable_path),
+        T(test_fifo_lock_refused),
+        T(test_symlink_lock_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,6 +156,25 @@ static void test_jsonl_record(void **state)
     free(text);
 }
 
+/* A rush names its feature in every JSON event; the text line is the
+ * same. */
+static void test_feature_in_events(void **state)
+{
+    struct zerg_log *lg = open_log();
+    zerg_log_set_feature(lg, "auth");
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", "A-L1-001", NULL,
+                   "Worker 0 claimed task %s", "A-L1-001");
+    zerg_log_close(lg);
+    char *text = tu_read(jsonl_path);
+    zerg_json *v = parse_line(text);
+    assert_string_equal(zerg_json_as_str(zerg_json_get(v, "feature")), "auth");
+    zerg_json_free(v);
+    free(text);
+    text = tu_read(log_path);
+    assert_null(strstr(text, "auth"));
+    free(text);
+}
+
 static void test_unencodable_data_keeps_event(void **state)
 {
     struct zerg_log *lg = open_log();
@@ -378,6 +397,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_exact_text_lines),
         T(test_jsonl_record),
+        T(test_feature_in_events),
         T(test_unencodable_data_keeps_event),
         T(test_level_filter),
         T(test_zerg_debug_env),
