@@ -44,7 +44,8 @@ static inline int64_t zerg_clock_wall(const struct zerg_clock *c)
 char *zerg_clock_iso8601(int64_t wall_ns, char buf[ZERG_TS_MAX]);
 
 /* Parses the format above (also without milliseconds, or with "+00:00");
- * returns 0 and sets *wall_ns, or -EINVAL. */
+ * returns 0 and sets *wall_ns, -EINVAL, or -ERANGE for a time outside
+ * 1677..2262 (what nanoseconds in an int64_t hold). */
 int zerg_clock_parse_iso8601(const char *s, int64_t *wall_ns);
 
 static inline double zerg_ns_to_s(int64_t ns) { return (double)ns / 1e9; }

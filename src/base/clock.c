@@ -179,6 +179,9 @@ int zerg_clock_parse_iso8601(const char *s, int64_t *wall_ns)
         return -EINVAL;
     int64_t days = days_from_civil(y, mo, d);
     int64_t secs = days * 86400 + h * 3600 + mi * 60 + sec;
+    /* Nanoseconds in an int64_t reach 1677-09-21 .. 2262-04-11. */
+    if (secs >= INT64_MAX / ZERG_NS_PER_S || secs <= INT64_MIN / ZERG_NS_PER_S)
+        return -ERANGE;
     *wall_ns = secs * ZERG_NS_PER_S + frac;
     return 0;
 }

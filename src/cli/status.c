@@ -36,8 +36,9 @@ static const char usage[] =
     "\n"
     "Shows where the feature's run stands: whether a rush is running, the\n"
     "current level, tasks by status, each worker with its task, step,\n"
-    "progress and heartbeat age, the resilience counters and a health\n"
-    "verdict.  Reads .zerg/state/ only; never writes.\n"
+    "progress and heartbeat age, the resilience counters, a health\n"
+    "verdict, every unfinished task (status, why, next retry) and every\n"
+    "failed one.  Reads .zerg/state/ only; never writes.\n"
     "\n"
     "Options:\n"
     "  --feature F  the feature (default: see 'zerg --help')\n"
@@ -415,6 +416,55 @@ static void print_failed(FILE *out, const struct view *v)
                      "'zerg rush --resume'.\n");
 }
 
+/* Unfinished tasks shown before "+N more": a big graph has thousands. */
+#define UNFINISHED_MAX 20
+
+static int unfinished(enum zerg_task_status st)
+{
+    return !zerg_task_status_terminal(st);
+}
+
+/* "retry in 12s" for a task waiting for its retry, "" otherwise. */
+static void next_retry(const struct view *v, const struct zerg_task_state *t,
+                       char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (t->status != ZERG_TASK_WAITING_RETRY || !t->retry_at)
+        return;
+    int64_t left = (t->retry_at - v->now_ns) / ZERG_NS_PER_S;
+    snprintf(buf, size, left > 0 ? "  retry in %llds" : "  retry due",
+             (long long)left);
+}
+
+/* Every task not finished yet, with its status, why, and when it retries:
+ * what a level is waiting for. */
+static void print_unfinished(FILE *out, const struct view *v)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < v->s.ntasks; i++) {
+        const struct zerg_task_state *t = &v->s.tasks[i];
+        if (!unfinished(t->status) || n++ >= UNFINISHED_MAX)
+            continue;
+        if (n == 1)
+            fputs("Unfinished tasks:\n", out);
+        char when[48];
+        next_retry(v, t, when, sizeof when);
+        fprintf(out, "  %s  %s%s", v->g->tasks[i].id,
+                zerg_task_status_name(t->status), when);
+        if (t->worker_id >= 0 && unfinished(t->status) &&
+            t->status != ZERG_TASK_PENDING &&
+            t->status != ZERG_TASK_WAITING_RETRY)
+            fprintf(out, " on worker %d", t->worker_id);
+        if (t->reason || t->error) {
+            fprintf(out, "  [%s] ", t->reason ? t->reason : "-");
+            put_clean(out, t->error ? t->error : "", 160);
+        }
+        fputc('\n', out);
+    }
+    if (n > UNFINISHED_MAX)
+        fprintf(out, "  +%zu more\n", n - UNFINISHED_MAX);
+}
+
 static void print_text(FILE *out, const struct view *v, int color)
 {
     struct health h;
@@ -424,6 +474,7 @@ static void print_text(FILE *out, const struct view *v, int color)
     print_counts(out, v);
     print_workers(out, v);
     print_health(out, v, &h, color);
+    print_unfinished(out, v);
     print_failed(out, v);
 }
 
@@ -542,6 +593,33 @@ static zerg_json *json_failed(const struct view *v)
     return arr;
 }
 
+/* Every unfinished task: id, status, worker, reason, error, retry_at. */
+static zerg_json *json_unfinished(const struct view *v)
+{
+    zerg_json *arr = zerg_json_arr();
+    char ts[ZERG_TS_MAX];
+    for (size_t i = 0; arr && i < v->s.ntasks; i++) {
+        const struct zerg_task_state *t = &v->s.tasks[i];
+        if (!unfinished(t->status))
+            continue;
+        zerg_json *o = zerg_json_obj();
+        int waiting = t->status == ZERG_TASK_WAITING_RETRY && t->retry_at;
+        if (!o || zerg_json_set_str(o, "id", v->g->tasks[i].id) ||
+            zerg_json_set_str(o, "status", zerg_task_status_name(t->status)) ||
+            zerg_json_set_num(o, "worker", t->worker_id) ||
+            zerg_json_set_str(o, "reason", t->reason) ||
+            zerg_json_set_str(o, "error", t->error) ||
+            zerg_json_set_str(o, "retry_at",
+                              waiting ? zerg_clock_iso8601(t->retry_at, ts)
+                                      : NULL) ||
+            zerg_json_push(arr, o)) {
+            zerg_json_free(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
 static zerg_json *json_view(const struct view *v)
 {
     zerg_json *o = zerg_json_obj();
@@ -563,6 +641,7 @@ static zerg_json *json_view(const struct view *v)
         zerg_json_set(o, "levels", json_levels(v)) ||
         zerg_json_set(o, "tasks", json_counts(v)) ||
         zerg_json_set(o, "failed", json_failed(v)) ||
+        zerg_json_set(o, "unfinished", json_unfinished(v)) ||
         zerg_json_set(o, "workers",
                       zerg_json_dup(zerg_json_get(state, "workers"))) ||
         zerg_json_set(o, "heartbeats", json_heartbeats(v)) ||

@@ -387,6 +387,31 @@ want_out '"failed":[{"id":"A-L1-002","reason":"verification"'
 [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "more than one line"
 ok
 
+t "status lists the unfinished tasks: status, why, next retry"
+cp "$sd/demo.json" "$tmp/demo.saved"
+python3 - "$sd/demo.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["status"] = "running"
+d["tasks"]["A-L1-002"] = {"status": "waiting_retry", "level": 1,
+                          "retry_count": 1, "reason": "exit",
+                          "error": "command failed: exit 1",
+                          "retry_at": "2200-01-01T00:00:00.000Z"}
+d["tasks"]["A-L2-001"] = {"status": "pending", "level": 2}
+json.dump(d, open(sys.argv[1], "w"))
+PY
+z -C "$proj" status
+want_rc 0
+want_out "Unfinished tasks:"
+want_out "A-L1-002  waiting_retry  retry in"
+want_out "[exit] command failed: exit 1"
+want_out "A-L2-001  pending"
+z -C "$proj" status --json
+want_out '"unfinished":[{"id":"A-L1-002","status":"waiting_retry"'
+want_out '"retry_at":"2200-01-01T00:00:00.000Z"'
+cp "$tmp/demo.saved" "$sd/demo.json"
+ok
+
 t "status of a running rush with a live worker"
 state "$sd/demo.json" running
 pid=$(fake_rush "$sd/demo.lock")

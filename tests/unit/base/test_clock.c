@@ -117,6 +117,15 @@ static void test_parse_rejects(void **state)
         assert_int_equal(ns, 7);
     }
     assert_int_equal(zerg_clock_parse_iso8601(NULL, NULL), -EINVAL);
+    /* Past what nanoseconds in an int64_t hold: out of range, no
+     * overflow (a hand-edited state file said 2999). */
+    int64_t ns = 7;
+    assert_int_equal(zerg_clock_parse_iso8601("2999-01-01T00:00:00Z", &ns),
+                     -ERANGE);
+    assert_int_equal(zerg_clock_parse_iso8601("1600-01-01T00:00:00Z", &ns),
+                     -ERANGE);
+    assert_int_equal(ns, 7);
+    assert_int_equal(zerg_clock_parse_iso8601("2262-01-01T00:00:00Z", &ns), 0);
 }
 
 static void test_conversions(void **state)
