@@ -13,8 +13,9 @@
 # is current.
 #
 # The runtime is $ZERG_RUNTIME if set, else the first of podman and docker
-# whose `info` answers.  On CI-like hosts point CONTAINERS_CONF at
-# tests/containers.conf (see docs/wiki/Container-Mode.md).
+# whose `info` answers (docker: the daemon DOCKER_HOST names, or the
+# default one).  On CI-like hosts point CONTAINERS_CONF at
+# tests/containers.conf for Podman (see docs/wiki/Container-Mode.md).
 #
 # For an image with real task tools (git, compilers, the Claude CLI), build
 # docker/Containerfile instead; see the comments in it.
@@ -50,7 +51,7 @@ pick_runtime() {
     return 1
 }
 rt=$(pick_runtime) ||
-    die "no working container runtime (tried: ${ZERG_RUNTIME:-podman docker}); install podman: scripts/install-deps.sh container"
+    die "no working container runtime (tried: ${ZERG_RUNTIME:-podman docker}); install Podman or Docker: scripts/install-deps.sh container (Docker also needs its daemon running)"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/zerg-image.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -122,7 +123,9 @@ if ! out=$("$rt" build --label "zerg.binary.sha256=$sum" -t "$image" \
     die "$rt build failed (see above)"
 fi
 
-id=$("$rt" image inspect --format '{{.Id}}' "$image" 2>/dev/null | cut -c1-12)
+# Docker prints the id as "sha256:HEX", Podman as "HEX".
+id=$("$rt" image inspect --format '{{.Id}}' "$image" 2>/dev/null |
+     sed 's/^sha256://' | cut -c1-12)
 size=$(du -sh "$root" | cut -f1)
 echo "Built image '$image' ($rt, id $id, rootfs $size):"
 echo "  /usr/local/bin/zerg   $bin (sha256 $(echo "$sum" | cut -c1-16)...)"

@@ -2,7 +2,7 @@
 # install-deps.sh - installs the Debian packages zerg needs, if missing.
 #   scripts/install-deps.sh build     # to build zerg
 #   scripts/install-deps.sh test      # + what the test suite needs
-#   scripts/install-deps.sh container # + Podman, for container-mode tests
+#   scripts/install-deps.sh container # + Podman and Docker, for container mode
 # As root it runs apt-get; otherwise it prints the exact command to run.
 set -eu
 
@@ -13,8 +13,10 @@ test="$build libcmocka-dev clang libclang-rt-dev python3 procps util-linux"
 # Podman is installed with its recommends, as documented for these
 # machines (catatonit for `run --init`, netavark/iptables for the default
 # network, uidmap, fuse-overlayfs); the ones zerg relies on are also
-# listed so that a Podman installed without them gets them.
-container="$test podman runc busybox-static catatonit iptables"
+# listed so that a Podman installed without them gets them.  docker.io
+# brings dockerd, containerd, runc and docker-init (tini for `run --init`);
+# the test suite starts its own private daemon, so no service is needed.
+container="$test podman runc busybox-static catatonit iptables docker.io containerd"
 
 case "${1:-build}" in
 build) want=$build ;;
@@ -38,7 +40,16 @@ fi
 echo "Installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-recommends=--no-install-recommends
-[ "${1:-build}" = container ] && recommends=
+# Podman with its recommends (see above); everything else, Docker included
+# (whose recommends are apparmor, git, needrestart and the like), without.
+with="" without=""
+for p in $missing; do
+    case "${1:-build}:$p" in
+    container:podman | container:catatonit) with="$with $p" ;;
+    *) without="$without $p" ;;
+    esac
+done
 # shellcheck disable=SC2086
-apt-get install -y -qq $recommends $missing >/dev/null
+[ -z "$with" ] || apt-get install -y -qq $with >/dev/null
+# shellcheck disable=SC2086
+[ -z "$without" ] || apt-get install -y -qq --no-install-recommends $without >/dev/null

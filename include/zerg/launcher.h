@@ -171,6 +171,33 @@ void zerg_container_exit_info(int wstatus, int oom_killed,
  * takes the working directory (the CLI runs from the project root). */
 void zerg_container_set_project(struct zerg_launcher *l, const char *project);
 
+/* Refuses container.run_args that would give tasks power over the host
+ * (--privileged, --cap-add, --device, --security-opt, -v/--volume,
+ * --mount, --volumes-from, --group-add, a host or container: namespace for
+ * --network/--net/--pid/--ipc/--uts/--userns/--cgroupns, --user root or 0)
+ * unless allow (ZERG_ALLOW_RUN_ARGS: flag names separated by spaces or
+ * commas, e.g. "--privileged --cap-add") names the flag.  0, with allowed
+ * (may be NULL) listing the risky flags that were let through ("" when
+ * none); or ZERG_EINVAL_INPUT with err naming the argument and how to
+ * allow it. */
+int zerg_container_check_run_args(const struct zerg_argv *args,
+                                  const char *allow, char *allowed,
+                                  size_t allowed_size, struct zerg_err *err);
+
+/* zerg_container_check_run_args of cfg's run_args against the environment's
+ * ZERG_ALLOW_RUN_ARGS; when risky ones were allowed, logs the warning
+ * container_run_args_allowed naming them.  0 or ZERG_EINVAL_INPUT. */
+int zerg_container_run_args_ok(const struct zerg_config *cfg,
+                               struct zerg_log *log, struct zerg_err *err);
+
+/* Makes the sources of a worker container's read-write mounts exist
+ * (.zerg/state/{feature}, .zerg/logs, .zerg/monitor.log and .jsonl) and
+ * checks that they, .zerg and .gsd are the project's own paths, reached
+ * through no symbolic link.  0, or negative with err set (ZERG_EINVAL_INPUT
+ * for a link: a permanent spawn failure). */
+int zerg_container_prepare_mounts(const char *project, const char *feature,
+                                  struct zerg_err *err);
+
 /* The runtime a container launcher drives ("podman"), for messages. */
 const char *zerg_container_runtime_name(const struct zerg_launcher *l);
 

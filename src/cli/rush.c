@@ -196,6 +196,30 @@ static int check_limits(const struct rush *r)
     return ZERG_EXIT_USAGE;
 }
 
+/* Exit 2 when container.run_args would widen the worker containers without
+ * the user's opt-in from outside the project (ZERG_ALLOW_RUN_ARGS); a
+ * warning when it let some through (the log gets one from the launcher). */
+static int check_run_args(const struct rush *r)
+{
+    struct zerg_err err = {0};
+    char allowed[256];
+    enum zerg_mode mode = r->ro.mode_set ? r->ro.mode : r->cfg.workers_mode;
+    if (mode == ZERG_MODE_SUBPROCESS)
+        return 0;
+    if (zerg_container_check_run_args(&r->cfg.container_run_args,
+                                      getenv("ZERG_ALLOW_RUN_ARGS"), allowed,
+                                      sizeof allowed, &err) < 0) {
+        zerg_cli_error("rush", "%s", err.msg);
+        return ZERG_EXIT_USAGE;
+    }
+    if (allowed[0])
+        fprintf(stderr,
+                "zerg rush: warning: container.run_args passes %s, allowed "
+                "by ZERG_ALLOW_RUN_ARGS\n",
+                allowed);
+    return 0;
+}
+
 /* Exit 3 before the state is touched when another rush holds the lock. */
 static int check_unlocked(struct rush *r)
 {
@@ -452,7 +476,7 @@ static int rush(struct rush *r)
         return rc;
     if (r->ro.dry_run)
         return dry_run(r);
-    if ((rc = check_limits(r)) ||
+    if ((rc = check_limits(r)) || (rc = check_run_args(r)) ||
         (rc = check_unlocked(r)) ||
         (rc = prepare_state(r)) ||
         (rc = open_run(r)))

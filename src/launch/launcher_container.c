@@ -6,8 +6,11 @@
  *     --label zerg.feature=F --label zerg.run=R --label zerg.worker=N
  *     --label zerg.epoch=E --label zerg.project=P
  *     --user UID:GID [--userns=keep-id]
- *     -v P:/workspace -v P/.zerg/state:/workspace/.zerg/state:rw
- *     -v P/.gsd/specs/F:/workspace/.gsd/specs/F:ro -w /workspace
+ *     -v P:/workspace -v P/.zerg:/workspace/.zerg:ro
+ *     -v P/.zerg/state/F:/workspace/.zerg/state/F:rw
+ *     -v P/.zerg/logs:/workspace/.zerg/logs:rw
+ *     -v P/.zerg/monitor.log:/workspace/.zerg/monitor.log:rw (and .jsonl)
+ *     -v P/.gsd:/workspace/.gsd:ro -w /workspace
  *     -e ZERG_FEATURE=F -e ZERG_WORKER_ID=N -e ZERG_EPOCH=E -e ZERG_RUN_ID=R
  *     [--memory M] [--cpus C] [--pids-limit P] [container.run_args...]
  *     IMAGE zerg worker -C /workspace --feature F --slot N --epoch E
@@ -25,7 +28,12 @@
  * the client with 125 before the worker is ready, which the orchestrator
  * treats as a failed spawn; the one certain permanent cause, a missing
  * image, is checked once up front so it fails fast instead of burning the
- * spawn retries. */
+ * spawn retries.
+ *
+ * A task must not change how zerg runs: what decides that (.zerg/ with the
+ * config and policies, .gsd/ with the graph) is mounted read-only, and
+ * run_args that widen the container need the user's opt-in; see
+ * container_guard.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -196,9 +204,20 @@ static void push_identity(struct argv_buf *b, const struct zerg_spawn_req *r,
 static void push_mounts(struct argv_buf *b, const struct zerg_spawn_req *r)
 {
     const char *p = r->project, *f = r->feature;
+    /* The runtimes mount parents first, so each later mount lies over the
+     * earlier one: the project writable, zerg's control files read-only,
+     * and inside those only what the worker itself writes. */
     pushf(b, "--volume=%s:/workspace", p);
-    pushf(b, "--volume=%s/.zerg/state:/workspace/.zerg/state:rw", p);
-    pushf(b, "--volume=%s/.gsd/specs/%s:/workspace/.gsd/specs/%s:ro", p, f, f);
+    pushf(b, "--volume=%s/.zerg:/workspace/.zerg:ro", p);
+    pushf(b, "--volume=%s/.zerg/state/%s:/workspace/.zerg/state/%s:rw", p, f,
+          f);
+    pushf(b, "--volume=%s/.zerg/logs:/workspace/.zerg/logs:rw", p);
+    pushf(b, "--volume=%s/.zerg/monitor.log:/workspace/.zerg/monitor.log:rw",
+          p);
+    pushf(b,
+          "--volume=%s/.zerg/monitor.jsonl:/workspace/.zerg/monitor.jsonl:rw",
+          p);
+    pushf(b, "--volume=%s/.gsd:/workspace/.gsd:ro", p);
     push_pair(b, "--workdir", "/workspace");
     pushf(b, "--env=ZERG_FEATURE=%s", f);
     pushf(b, "--env=ZERG_WORKER_ID=%d", r->slot);
@@ -293,13 +312,30 @@ static void runtime_failure(int code, const char *line,
                line[0] ? ": " : "", line);
 }
 
+/* The last line of the log that says something: docker ends its errors
+ * with "Run 'docker run --help' for more information", below the cause. */
+static void error_line(const char *tail, char *line, size_t size)
+{
+    const char *hint = tail ? strstr(tail, "Run '") : NULL;
+    for (const char *h = hint; h; h = strstr(h + 1, "Run '"))
+        hint = h;
+    zerg_last_line(tail, line, size);
+    if (!hint || strncmp(line, "Run '", 5) != 0 || !strstr(line, "--help'"))
+        return;
+    size_t n = (size_t)(hint - tail);
+    char *head = strndup(tail, n);
+    if (head)
+        zerg_last_line(head, line, size);
+    free(head);
+}
+
 void zerg_container_exit_info(int wstatus, int oom_killed, const char *memory,
                               const char *log_tail, struct zerg_exit_info *info)
 {
     char line[sizeof info->detail];
 
     zerg_exit_info_from_status(wstatus, info);
-    zerg_last_line(log_tail, line, sizeof line);
+    error_line(log_tail, line, sizeof line);
     int code = info->exit_code;
     if (info->signal == 0 && code >= 125 && code <= 127) {
         runtime_failure(code, line, info);
@@ -414,10 +450,10 @@ static int open_log(const struct zerg_spawn_req *req, const char *name,
     if (rc < 0)
         return zerg_err_set(err, rc, "cannot create %s/.zerg/logs: %s",
                             req->project, zerg_strerror(rc));
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    /* Never through a link: the logs directory is writable by tasks. */
+    int fd = zerg_fsio_open_append(path, err);
     if (fd < 0)
-        return zerg_err_set(err, -errno, "cannot open %s: %s", path,
-                            strerror(errno));
+        return fd;
     int n = marker(line, sizeof line, req->slot, req->epoch);
     n += snprintf(line + n, sizeof line - (size_t)n,
                   "container %s via %s ===\n", name, rt_name);
@@ -503,6 +539,14 @@ static int ct_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
     int rc = check_image(c, cls, err);
     if (rc < 0)
         goto out;
+    rc = zerg_container_prepare_mounts(req->project, req->feature, err);
+    if (rc < 0) {
+        *cls =
+            rc == ZERG_EINVAL_INPUT || rc == ZERG_ESYMLINK || rc == ZERG_ENOTREG
+                ? ZERG_SPAWN_PERMANENT
+                : ZERG_SPAWN_TRANSIENT;
+        goto out;
+    }
     rc = zerg_container_run_argv(l->cfg, &c->rt, req, getuid(), getgid(), &argv,
                                  err);
     if (rc < 0) {
@@ -563,13 +607,13 @@ static char *log_since_marker(const char *project, const struct zerg_proc *p)
     char path[PATH_MAX], mark[96];
     if (!project[0] || log_path(path, sizeof path, project, p->slot) < 0)
         return NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
         return NULL;
     struct stat st;
     char *buf = malloc(LOG_TAIL_BYTES + 1);
     ssize_t n = -1;
-    if (buf && fstat(fd, &st) == 0) {
+    if (buf && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
         off_t from =
             st.st_size > LOG_TAIL_BYTES ? st.st_size - LOG_TAIL_BYTES : 0;
         n = pread(fd, buf, LOG_TAIL_BYTES, from);
@@ -719,6 +763,9 @@ struct zerg_launcher *zerg_launcher_container_new(const struct zerg_config *cfg,
                                                   struct zerg_err *err)
 {
     char why[1024];
+    /* Again for any caller (the CLI checks before it writes anything). */
+    if (zerg_container_run_args_ok(cfg, log, err) < 0)
+        return NULL;
     struct container *c = calloc(1, sizeof *c);
 
     if (!c) {

@@ -58,8 +58,9 @@
       "spawn counts as failed.")                                               \
     X("workers.task_stale_timeout_seconds", DURATION, task_stale_timeout_ns,   \
       0, "600", DURATION_RANGE,                                                \
-      "An in_progress task without progress for this long is stale and is "    \
-      "reassigned.")                                                           \
+      "An in_progress task without progress for this long is stale: its "     \
+      "worker is killed and the failure (a timeout) is charged to the "        \
+      "task's retries.")                                                       \
     X("workers.heartbeat_interval_seconds", DURATION, heartbeat_interval_ns,   \
       0, "30", DURATION_RANGE,                                                 \
       "How often a worker writes its heartbeat; must be less than "            \

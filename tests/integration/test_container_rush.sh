@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Container mode end to end with the real podman (never skipped):
+# Container mode end to end with the real runtime, $ZC_RUNTIME = podman or
+# docker (never skipped):
 # a full rush; FR-7 (a task reads the graph inside its container, the spec
 # directory is read-only); a container killed mid-task is replaced and its
 # task reassigned; a runtime whose first two `run` calls fail is retried
@@ -44,7 +45,7 @@ wait_for 10 test -f "$PROJ/once"
 slot=$(slot_of K-L1-001)
 name=$(zc_containers "$PROJ" f | grep -- "-w$slot-" | head -1)
 [ -n "$name" ] || fail "no container for slot $slot"
-podman kill --signal KILL "$name" >/dev/null
+zc_rt kill --signal KILL "$name" >/dev/null
 rush_wait 120
 [ "$RUSH_RC" -eq 0 ] || fail "rush exited $RUSH_RC"
 [ "$(task_status K-L1-001)" = complete ] || fail "task not finished"
@@ -58,14 +59,14 @@ pass "container killed mid-task: task reassigned uncharged, worker replaced"
 new_project flaky
 cat > "$PROJ/flaky-podman" <<SH
 #!/bin/sh
-# Behaves like podman, except that the first two \`run\` calls fail the
-# way a daemon hiccup does.
+# Behaves like $ZC_RUNTIME, except that the first two \`run\` calls fail
+# the way a daemon hiccup does.
 if [ "\$1" = run ]; then
     n=\$(cat "$PROJ/runs" 2>/dev/null || echo 0)
     echo \$((n + 1)) > "$PROJ/runs"
     if [ "\$n" -lt 2 ]; then echo "Error: simulated runtime hiccup" >&2; exit 125; fi
 fi
-exec podman "\$@"
+exec $ZC_RUNTIME "\$@"
 SH
 chmod +x "$PROJ/flaky-podman"
 zc_config "$PROJ"
@@ -108,7 +109,7 @@ kill -9 "$RUSH_PID"; wait "$RUSH_PID" 2>/dev/null || true; RUSH_PID=""
 gen_graph 1 1 "true"
 rm -f "$PROJ/.zerg/state/f.json"
 zerg rush --mode container --workers 1 > "$PROJ/out.txt" 2>&1 || fail "next rush exited $?"
-after=$(podman ps -a --format '{{.Names}}')
+after=$(zc_rt ps -a --format '{{.Names}}')
 for name in $before; do
     ! grep -qx "$name" <<< "$after" || fail "container $name of the killed rush is still there"
 done

@@ -173,6 +173,20 @@ static void test_exit_container_table(void **state)
     zerg_container_exit_info(W_EXITCODE(1, 0), 0, NULL, "", &info);
     assert_int_equal(info.exit_code, 1);
     assert_string_equal(info.detail, "exited with code 1");
+
+    /* Docker puts a usage hint below the cause; the cause is the detail. */
+    zerg_container_exit_info(W_EXITCODE(125, 0), 0, NULL,
+                             "docker: Error response from daemon: runc "
+                             "create failed: unable to apply caps\n\n"
+                             "Run 'docker run --help' for more "
+                             "information\n",
+                             &info);
+    assert_true(tu_contains(info.detail, "(exit 125): docker: Error response "
+                                         "from daemon: runc create failed"));
+    /* A task's own line that looks alike stays when it is not last. */
+    zerg_container_exit_info(W_EXITCODE(3, 0), 0, NULL,
+                             "Run 'x --help' first\nreal cause\n", &info);
+    assert_string_equal(info.detail, "exited with code 3: real cause");
 }
 
 static void test_exit_container_oom(void **state)
@@ -274,8 +288,14 @@ static void test_argv_full(void **state)
         "--user=1000:1001",
         "--userns=keep-id",
         "--volume=/home/u/proj:/workspace",
-        "--volume=/home/u/proj/.zerg/state:/workspace/.zerg/state:rw",
-        "--volume=/home/u/proj/.gsd/specs/auth:/workspace/.gsd/specs/auth:ro",
+        "--volume=/home/u/proj/.zerg:/workspace/.zerg:ro",
+        "--volume=/home/u/proj/.zerg/state/auth:/workspace/.zerg/state/auth:rw",
+        "--volume=/home/u/proj/.zerg/logs:/workspace/.zerg/logs:rw",
+        "--volume=/home/u/proj/.zerg/monitor.log:"
+        "/workspace/.zerg/monitor.log:rw",
+        "--volume=/home/u/proj/.zerg/monitor.jsonl:"
+        "/workspace/.zerg/monitor.jsonl:rw",
+        "--volume=/home/u/proj/.gsd:/workspace/.gsd:ro",
         "--env=ZERG_FEATURE=auth",
         "--env=ZERG_WORKER_ID=2",
         "--env=ZERG_EPOCH=7",
