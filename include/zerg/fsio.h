@@ -101,6 +101,13 @@ int zerg_fsio_mkdirs(const char *path, mode_t mode);
 int zerg_fsio_mkdirs_under(const char *root, const char *rel, mode_t mode,
                            struct zerg_err *err);
 
+/* The same for directories that only zerg makes (the task logs under
+ * .zerg/logs/): a symbolic link in the way was planted by someone else,
+ * so it is removed -- the link, never what it points to -- and a real
+ * directory takes its place.  A file in the way is still an error. */
+int zerg_fsio_mkdirs_own(const char *root, const char *rel, mode_t mode,
+                         struct zerg_err *err);
+
 /* snprintf into buf; returns 0 or -ENAMETOOLONG when it does not fit. */
 int zerg_fsio_path(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

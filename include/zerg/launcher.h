@@ -101,6 +101,12 @@ int zerg_container_available(const struct zerg_config *cfg, char *why,
 /* Fills an exit_info from a wait status (shared by both launchers). */
 void zerg_exit_info_from_status(int wstatus, struct zerg_exit_info *info);
 
+/* A worker's own log, .zerg/logs/{feature}/worker-{slot}.log, into buf;
+ * its directory is made without following links (zerg_fsio_mkdirs_own).
+ * 0 or negative with err set. */
+int zerg_worker_log_path(char *buf, size_t size, const char *project,
+                         const char *feature, int slot, struct zerg_err *err);
+
 /* ---- Container mode building blocks (src/container_probe.c,
  * src/launcher_container.c), exposed for tests and diagnostics. ---- */
 

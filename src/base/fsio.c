@@ -471,7 +471,11 @@ int zerg_fsio_mkdirs(const char *path, mode_t mode)
 
 /* Creates (if missing) and opens the directory name inside dfd without
  * following a link.  The new fd, ZERG_ESYMLINK, -ENOTDIR or -errno. */
-static int step_into(int dfd, const char *name, mode_t mode)
+/* One component: created if missing, entered without following a link.
+ * With replace_links a symbolic link in the way is removed (the link, not
+ * what it points to) and a directory made in its place. */
+static int step_into(int dfd, const char *name, mode_t mode,
+                     int replace_links)
 {
     /* EEXIST covers a link or a file in the way: the open tells which. */
     if (mkdirat(dfd, name, mode) < 0 && errno != EEXIST)
@@ -481,11 +485,13 @@ static int step_into(int dfd, const char *name, mode_t mode)
         return fd;
     int rc = -errno;
     struct stat st;
-    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        rc = S_ISLNK(st.st_mode)    ? ZERG_ESYMLINK
-             : !S_ISDIR(st.st_mode) ? -ENOTDIR
-                                    : rc;
-    return rc;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return rc;
+    if (S_ISLNK(st.st_mode) && replace_links && unlinkat(dfd, name, 0) == 0)
+        return step_into(dfd, name, mode, 0);
+    return S_ISLNK(st.st_mode)    ? ZERG_ESYMLINK
+           : !S_ISDIR(st.st_mode) ? -ENOTDIR
+                                  : rc;
 }
 
 /* The sentence for a failed step at `at` (root/rel up to the component). */
@@ -509,8 +515,9 @@ static int mkdirs_failed(const char *full, const char *at, int rc,
 
 /* Walks rel below the open directory dfd (consumed), one component at a
  * time; at holds root and grows by each component for the messages. */
-static int walk_under(int dfd, const char *rel, mode_t mode, char *at,
-                      size_t size, const char *full, struct zerg_err *err)
+static int walk_under(int dfd, const char *rel, mode_t mode,
+                      int replace_links, char *at, size_t size,
+                      const char *full, struct zerg_err *err)
 {
     int rc = 0;
     for (const char *p = rel; rc == 0 && *p;) {
@@ -525,7 +532,7 @@ static int walk_under(int dfd, const char *rel, mode_t mode, char *at,
             memcpy(name, p, n);
             name[n] = '\0';
             snprintf(at + used, size - used, "/%s", name);
-            int fd = step_into(dfd, name, mode);
+            int fd = step_into(dfd, name, mode, replace_links);
             if (fd < 0)
                 rc = fd;
             else {
@@ -539,8 +546,8 @@ static int walk_under(int dfd, const char *rel, mode_t mode, char *at,
     return rc < 0 ? mkdirs_failed(full, at, rc, err) : 0;
 }
 
-int zerg_fsio_mkdirs_under(const char *root, const char *rel, mode_t mode,
-                           struct zerg_err *err)
+static int mkdirs_below(const char *root, const char *rel, mode_t mode,
+                        int replace_links, struct zerg_err *err)
 {
     char full[PATH_MAX], at[PATH_MAX];
     int rc = zerg_fsio_path(full, sizeof full, "%s/%s", root, rel);
@@ -553,7 +560,19 @@ int zerg_fsio_mkdirs_under(const char *root, const char *rel, mode_t mode,
     if (dfd < 0)
         return mkdirs_failed(full, root, -errno, err);
     snprintf(at, sizeof at, "%s", root);
-    return walk_under(dfd, rel, mode, at, sizeof at, full, err);
+    return walk_under(dfd, rel, mode, replace_links, at, sizeof at, full, err);
+}
+
+int zerg_fsio_mkdirs_under(const char *root, const char *rel, mode_t mode,
+                           struct zerg_err *err)
+{
+    return mkdirs_below(root, rel, mode, 0, err);
+}
+
+int zerg_fsio_mkdirs_own(const char *root, const char *rel, mode_t mode,
+                         struct zerg_err *err)
+{
+    return mkdirs_below(root, rel, mode, 1, err);
 }
 
 /* Hard-links path to a fresh temp name beside backup; 0 or -errno. */

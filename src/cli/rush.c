@@ -320,7 +320,7 @@ static int open_run(struct rush *r)
      * .zerg is not "No such file or directory"). */
     zerg_cli_path(cli, path, sizeof path, ".zerg");
     if (zerg_fsio_mkdirs_under(path, "state", 0755, &err) < 0 ||
-        zerg_fsio_mkdirs_under(path, "logs/tasks", 0755, &err) < 0) {
+        zerg_fsio_mkdirs_under(path, "logs", 0755, &err) < 0) {
         zerg_cli_error("rush", "%s", err.msg);
         return ZERG_EXIT_FAIL;
     }

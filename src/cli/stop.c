@@ -8,7 +8,10 @@
  * `RUNTIME rm -f` for recorded containers.  A recorded pid may have been
  * reused by an unrelated process since, so a process is killed only if it
  * still looks like a zerg worker (/proc/PID/cmdline) or a zerg task
- * (ZERG_TASK_ID in /proc/PID/environ). */
+ * (ZERG_TASK_ID in /proc/PID/environ).  Last, what left the recorded
+ * groups (a task's setsid daemons) goes too: the workers' cgroups and
+ * every process with this project's and feature's ZERG_* environment, of
+ * any run (zerg_subprocess_kill_leftovers). */
 #include "cli.h"
 
 #include <dirent.h>
@@ -23,6 +26,7 @@
 
 #include "zerg/fsio.h"
 #include "zerg/json.h"
+#include "zerg/launcher.h"
 #include "zerg/lock.h"
 #include "zerg/protocol.h"
 
@@ -39,8 +43,9 @@ static const char usage[] =
     "Resume later with 'zerg rush --resume'.\n"
     "\n"
     "Options:\n"
-    "  --force      SIGKILL the rush, its worker processes and task process\n"
-    "               groups, and remove its recorded containers\n"
+    "  --force      SIGKILL the rush, its worker processes, task process\n"
+    "               groups and what their tasks left running, and remove\n"
+    "               its recorded containers\n"
     "  --feature F  the feature (default: see 'zerg --help')\n"
     "  -C DIR       run as if started in DIR\n"
     "  -h, --help   show this help\n"
@@ -241,6 +246,11 @@ static int stop_force(const struct zerg_cli *cli, const struct stop *st,
         printf("Killed the rush for %s (pid %d).\n", st->feature, (int)pid);
     kill_recorded_workers(cli, st);
     kill_task_groups(st);
+    /* "": every run of this feature, the one just killed included. */
+    int n = zerg_subprocess_kill_leftovers(cli->project, st->feature, "");
+    if (n > 0)
+        printf("Killed %d more process%s of %s (left by its tasks).\n", n,
+               n == 1 ? "" : "es", st->feature);
     if (!wait_released(st->lock_path)) {
         zerg_cli_error("stop", "the lock %s is still held", st->lock_path);
         return ZERG_EXIT_FAIL;

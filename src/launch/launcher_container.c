@@ -52,6 +52,7 @@
 #include "zerg/config.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
+#include "zerg/graph.h"
 #include "zerg/launcher.h"
 #include "zerg/text.h"
 
@@ -71,6 +72,7 @@ struct container {
     int image_state; /* probed by the first spawn only */
     char image_why[512];
     char project[PATH_MAX]; /* "" until set_project or a spawn */
+    char feature[ZERG_ID_MAX + 1]; /* of the first spawn */
 };
 
 static const char *image_of(const struct zerg_config *cfg)
@@ -423,15 +425,10 @@ static int check_image(struct container *c, int *cls, struct zerg_err *err)
     return 0;
 }
 
-static int log_path(char *buf, size_t size, const char *project, int slot)
+static int log_path(char *buf, size_t size, const struct container *c,
+                    int slot)
 {
-    char dir[PATH_MAX];
-    int rc = zerg_fsio_path(dir, sizeof dir, "%s/.zerg/logs", project);
-    if (rc == 0)
-        rc = zerg_fsio_mkdirs(dir, 0755);
-    if (rc == 0)
-        rc = zerg_fsio_path(buf, size, "%s/worker-%d.log", dir, slot);
-    return rc;
+    return zerg_worker_log_path(buf, size, c->project, c->feature, slot, NULL);
 }
 
 /* The line spawn writes before the run's own output, so reaped can tell
@@ -446,10 +443,10 @@ static int open_log(const struct zerg_spawn_req *req, const char *name,
                     const char *rt_name, struct zerg_err *err)
 {
     char path[PATH_MAX], line[512];
-    int rc = log_path(path, sizeof path, req->project, req->slot);
+    int rc = zerg_worker_log_path(path, sizeof path, req->project,
+                                  req->feature, req->slot, err);
     if (rc < 0)
-        return zerg_err_set(err, rc, "cannot create %s/.zerg/logs: %s",
-                            req->project, zerg_strerror(rc));
+        return rc;
     /* Never through a link: the logs directory is writable by tasks. */
     int fd = zerg_fsio_open_append(path, err);
     if (fd < 0)
@@ -536,6 +533,7 @@ static int ct_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
 
     *cls = ZERG_SPAWN_TRANSIENT;
     zerg_container_set_project(l, req->project);
+    snprintf(c->feature, sizeof c->feature, "%s", req->feature);
     int rc = check_image(c, cls, err);
     if (rc < 0)
         goto out;
@@ -602,10 +600,11 @@ static int ct_kill(struct zerg_launcher *l, const struct zerg_proc *p, int sig)
 
 /* What the worker log holds since this incarnation's marker (malloc'd, or
  * NULL): the runtime's error for a failed run is its last line. */
-static char *log_since_marker(const char *project, const struct zerg_proc *p)
+static char *log_since_marker(const struct container *c,
+                              const struct zerg_proc *p)
 {
     char path[PATH_MAX], mark[96];
-    if (!project[0] || log_path(path, sizeof path, project, p->slot) < 0)
+    if (!c->project[0] || log_path(path, sizeof path, c, p->slot) < 0)
         return NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
@@ -665,7 +664,7 @@ static void ct_reaped(struct zerg_launcher *l, const struct zerg_proc *p,
          * leaves the container running). */
         remove_container(c, p->name);
     }
-    char *tail = log_since_marker(c->project, p);
+    char *tail = log_since_marker(c, p);
     zerg_container_exit_info(wstatus, oom, l->cfg->container_memory, tail,
                              info);
     free(tail);

@@ -73,8 +73,8 @@ static void lost_result(struct zerg_orch *o, struct slot *sl, int64_t now)
     zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "task_reassigned",
                    orch_tid(o, t), data,
                    "Task %s reassigned: worker %d finished it but its result "
-                   "never arrived (see .zerg/logs/worker-%d.log)",
-                   orch_tid(o, t), sl->id, sl->id);
+                   "never arrived (see .zerg/logs/%s/worker-%d.log)",
+                   orch_tid(o, t), sl->id, o->o.feature, sl->id);
     orch_requeue(o, t, "result lost");
     orch_slot_event(o, sl, SLOT_EV_TASK_DONE, NULL, now);
 }

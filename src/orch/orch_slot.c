@@ -121,7 +121,8 @@ static void describe_exit(const struct zerg_exit_info *info, char *buf,
         strcat(buf, " (out of memory)");
 }
 
-/* "what: last line of .zerg/logs/worker-N.log", so the reason a worker
+/* "what: last line of .zerg/logs/{feature}/worker-N.log", so the reason a
+ * worker
  * could not start is in the event, not only in a file. */
 static void worker_log_tail(const struct zerg_orch *o, int slot,
                             const char *what, char *buf, size_t n)
@@ -129,8 +130,8 @@ static void worker_log_tail(const struct zerg_orch *o, int slot,
     char path[PATH_MAX], tail[4096], line[320];
 
     snprintf(buf, n, "%s", what);
-    if (zerg_fsio_path(path, sizeof path, "%s/.zerg/logs/worker-%d.log",
-                       o->o.project, slot))
+    if (zerg_fsio_path(path, sizeof path, "%s/.zerg/logs/%s/worker-%d.log",
+                       o->o.project, o->o.feature, slot))
         return;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0)
@@ -219,10 +220,10 @@ static void spawn_failed(struct zerg_orch *o, struct slot *sl,
     zerg_log_event(o->o.log, sl->id, ZERG_LOG_ERROR, "worker_spawn_failed",
                    NULL, data,
                    "Worker %d could not be started after %d attempt%s: %s. "
-                   "Check .zerg/logs/worker-%d.log, the zerg binary and "
+                   "Check .zerg/logs/%s/worker-%d.log, the zerg binary and "
                    "workers.launch_prefix / container settings",
                    sl->id, w->spawn_attempt, w->spawn_attempt == 1 ? "" : "s",
-                   a->error, sl->id);
+                   a->error, o->o.feature, sl->id);
     pool_reduced(o, sl);
 }
 

@@ -463,14 +463,15 @@ static void summary_next(const struct zerg_orch *o, size_t complete, char *buf,
     else if (o->run_error[0])
         snprintf(buf, size,
                  " %s. Next: check `zerg logs --event worker_spawn_failed` "
-                 "and .zerg/logs/worker-*.log, fix the cause, then `zerg "
+                 "and .zerg/logs/%s/worker-*.log, fix the cause, then `zerg "
                  "rush --resume`.",
-                 o->run_error);
+                 o->run_error, o->o.feature);
     else if (complete != o->g->ntasks)
         snprintf(buf, size,
                  " Next: `zerg status` lists the failed tasks, `zerg logs "
-                 "--task ID` and .zerg/logs/tasks/ID/ show why; after a fix "
-                 "`zerg retry --all-failed && zerg rush --resume`.");
+                 "--task ID` and .zerg/logs/%s/tasks/ID/ show why; after a "
+                 "fix `zerg retry --all-failed && zerg rush --resume`.",
+                 o->o.feature);
 }
 
 void zerg_orch_summary(const struct zerg_orch *o, char *buf, size_t size)

@@ -5,7 +5,10 @@
  *
  * The worker never outlives its orchestrator: PR_SET_PDEATHSIG and a
  * check of $ZERG_ORCH_PID here at start, then the same check and the
- * lease at every tick of the wait loop. */
+ * lease at every tick of the wait loop.  Nothing a task started outlives
+ * the worker either: it is a child subreaper, so the daemons of its tasks
+ * stay its descendants, and it kills them after each stage and when it
+ * exits (worker_wait.c). */
 #include "worker_run.h"
 #include "worker_wait.h"
 
@@ -86,6 +89,9 @@ static int setup_signals(struct worker *w)
         return zerg_err_set(w->err, -errno, "signalfd: %s", strerror(errno));
     /* A parent death now arrives as SIGTERM on the signalfd. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* Orphans of our tasks become our children instead of init's. */
+    prctl(PR_GET_CHILD_SUBREAPER, &w->was_subreaper);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     return 0;
 }
 
@@ -250,6 +256,9 @@ static int worker_setup(struct worker *w)
 
 static void worker_close(struct worker *w)
 {
+    wk_kill_strays();
+    if (w->was_subreaper >= 0)
+        prctl(PR_SET_CHILD_SUBREAPER, w->was_subreaper);
     if (w->ready) {
         w->hb.task_pgid = 0;
         wk_step(w, "exiting", w->hb.progress_pct);
@@ -275,6 +284,7 @@ int zerg_worker_run(const struct zerg_worker_opts *o, struct zerg_err *err)
         .inofd = -1,
         .task_wd = -1,
         .exit_code = -1,
+        .was_subreaper = -1,
         .progress_last = -1,
     };
     sigprocmask(SIG_BLOCK, NULL, &w.oldmask);

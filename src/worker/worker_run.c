@@ -1,7 +1,7 @@
 /* worker_run.c - one attempt of a task on a worker (DESIGN.md section 8):
  * stage 1 is the task's command (or the executor with the prompt), stage 2
  * its verification command with its timeout; output goes to
- * .zerg/logs/tasks/{id}/attempt-{n}.log; the result file is written
+ * .zerg/logs/{feature}/tasks/{id}/attempt-{n}.log; the result file is written
  * durably at the end.  The task is complete only if both stages exit 0.
  *
  * Every stage runs in its own process group.  The child creates the group
@@ -10,7 +10,9 @@
  * could not kill the whole task.  After a stage ends -- success, failure or
  * timeout -- the group is SIGKILLed before the leader is reaped: until
  * then its pid, and so the group id, cannot be reused, and nothing the
- * task started in the background survives it.
+ * task started in the background survives it.  What left the group
+ * (setsid, a double fork) was re-parented to the worker, a child
+ * subreaper, and is killed next (wk_kill_strays), before the next stage.
  *
  * While a stage runs the worker waits in worker_wait.c (heartbeats and the
  * lease go on); nothing here calls back into worker.c. */
@@ -154,7 +156,7 @@ static void stage_wait(struct worker *w, struct stage *st)
     st->pidfd = -1;
     w->stage = NULL;
     w->hb.task_pgid = 0;
-    wk_reap_strays();
+    wk_kill_strays();
 }
 
 /* Runs one stage to its end; fills r on failure.  0 when it exited 0. */
@@ -199,16 +201,24 @@ static int stage_run(struct worker *w, struct task_run *run, const char *name,
 
 /* ---- one task attempt ----------------------------------------------- */
 
-/* Opens the attempt's log and builds its environment. */
-static int run_open(struct worker *w, struct task_run *run,
-                    struct zerg_result *r)
+/* The attempt's log, .zerg/logs/{feature}/tasks/{id}/attempt-{n}.log:
+ * zerg's own directory, made without following a link (one a task
+ * planted there is replaced), and a log file opened the same way, so a
+ * task's output never lands outside the project. */
+static int open_task_log(struct worker *w, struct task_run *run,
+                         struct zerg_err *err)
 {
-    char path[PATH_MAX];
+    char zdir[PATH_MAX], rel[PATH_MAX], path[PATH_MAX];
     const char *id = run->task->id;
-    int rc = zerg_fsio_path(run->log_dir, sizeof run->log_dir,
-                            "%s/.zerg/logs/tasks/%s", w->o->project, id);
+    int rc = zerg_fsio_path(zdir, sizeof zdir, "%s/.zerg", w->o->project);
     if (rc == 0)
-        rc = zerg_fsio_mkdirs(run->log_dir, 0755);
+        rc = zerg_fsio_path(rel, sizeof rel, "logs/%s/tasks/%s",
+                            w->o->feature, id);
+    if (rc == 0)
+        rc = zerg_fsio_path(run->log_dir, sizeof run->log_dir, "%s/%s", zdir,
+                            rel);
+    if (rc == 0)
+        rc = zerg_fsio_mkdirs_own(zdir, rel, 0755, err);
     if (rc == 0)
         rc = zerg_fsio_path(path, sizeof path, "%s/attempt-%d.log",
                             run->log_dir, run->attempt);
@@ -216,13 +226,25 @@ static int run_open(struct worker *w, struct task_run *run,
         rc = zerg_fsio_path(w->progress_path, sizeof w->progress_path,
                             "%s/attempt-%d.progress", run->log_dir,
                             run->attempt);
-    if (rc == 0 &&
-        (run->log_fd =
-             open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
-        rc = -errno;
+    if (rc == 0 && (run->log_fd = zerg_fsio_open_append(path, err)) < 0 &&
+        run->log_fd == ZERG_ESYMLINK && unlink(path) == 0)
+        run->log_fd = zerg_fsio_open_append(path, err); /* a planted link */
+    if (rc == 0 && run->log_fd < 0)
+        rc = run->log_fd;
+    return rc;
+}
+
+/* Opens the attempt's log and builds its environment. */
+static int run_open(struct worker *w, struct task_run *run,
+                    struct zerg_result *r)
+{
+    struct zerg_err err = {0};
+    const char *id = run->task->id;
+    int rc = open_task_log(w, run, &err);
     if (rc < 0) {
         snprintf(r->error, sizeof r->error,
-                 "cannot open the task log of %s: %s", id, strerror(-rc));
+                 "cannot open the task log of %s: %.180s", id,
+                 err.msg[0] ? err.msg : zerg_strerror(rc));
         return rc;
     }
     unlink(w->progress_path); /* a rerun must not inherit old progress */

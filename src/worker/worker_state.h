@@ -46,7 +46,8 @@ struct worker {
 
     int sigfd, inofd, task_wd;
     sigset_t oldmask;
-    int exit_code; /* -1 while running */
+    int exit_code;     /* -1 while running */
+    int was_subreaper; /* before we set it; -1 when not set */
 
     struct zerg_heartbeat hb;
     int64_t next_hb_ns, next_tick_ns;

@@ -11,14 +11,20 @@
  *     can miss events across a container bind mount), reads the lease and
  *     the progress file, and a heartbeat timer.
  *
+ * When a stage ends, what it left behind that escaped its process group
+ * (setsid daemons, re-parented to the worker) is killed here too.
+ *
  * At every tick the orchestrator must still be there: its pid, when
  * known, and the lease, whose seq must keep changing (the only sign of
  * life across a container boundary).  This file calls nothing in
  * worker.c or worker_run.c; both call into it. */
 #include "worker_wait.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +39,9 @@
 /* Without a pidfd (kernels before 5.3) a running stage is polled. */
 #define WORKER_CHILD_POLL_NS (20 * ZERG_NS_PER_MS)
 #define PROGRESS_MAX_BYTES 64
+/* Stray sweeps: children killed per pass, passes at most. */
+#define STRAY_BATCH 256
+#define STRAY_ROUNDS 64
 
 /* ---- heartbeat ------------------------------------------------------ */
 
@@ -190,6 +199,58 @@ void wk_reap_strays(void)
 {
     while (waitpid(-1, NULL, WNOHANG) > 0)
         ;
+}
+
+/* Live (not zombie) children of self, at most max of them, from
+ * /proc/PID/stat ("pid (comm) state ppid ..."; comm may hold spaces and
+ * parentheses, so the fields are read after the last ')'). */
+static size_t live_children(pid_t self, pid_t *out, size_t max)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    size_t n = 0;
+    while (d && n < max && (e = readdir(d))) {
+        char path[300], buf[512], state;
+        int ppid;
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t len = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        buf[len > 0 ? len : 0] = '\0';
+        const char *rp = strrchr(buf, ')');
+        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 &&
+            ppid == (int)self && state != 'Z' && state != 'X')
+            out[n++] = (pid_t)atoi(e->d_name);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* The worker is a child subreaper (worker.c), so whatever a task started
+ * and left -- a setsid daemon, a double-forked one -- is re-parented to it
+ * once its own parent is gone.  Kills those children, reaps them, and goes
+ * again for the grandchildren their death re-parents to us, until none is
+ * left (at most STRAY_ROUNDS rounds: a fork loop cannot hold us; the
+ * worker's cgroup, when it has one, gets the rest when it exits). */
+void wk_kill_strays(void)
+{
+    pid_t kids[STRAY_BATCH], self = getpid();
+    for (int round = 0; round < STRAY_ROUNDS; round++) {
+        wk_reap_strays();
+        size_t n = live_children(self, kids, STRAY_BATCH);
+        if (n == 0)
+            return;
+        for (size_t i = 0; i < n; i++)
+            kill(kids[i], SIGKILL);
+        for (size_t i = 0; i < n; i++)
+            while (waitpid(kids[i], NULL, 0) < 0 && errno == EINTR)
+                ;
+    }
 }
 
 static int stage_exited(const struct stage *st)

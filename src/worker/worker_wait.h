@@ -32,5 +32,8 @@ int wk_orch_gone(const struct worker *w);
 int wk_wait(struct worker *w, int64_t deadline_ns);
 /* Reaps children the tasks left behind (the worker may be pid 1). */
 void wk_reap_strays(void);
+/* Kills and reaps every child of the process, and the descendants their
+ * death re-parents to it; only when no stage runs (it would be killed). */
+void wk_kill_strays(void);
 
 #endif

@@ -1,26 +1,41 @@
 #!/usr/bin/env python3
 """chaos.py - randomized, seeded, reproducible failure injection.
 
-Runs `zerg rush` on a generated graph of a few hundred tasks and, while it
-runs, kills (SIGKILL) or freezes (SIGSTOP) random workers, corrupts
-heartbeat files and, with --kill-orchestrator, kills the orchestrator and
-resumes it; with --spawn-failures every third worker launch fails; with
---disk-full .zerg/state is a small tmpfs that is filled to the last byte
-now and then (needs root for the mount).  Afterwards it checks the invariants:
+Modes (--mode):
+
+  classic       (default) one feature, a graph of a few hundred tasks;
+                while `zerg rush` runs, random workers are killed
+                (SIGKILL) or frozen (SIGSTOP) and heartbeat files
+                corrupted; with --kill-orchestrator the orchestrator is
+                killed and resumed; with --spawn-failures every third
+                worker launch fails; with --disk-full .zerg/state is a
+                small tmpfs filled to the last byte now and then (needs
+                root for the mount).
+  two-features  features f and g in one project rushed at once, with the
+                same task ids (--ids same) or different ones; see
+                chaos_two.py.
+  hostile       tasks that attack zerg's own files (FIFOs, links out of
+                the project, garbage heartbeats, setsid daemons, config
+                rewrites); see chaos_hostile.py.
+
+Every mode counts the injections it really performed and fails when an
+enabled kind never happened.  A rush is resumed only after exit 1 or the
+harness's own kill -9; any other end of zerg (a signal nobody sent, an
+exit >= 128, exit 2 or 3, a sanitizer report, a hang) fails the run with
+the stderr tail.  Classic invariants:
 
   * every task ended complete, exactly one task_complete event each;
   * no crash was charged to a retry budget (retry_count == 0 everywhere);
   * the state document and monitor.jsonl agree;
   * no process of the run is left.
 
-Usage: chaos.py ZERG [--seed N] [--seconds S] [--tasks N] [--workers N]
-                     [--kill-orchestrator] [--spawn-failures] [--disk-full]
+Usage: chaos.py ZERG [--mode M] [--seed N] [--seconds S] [--tasks N]
+                     [--workers N] [--kill-orchestrator] [--spawn-failures]
+                     [--disk-full] [--ids same|different]
 The seed is printed first and on failure; rerun with --seed to reproduce.
 """
 import argparse
 import collections
-import glob
-import json
 import os
 import random
 import shutil
@@ -30,30 +45,9 @@ import sys
 import tempfile
 import time
 
-
-def project_procs(proj):
-    pids = []
-    for env in glob.glob("/proc/[0-9]*/environ"):
-        try:
-            with open(env, "rb") as f:
-                if ("ZERG_PROJECT=%s" % proj).encode() in f.read().split(b"\0"):
-                    pids.append(int(env.split("/")[2]))
-        except OSError:
-            pass
-    return pids
-
-
-def worker_pids(proj):
-    out = {}
-    for hb in glob.glob(proj + "/.zerg/state/f/heartbeat-*.json"):
-        try:
-            with open(hb) as f:
-                d = json.load(f)
-            out[d["worker_id"]] = d["pid"]
-        except (OSError, ValueError, KeyError):
-            pass
-    return out
-
+# The helpers beside this file are imported; no __pycache__ in the tree.
+sys.dont_write_bytecode = True
+import chaos_lib as cl  # noqa: E402
 
 FLAKY_LAUNCH = """#!/bin/sh
 # Every third worker launch fails, as a flaky launcher or runtime would.
@@ -62,6 +56,8 @@ echo $((n + 1)) > "$(dirname "$0")/launches"
 [ $((n % 3)) -ne 1 ] || { echo "chaos: launch $n refused" >&2; exit 1; }
 exec "$@"
 """
+
+ORCH_KILLS_MAX = 3
 
 
 def fill_disk(proj, rng):
@@ -78,29 +74,19 @@ def fill_disk(proj, rng):
     os.unlink(path)
 
 
-def make_project(root, ntasks, levels, spawn_failures):
+def make_project(root, ntasks, levels, spawn_failures, rng):
     proj = os.path.join(root, "chaos")
-    os.makedirs(proj + "/.gsd/specs/f")
     os.makedirs(proj + "/.zerg")
+    os.makedirs(proj + "/.gsd")
     with open(proj + "/.gsd/.current-feature", "w") as f:
         f.write("f\n")
-    with open(proj + "/.zerg/config.yaml", "w") as f:
-        f.write("resilience:\n"
-                "  reconcile_interval_seconds: 0.3\n"
-                "workers:\n"
-                "  heartbeat_interval_seconds: 0.1\n"
-                "  heartbeat_stale_threshold: 0.8\n"
-                "  spawn_backoff_base_seconds: 0.05\n"
-                "  spawn_backoff_max_seconds: 0.2\n"
-                "  max_respawn_attempts: 1000\n"
-                "  max_task_crashes: 100\n"
-                "  retry_attempts: 0\n")
-        if spawn_failures:
-            f.write("  launch_prefix: [\"%s/flaky-launch.sh\"]\n" % proj)
+    extra = ""
     if spawn_failures:
+        extra = "  launch_prefix: [\"%s/flaky-launch.sh\"]\n" % proj
         with open(proj + "/flaky-launch.sh", "w") as f:
             f.write(FLAKY_LAUNCH)
         os.chmod(proj + "/flaky-launch.sh", 0o755)
+    cl.write_config(proj, extra)
     per = max(1, ntasks // levels)
     tasks = []
     for l in range(1, levels + 1):
@@ -110,48 +96,41 @@ def make_project(root, ntasks, levels, spawn_failures):
             # Idempotent output: a task killed and re-run writes the same.
             tasks.append({"id": tid, "level": l, "dependencies": deps,
                           "command": "sleep 0.0%d; echo %s > out-%s" %
-                          (random.randint(1, 9), tid, tid)})
-    with open(proj + "/.gsd/specs/f/task-graph.json", "w") as f:
-        json.dump({"feature": "f", "tasks": tasks}, f)
+                          (rng.randint(1, 9), tid, tid)})
+    cl.write_graph(proj, "f", tasks)
     return proj, len(tasks)
 
 
-def rush(zerg, proj, workers, resume):
-    args = [zerg, "-C", proj, "rush", "--workers", str(workers)]
-    if resume:
-        args.append("--resume")
-    log = open(proj + "/rush.out", "a")
-    return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-
-
-def inject(proj, rng, stats, stopped, disk_full):
-    workers = worker_pids(proj)
+def inject(kind, proj, rng, rush):
+    """Performs one injection; True if it really happened."""
+    if kind == "orch_kill":
+        rush.kill9()
+        time.sleep(0.3)
+        rush.start(True)
+        return True
+    if kind == "fill":
+        fill_disk(proj, rng)
+        return True
+    workers = {s: p for s, p in cl.worker_pids(proj, "f").items() if cl.alive(p)}
     if not workers:
-        return
+        return False
     slot = rng.choice(sorted(workers))
-    pid = workers[slot]
-    what = rng.choices(["kill", "stop", "corrupt", "fill"],
-                       [6, 2, 2, 2 if disk_full else 0])[0]
     try:
-        if what == "kill":
-            os.kill(pid, signal.SIGKILL)
-        elif what == "stop":
-            os.kill(pid, signal.SIGSTOP)
-            stopped.append(pid)
-        elif what == "fill":
-            fill_disk(proj, rng)
+        if kind == "kill":
+            os.kill(workers[slot], signal.SIGKILL)
+        elif kind == "stop":
+            os.kill(workers[slot], signal.SIGSTOP)
         else:
             with open(proj + "/.zerg/state/f/heartbeat-%d.json" % slot, "w") as f:
                 f.write('{"worker_id": %d, "seq": "garbage' % slot)
-        stats[what] += 1
     except (ProcessLookupError, FileNotFoundError):
-        pass
+        return False
+    return True
 
 
 def check(proj, ntasks):
     problems = []
-    with open(proj + "/.zerg/state/f.json") as f:
-        state = json.load(f)
+    state = cl.load_state(proj, "f")
     complete = {t for t, v in state["tasks"].items() if v["status"] == "complete"}
     if len(complete) != ntasks:
         bad = {t: v["status"] for t, v in state["tasks"].items()
@@ -166,12 +145,10 @@ def check(proj, ntasks):
     # journal replay on --resume records the same (epoch, attempt) again.
     # Two different completions of one task would be a real double run.
     completions = collections.defaultdict(set)
-    with open(proj + "/.zerg/monitor.jsonl") as f:
-        for line in f:
-            e = json.loads(line)
-            if e["event"] == "task_complete":
-                completions[e["task"]].add((e["data"].get("epoch"),
-                                            e["data"].get("attempt")))
+    for e in cl.monitor_events(proj):
+        if e["event"] == "task_complete":
+            completions[e["task"]].add((e["data"].get("epoch"),
+                                        e["data"].get("attempt")))
     events = {t: len(c) for t, c in completions.items()}
     twice = [t for t, n in events.items() if n != 1]
     if twice:
@@ -186,9 +163,97 @@ def check(proj, ntasks):
     return problems
 
 
-def main():
+def refused_launches(proj):
+    try:
+        with open(proj + "/launches") as f:
+            n = int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+    return sum(1 for i in range(n) if i % 3 == 1)
+
+
+def run_classic(a, rng, root):
+    proj, ntasks = make_project(root, a.tasks, a.levels, a.spawn_failures, rng)
+    if a.disk_full:
+        os.makedirs(proj + "/.zerg/state")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs",
+                        proj + "/.zerg/state"], check=True)
+    try:
+        return classic(a, rng, root, proj, ntasks)
+    finally:
+        if a.disk_full:
+            subprocess.run(["umount", "-l", proj + "/.zerg/state"])
+
+
+def classic(a, rng, root, proj, ntasks):
+    inj = cl.Injections(rng, {"kill": 6, "stop": 2, "corrupt": 2,
+                              "fill": 2 if a.disk_full else 0,
+                              "orch_kill": 1 if a.kill_orchestrator else 0},
+                         {"orch_kill": ORCH_KILLS_MAX})
+    rush = cl.Rush(a.zerg, proj, "f", a.workers, root)
+    rush.start(False)
+    deadline = time.monotonic() + a.seconds
+    done = False
+    while time.monotonic() < deadline and not done:
+        time.sleep(rng.uniform(0.05, 0.4))
+        if not rush.running():
+            done = rush.check_if_ended()
+            continue
+        kind = inj.pick()
+        if inject(kind, proj, rng, rush):
+            inj.performed(kind)
+    if not done:
+        rush.finish(180)
+    cl.scan_worker_logs(proj)
+    problems = check(proj, ntasks)
+    if a.spawn_failures:
+        inj.enable("spawn_refused")
+        inj.performed("spawn_refused", refused_launches(proj))
+    return report(a, root, proj, inj, rush, problems,
+                  "%d tasks, %d workers" % (ntasks, a.workers))
+
+
+def report(a, root, proj, inj, rushes, problems, what):
+    """Common ending: injections, leftovers, recovery events, verdict."""
+    if not isinstance(rushes, (list, tuple)):
+        rushes = [rushes]
+    for k in inj.missing():
+        problems.append("injection '%s' never performed (the rush ended "
+                        "first? use more --tasks)" % k)
+    left = cl.leftovers(proj)
+    if left:
+        problems.append("processes left: %s" % cl.describe(left))
+        cl.kill_all(left)
+    seen = collections.Counter()
+    try:
+        for e in cl.monitor_events(proj):
+            seen[e["event"]] += 1
+    except (OSError, ValueError):
+        pass
+    print("chaos: %s, injected: %s; resumes %s" % (
+        what, inj.summary(), {r.feature: r.resumes for r in rushes}))
+    print("chaos: recovery seen: %s" % {k: seen[k] for k in (
+        "worker_crash", "task_reassigned", "heartbeat_stale",
+        "worker_spawn_retry", "state_write_failed", "result_fenced",
+        "result_invalid", "state_reconcile_fix") if seen[k]})
+    if problems:
+        print("chaos: FAILED with seed %d (project kept in %s):" % (a.seed, root))
+        for pr in problems:
+            print("  - " + pr)
+        return 1
+    if a.disk_full:
+        subprocess.run(["umount", "-l", proj + "/.zerg/state"])
+        a.disk_full = False
+    shutil.rmtree(root, ignore_errors=True)
+    print("chaos: all invariants hold (seed %d)" % a.seed)
+    return 0
+
+
+def parse():
     ap = argparse.ArgumentParser()
     ap.add_argument("zerg")
+    ap.add_argument("--mode", choices=("classic", "two-features", "hostile"),
+                    default="classic")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--tasks", type=int, default=300)
@@ -197,85 +262,33 @@ def main():
     ap.add_argument("--kill-orchestrator", action="store_true")
     ap.add_argument("--spawn-failures", action="store_true")
     ap.add_argument("--disk-full", action="store_true")
+    ap.add_argument("--ids", choices=("same", "different"), default="same")
     a = ap.parse_args()
-    seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "big")
-    print("chaos: seed %d" % seed, flush=True)
-    rng = random.Random(seed)
-    random.seed(seed)
+    a.zerg = os.path.abspath(a.zerg)
+    if a.seed is None:
+        a.seed = int.from_bytes(os.urandom(4), "big")
+    return a
+
+
+def main():
+    a = parse()
+    print("chaos: mode %s, seed %d" % (a.mode, a.seed), flush=True)
+    rng = random.Random(a.seed)
     root = tempfile.mkdtemp(prefix="zerg-chaos-")
-    proj, ntasks = make_project(root, a.tasks, a.levels, a.spawn_failures)
-    if a.disk_full:
-        os.makedirs(proj + "/.zerg/state")
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs",
-                        proj + "/.zerg/state"], check=True)
     try:
-        return run(a, seed, rng, root, proj, ntasks)
-    finally:
-        if a.disk_full:
-            subprocess.run(["umount", "-l", proj + "/.zerg/state"])
-
-
-def run(a, seed, rng, root, proj, ntasks):
-    stats = collections.Counter()
-    stopped = []
-    p = rush(os.path.abspath(a.zerg), proj, a.workers, False)
-    deadline = time.monotonic() + a.seconds
-    orch_kills = 0
-    while time.monotonic() < deadline:
-        time.sleep(rng.uniform(0.05, 0.4))
-        if p.poll() is not None:
-            break
-        if a.kill_orchestrator and rng.random() < 0.05 and orch_kills < 3:
-            p.kill()
-            p.wait()
-            orch_kills += 1
-            time.sleep(0.3)
-            p = rush(os.path.abspath(a.zerg), proj, a.workers, True)
-            continue
-        inject(proj, rng, stats, stopped, a.disk_full)
-    try:
-        rc = p.wait(timeout=180)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        rc = -1
-    # A run killed at the very end may need one more resume.
-    if rc != 0 and a.kill_orchestrator:
-        rc = rush(os.path.abspath(a.zerg), proj, a.workers, True).wait(timeout=180)
-    time.sleep(0.5)
-    left = project_procs(proj)
-    problems = [] if rc == 0 else ["rush exited %d" % rc]
-    problems += check(proj, ntasks)
-    if left:
-        problems.append("processes left: %s" % left)
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-    seen = collections.Counter()
-    try:
-        with open(proj + "/.zerg/monitor.jsonl") as f:
-            for line in f:
-                seen[json.loads(line)["event"]] += 1
-    except (OSError, ValueError):
-        pass
-    print("chaos: %d tasks, %d workers, injected %s, orchestrator kills %d" %
-          (ntasks, a.workers, dict(stats), orch_kills))
-    print("chaos: recovery seen: %s" % {k: seen[k] for k in (
-        "worker_crash", "task_reassigned", "heartbeat_stale",
-        "worker_spawn_retry", "state_write_failed", "result_fenced",
-        "state_reconcile_fix") if seen[k]})
-    if problems:
-        print("chaos: FAILED with seed %d (project kept in %s):" % (seed, root))
-        for pr in problems:
-            print("  - " + pr)
+        if a.mode == "classic":
+            return run_classic(a, rng, root)
+        if a.mode == "two-features":
+            import chaos_two
+            return chaos_two.run(a, rng, root, report)
+        import chaos_hostile
+        return chaos_hostile.run(a, rng, root, report)
+    except cl.ChaosFailure as e:
+        print("chaos: FAILED with seed %d (project kept in %s):\n%s" %
+              (a.seed, root, e))
+        cl.kill_rushes()
+        cl.kill_all(cl.project_procs(os.path.join(root, "chaos")))
         return 1
-    if a.disk_full:
-        subprocess.run(["umount", "-l", proj + "/.zerg/state"])
-        a.disk_full = False
-    shutil.rmtree(root)
-    print("chaos: all invariants hold (seed %d)" % seed)
-    return 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ end=$(( $(date +%s) + secs ))
 runs=0
 while [ "$(date +%s)" -lt "$end" ]; do
     python3 "$here/chaos.py" "$ZERG" --seconds 30 --tasks 400 --workers 8 --kill-orchestrator --spawn-failures --disk-full
-    runs=$((runs + 1))
+    python3 "$here/chaos.py" "$ZERG" --mode two-features --ids same --seconds 30 --tasks 400 --workers 4
+    python3 "$here/chaos.py" "$ZERG" --mode two-features --ids different --seconds 30 --tasks 300 --workers 4
+    python3 "$here/chaos.py" "$ZERG" --mode hostile --seconds 120 --tasks 150 --workers 4
+    runs=$((runs + 4))
 done
 echo "$runs passed, 0 failed"

@@ -27,7 +27,7 @@ PATH=$alone zerg rush --mode auto --workers 1 > "$PROJ/out.txt" 2>&1 ||
     fail "auto rush with only $ZC_RUNTIME exited $?: $(cat "$PROJ/out.txt")"
 last_mode | grep -q "using container ($ZC_RUNTIME works and image '$ZC_IMAGE' is present)" ||
     fail "auto did not pick $ZC_RUNTIME: $(last_mode)"
-grep -q "container zerg-f-.* via $ZC_RUNTIME ===" "$PROJ/.zerg/logs/worker-0.log" ||
+grep -q "container zerg-f-.* via $ZC_RUNTIME ===" "$PROJ/.zerg/logs/f/worker-0.log" ||
     fail "the worker did not run through $ZC_RUNTIME"
 [ "$(cat "$PROJ/where.txt")" = in-container ] || fail "the task did not run"
 if [ "$ZC_RUNTIME" = docker ]; then
@@ -75,7 +75,7 @@ if [ "$ZC_RUNTIME" = docker ]; then
     zerg rush --fresh --mode auto --workers 1 > "$PROJ/out.txt" 2>&1 ||
         fail "rush with runtime docker exited $?: $(cat "$PROJ/out.txt")"
     last_mode | grep -q "using container (docker works" || fail "docker not used: $(last_mode)"
-    grep -q "via docker ===" "$PROJ/.zerg/logs/worker-0.log" || fail "the worker did not run through docker"
+    grep -q "via docker ===" "$PROJ/.zerg/logs/f/worker-0.log" || fail "the worker did not run through docker"
     [ "$(cat "$PROJ/where.txt")" = via-docker ] || fail "the task did not run"
     zc_assert_no_containers "$PROJ" f
 fi

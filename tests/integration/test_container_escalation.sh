@@ -40,7 +40,7 @@ zerg rush --mode container --workers 1 > "$PROJ/out.txt" 2>&1 ||
 [ "$(cat "$PROJ/mine.txt")" = mine ] || fail "the project is not writable for tasks"
 grep -q '^task-line$' "$PROJ/.zerg/monitor.log" || fail ".zerg/monitor.log is not writable inside"
 grep -q 'slot-0' "$PROJ/state-ls.txt" || fail "the run directory is not visible inside: $(cat "$PROJ/state-ls.txt")"
-ls "$PROJ"/.zerg/logs/tasks/E-L1-001/attempt-*.log > /dev/null 2>&1 || fail "no task log"
+ls "$PROJ"/.zerg/logs/f/tasks/E-L1-001/attempt-*.log > /dev/null 2>&1 || fail "no task log"
 [ "$(task_status E-L1-001)" = complete ] || fail "the task did not complete"
 zc_assert_no_containers "$PROJ" f
 pass "$ZC_RUNTIME: .zerg/ and .gsd/ are read-only inside; run dir, logs and monitor log writable"

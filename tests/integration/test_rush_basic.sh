@@ -48,8 +48,8 @@ for ev in rush_start worker_spawn worker_ready level_start task_claimed task_sta
 done
 [ "$(wc -l < "$PROJ/.zerg/monitor.log")" -eq "$(wc -l < "$PROJ/.zerg/monitor.jsonl")" ] || fail "log and jsonl differ in length"
 pass "monitor.log / monitor.jsonl formats and events"
-[ -s "$PROJ/.zerg/logs/tasks/A-L1-001/attempt-1.log" ] || ls -R "$PROJ/.zerg/logs" >&2
-ls "$PROJ/.zerg/logs/tasks/A-L1-001/" | grep -q . || fail "no task log"
+[ -s "$PROJ/.zerg/logs/f/tasks/A-L1-001/attempt-1.log" ] || ls -R "$PROJ/.zerg/logs" >&2
+ls "$PROJ/.zerg/logs/f/tasks/A-L1-001/" | grep -q . || fail "no task log"
 no_procs
 ls "$PROJ/.zerg/state/f" | grep -q "^result-" && fail "result files left behind"
 pass "no process and no result file left"

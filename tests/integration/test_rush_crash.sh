@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
 # FR-5/FR-6: kill -9 of a worker mid-task.  The task is reassigned with
 # retry_count untouched, a replacement worker is spawned, and the killed
-# task's own processes are gone.
+# task's own processes are gone: the shell that runs the command (it
+# writes its pid, $$, to task.pid) and the sleep it started.
 source "$(dirname "$0")/lib.sh"
 
 new_project crash
 graph <<'JSON'
 {"feature": "f", "tasks": [
  {"id": "SLOW-L1-001", "level": 1,
-  "command": "if [ ! -f first-run ]; then touch first-run; sleep 300; fi; echo ok > slow.txt"},
+  "command": "if [ ! -f first-run ]; then touch first-run; echo $$ > task.pid; sleep 300; fi; echo ok > slow.txt"},
  {"id": "FAST-L1-002", "level": 1, "command": "echo fast > fast.txt"},
  {"id": "NEXT-L2-001", "level": 2, "dependencies": ["SLOW-L1-001"], "command": "cat slow.txt > next.txt"}
 ]}
 JSON
 rush_bg --workers 2
 wait_for 20 task_running SLOW-L1-001
-wait_for 10 test -f "$PROJ/first-run"
+wait_for 10 test -s "$PROJ/task.pid"
 slot=$(slot_of SLOW-L1-001)
 victim=$(worker_pid "$slot")
-sleeper=$(pgrep -f "sleep 300" | head -1)
-[ -n "$sleeper" ] || fail "task process not found"
+task_sh=$(cat "$PROJ/task.pid")
+wait_for 10 pgrep -P "$task_sh" -x sleep
+sleeper=$(pgrep -P "$task_sh" -x sleep)
+for pid in "$task_sh" "$sleeper"; do
+    tr '\0' '\n' < "/proc/$pid/environ" | grep -qx "ZERG_PROJECT=$PROJ" ||
+        fail "process $pid is not a task of this project"
+done
 kill -9 "$victim"
 rush_wait 60
 [ "$RUSH_RC" -eq 0 ] || fail "rush exited $RUSH_RC: $(cat "$PROJ/rush.out")"
@@ -32,7 +38,8 @@ has_event worker_respawn || fail "no worker_respawn event"
 [ "$(state_field metrics.worker_respawns)" -ge 1 ] || fail "metrics.worker_respawns"
 [ "$(state_field metrics.task_reassignments)" -ge 1 ] || fail "metrics.task_reassignments"
 pass "killed worker's task reassigned uncharged; replacement spawned"
-! alive "$sleeper" || fail "the killed task's process $sleeper survived"
+! alive "$task_sh" || fail "the killed task's shell $task_sh survived"
+! alive "$sleeper" || fail "the killed task's sleep $sleeper survived"
 no_procs
 pass "the killed task's processes are gone"
 # With resilience.enabled: false nothing is recovered automatically: the

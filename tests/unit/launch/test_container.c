@@ -642,7 +642,7 @@ static void test_launcher_spawn_reaped_clean(void **state)
     assert_false(info.runtime_error);
 
     /* The run's output is in the worker log, after this epoch's marker. */
-    snprintf(logp, sizeof logp, "%s/.zerg/logs/worker-2.log", project);
+    snprintf(logp, sizeof logp, "%s/.zerg/logs/feat/worker-2.log", project);
     char *log = tu_read(logp);
     assert_true(tu_contains(log, "=== zerg: worker 2 epoch 7 container "));
     free(log);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -470,7 +471,7 @@ static void test_task_completes(void **state)
     char *out = project_file(f, "out.txt");
     assert_string_equal(out, "hi\n");
     free(out);
-    char *log = project_file(f, ".zerg/logs/tasks/T1/attempt-1.log");
+    char *log = project_file(f, ".zerg/logs/feat/tasks/T1/attempt-1.log");
     assert_true(tu_contains(log, "\nhi\n"));
     assert_true(tu_contains(
         log, "task=T1 worker=0 feature=feat attempt=1 epoch=7 run=run-1\n"));
@@ -546,6 +547,78 @@ static void test_stray_processes_killed(void **state)
     assert_non_null(pg);
     assert_int_equal(live_in_group((pid_t)atoi(pg)), 0);
     free(pg);
+}
+
+/* 1 while pid exists and is not a zombie. */
+static int live_pid(pid_t pid)
+{
+    char path[64], buf[512], st;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return 0;
+    size_t len = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[len] = '\0';
+    char *rp = strrchr(buf, ')');
+    return rp && sscanf(rp + 1, " %c", &st) == 1 && st != 'Z' && st != 'X';
+}
+
+static pid_t pid_in(const struct fx *f, const char *rel)
+{
+    char *text = project_file(f, rel);
+    assert_non_null(text);
+    pid_t pid = (pid_t)atoi(text);
+    free(text);
+    assert_true(pid > 1);
+    return pid;
+}
+
+/* Left their group: a setsid daemon and a double-forked one. */
+#define DAEMONS                                                                \
+    "setsid sleep 30 & echo $! > d1.txt; "                                     \
+    "setsid sh -c 'sleep 30 & echo $! > d2.txt' & "                            \
+    "while [ ! -s d2.txt ]; do sleep 0.01; done"
+
+/* Daemons that left the task's process group die when the stage ends:
+ * already when its result is written, while the worker lives on. */
+static void test_setsid_daemons_killed(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_result r;
+    char msg[512];
+    write_graph(f, DAEMONS, NULL, NULL, NULL);
+    struct zerg_worker_opts o = fx_opts(f);
+    start_worker(f, &o);
+    wait_seq(f, 1);
+    assign(f, EPOCH, "T1", 1, 0);
+    wait_result(f, "T1", 1, &r);
+    assert_int_equal(r.outcome, ZERG_OUTCOME_COMPLETE);
+    assert_int_equal(live_pid(pid_in(f, "d1.txt")), 0);
+    assert_int_equal(live_pid(pid_in(f, "d2.txt")), 0);
+    assert_int_equal(waitpid(f->pid, NULL, WNOHANG), 0);
+    assign(f, EPOCH, NULL, 0, 1);
+    assert_int_equal(wait_worker(f, msg, sizeof msg), 0);
+}
+
+/* In this process: the daemons are killed and the process is no child
+ * subreaper any more when zerg_worker_run returns. */
+static void test_daemons_killed_in_process(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    struct zerg_result r;
+    int sub = -1;
+    struct zerg_worker_opts o = fx_opts(f);
+    write_graph(f, "true", DAEMONS, NULL, NULL);
+    assign(f, EPOCH, "T1", 1, 1);
+    assert_int_equal(zerg_worker_run(&o, &err), ZERG_WORKER_EXIT_OK);
+    assert_int_equal(read_result(f, "T1", 1, &r), 0);
+    assert_int_equal(r.outcome, ZERG_OUTCOME_COMPLETE);
+    assert_int_equal(live_pid(pid_in(f, "d1.txt")), 0);
+    assert_int_equal(live_pid(pid_in(f, "d2.txt")), 0);
+    assert_int_equal(prctl(PR_GET_CHILD_SUBREAPER, &sub), 0);
+    assert_int_equal(sub, 0);
 }
 
 static void test_foreign_epoch_ignored(void **state)
@@ -746,7 +819,7 @@ static void test_executor_missing(void **state)
     assert_int_equal(r.outcome, ZERG_OUTCOME_FAILED);
     assert_string_equal(r.stage, "command");
     assert_int_equal(r.exit_code, 127);
-    char *log = project_file(f, ".zerg/logs/tasks/T1/attempt-1.log");
+    char *log = project_file(f, ".zerg/logs/feat/tasks/T1/attempt-1.log");
     assert_true(tu_contains(log, "cannot execute zerg-no-such-executor-x"));
     free(log);
 }
@@ -784,6 +857,8 @@ int main(void)
         FX(test_command_fails),
         FX(test_verification_timeout),
         FX(test_stray_processes_killed),
+        FX(test_setsid_daemons_killed),
+        FX(test_daemons_killed_in_process),
         FX(test_foreign_epoch_ignored),
         FX(test_sigterm_kills_task),
         FX(test_progress_file),
