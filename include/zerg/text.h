@@ -1,5 +1,6 @@
 /* text.h - small text helpers shared across modules: "did you mean"
- * suggestions and the last line of a command's output or a log. */
+ * suggestions, the last line of a command's output or a log, and text
+ * built piece by piece into a fixed buffer. */
 #ifndef ZERG_TEXT_H
 #define ZERG_TEXT_H
 
@@ -14,5 +15,11 @@ size_t zerg_edit_distance(const char *a, const char *b);
 /* The last non-empty line of text, trimmed of surrounding white space,
  * into buf ("" if none; text may be NULL). */
 void zerg_last_line(const char *text, char *buf, size_t size);
+
+/* Appends to buf at *off like snprintf, never past size (the text is cut,
+ * still NUL-terminated); *off grows by what the whole text needed, so
+ * *off >= size afterwards means it did not fit. */
+void zerg_text_append(char *buf, size_t size, size_t *off, const char *fmt,
+                      ...) __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -1,5 +1,6 @@
 /* text.c - small text helpers (see text.h). */
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,4 +50,15 @@ void zerg_last_line(const char *text, char *buf, size_t size)
     while (start < end && isspace((unsigned char)*start))
         start++;
     snprintf(buf, size, "%.*s", (int)(end - start), start);
+}
+
+void zerg_text_append(char *buf, size_t size, size_t *off, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + (*off < size ? *off : size),
+                      *off < size ? size - *off : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *off += (size_t)n;
 }

@@ -41,8 +41,9 @@
       "containers when a runtime answers and the image exists.")               \
     X("workers.spawn_retry_attempts", INT, spawn_retry_attempts, 0, "3",       \
       "0..100",                                                                \
-      "Retries after a failed worker spawn before the run fails "              \
-      "(attempts = retries + 1).")                                             \
+      "Retries after a failed worker spawn before the slot is retired "       \
+      "(attempts = retries + 1); the rush fails only when no worker is "       \
+      "left.")                                                                 \
     X("workers.spawn_backoff_strategy", ENUM, spawn_backoff_strategy, 0,       \
       "exponential", "exponential|linear|fixed",                               \
       "How the delay before spawn retry n grows: base*2^(n-1), base*n or "     \

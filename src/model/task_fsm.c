@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "zerg/err.h"
+#include "zerg/text.h"
 
 #define BIT(s) (1u << (s))
 
@@ -188,29 +189,23 @@ void zerg_task_count(const struct zerg_task_state *tasks, const size_t *idx,
 int zerg_task_fsm_markdown(char *buf, size_t size)
 {
     size_t off = 0;
-#define PUT(...)                                                               \
-    do {                                                                       \
-        int n_ = snprintf(buf + (off < size ? off : size),                     \
-                          off < size ? size - off : 0, __VA_ARGS__);           \
-        if (n_ > 0)                                                            \
-            off += (size_t)n_;                                                 \
-    } while (0)
-    PUT("| status \\ event |");
+    zerg_text_append(buf, size, &off, "| status \\ event |");
     for (int e = 0; e < ZERG_TASK_NEVENTS; e++)
-        PUT(" %s |", moves[e].name);
-    PUT("\n|---|");
+        zerg_text_append(buf, size, &off, " %s |", moves[e].name);
+    zerg_text_append(buf, size, &off, "\n|---|");
     for (int e = 0; e < ZERG_TASK_NEVENTS; e++)
-        PUT("---|");
-    PUT("\n");
+        zerg_text_append(buf, size, &off, "---|");
+    zerg_text_append(buf, size, &off, "\n");
     for (int s = 0; s < ZERG_TASK_NSTATUS; s++) {
-        PUT("| %s |", zerg_task_status_name((enum zerg_task_status)s));
+        zerg_text_append(buf, size, &off, "| %s |",
+                         zerg_task_status_name((enum zerg_task_status)s));
         for (int e = 0; e < ZERG_TASK_NEVENTS; e++)
             if (moves[e].from & BIT(s))
-                PUT(" → %s |", zerg_task_status_name(moves[e].to));
+                zerg_text_append(buf, size, &off, " → %s |",
+                                 zerg_task_status_name(moves[e].to));
             else
-                PUT(" refused |");
-        PUT("\n");
+                zerg_text_append(buf, size, &off, " refused |");
+        zerg_text_append(buf, size, &off, "\n");
     }
-#undef PUT
     return (int)off;
 }

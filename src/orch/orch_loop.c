@@ -71,6 +71,47 @@ static void drain_inotify(struct zerg_orch *o, int ifd, int64_t now)
     }
 }
 
+/* How long poll may sleep: until the nearest deadline, at most 1 s, and
+ * at most one frame of the live view. */
+static int poll_ms(const struct zerg_orch *o, int64_t wake, int64_t now,
+                   int64_t now_again)
+{
+    int64_t ms = (wake - now_again) / ZERG_NS_PER_MS;
+    if (ms < 0)
+        ms = 0;
+    if (wake > now && ms == 0)
+        ms = 1;
+    if (ms > 1000)
+        ms = 1000;
+    if (o->o.on_frame && o->o.frame_ns > 0 &&
+        ms > o->o.frame_ns / ZERG_NS_PER_MS)
+        ms = o->o.frame_ns / ZERG_NS_PER_MS;
+    return (int)ms;
+}
+
+static void loop(struct zerg_orch *o, const struct zerg_clock *clock, int sfd,
+                 int ifd)
+{
+    while (!zerg_orch_done(o)) {
+        int64_t now = zerg_clock_mono(clock);
+        int64_t wake = zerg_orch_tick(o, now);
+        if (zerg_orch_done(o))
+            break;
+        struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
+                                {.fd = ifd, .events = POLLIN}};
+        if (poll(pfd, 2, poll_ms(o, wake, now, zerg_clock_mono(clock))) < 0 &&
+            errno != EINTR)
+            break;
+        now = zerg_clock_mono(clock);
+        if (pfd[0].revents & POLLIN)
+            drain_signals(o, sfd, now);
+        if (pfd[1].revents & POLLIN)
+            drain_inotify(o, ifd, now);
+        if (o->o.on_frame)
+            o->o.on_frame(o->o.frame_ctx, o, now);
+    }
+}
+
 int zerg_orch_run(struct zerg_orch *o, const struct zerg_clock *clock)
 {
     sigset_t mask, old;
@@ -93,34 +134,7 @@ int zerg_orch_run(struct zerg_orch *o, const struct zerg_clock *clock)
     }
     /* Results that landed before the watch existed. */
     orch_scan_results(o, zerg_clock_mono(clock));
-
-    while (!zerg_orch_done(o)) {
-        int64_t now = zerg_clock_mono(clock);
-        int64_t wake = zerg_orch_tick(o, now);
-        if (zerg_orch_done(o))
-            break;
-        int64_t wait_ms = (wake - zerg_clock_mono(clock)) / ZERG_NS_PER_MS;
-        if (wait_ms < 0)
-            wait_ms = 0;
-        if (wake > now && wait_ms == 0)
-            wait_ms = 1;
-        if (wait_ms > 1000)
-            wait_ms = 1000;
-        if (o->o.on_frame && o->o.frame_ns > 0 &&
-            wait_ms > o->o.frame_ns / ZERG_NS_PER_MS)
-            wait_ms = o->o.frame_ns / ZERG_NS_PER_MS;
-        struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
-                                {.fd = ifd, .events = POLLIN}};
-        if (poll(pfd, 2, (int)wait_ms) < 0 && errno != EINTR)
-            break;
-        now = zerg_clock_mono(clock);
-        if (pfd[0].revents & POLLIN)
-            drain_signals(o, sfd, now);
-        if (pfd[1].revents & POLLIN)
-            drain_inotify(o, ifd, now);
-        if (o->o.on_frame)
-            o->o.on_frame(o->o.frame_ctx, o, now);
-    }
+    loop(o, clock, sfd, ifd);
     rc = zerg_orch_exit_code(o);
 out:
     if (ifd >= 0)

@@ -551,33 +551,25 @@ void orch_slot_event(struct zerg_orch *o, struct slot *sl, enum slot_event ev,
 int orch_slot_table_markdown(char *buf, size_t size)
 {
     size_t off = 0;
-#define PUT(...)                                                               \
-    do {                                                                       \
-        int n_ = snprintf(buf + (off < size ? off : size),                     \
-                          off < size ? size - off : 0, __VA_ARGS__);           \
-        if (n_ > 0)                                                            \
-            off += (size_t)n_;                                                 \
-    } while (0)
-    PUT("| state \\ event |");
+    zerg_text_append(buf, size, &off, "| state \\ event |");
     for (int e = 0; e < SLOT_NEVENTS; e++)
-        PUT(" %s |", event_names[e]);
-    PUT("\n|---|");
+        zerg_text_append(buf, size, &off, " %s |", event_names[e]);
+    zerg_text_append(buf, size, &off, "\n|---|");
     for (int e = 0; e < SLOT_NEVENTS; e++)
-        PUT("---|");
-    PUT("\n");
+        zerg_text_append(buf, size, &off, "---|");
+    zerg_text_append(buf, size, &off, "\n");
     for (int s = 0; s < SLOT_NSTATES; s++) {
-        PUT("| %s (`%s`) |", state_names[s],
-            zerg_worker_status_name(status_of[s]));
+        zerg_text_append(buf, size, &off, "| %s (`%s`) |", state_names[s],
+                         zerg_worker_status_name(status_of[s]));
         for (int e = 0; e < SLOT_NEVENTS; e++) {
             const struct slot_action *a = slot_table[s][e];
             if (a->to)
-                PUT(" %s → %s |", a->name, a->to);
+                zerg_text_append(buf, size, &off, " %s → %s |", a->name, a->to);
             else
-                PUT(" %s |", a->name);
+                zerg_text_append(buf, size, &off, " %s |", a->name);
         }
-        PUT("\n");
+        zerg_text_append(buf, size, &off, "\n");
     }
-#undef PUT
     return (int)off;
 }
 
