@@ -3,8 +3,8 @@
 
 Every entry below is a one-line mutation of the code that keeps one of
 zerg's promises (fencing, level completion, crash charging, backoff caps,
-retry ceilings, same-file serialization, process-group kills, atomic
-replace).  For each, the
+retry ceilings, same-file serialization, containment of what a task
+starts, atomic replace).  For each, the
 script applies it to a scratch copy of the tree, builds that copy and runs
 the tests named; the mutation must make at least one of them fail.  A
 mutation that survives means the suite no longer guards that promise.
@@ -75,12 +75,12 @@ MUTATIONS = {
         "unit.test_orchestrator",
         "a policy retrying a failing task forever",
     ),
-    "group-kill": (
-        "src/orch/orch_slot.c",
-        "        kill(-sl->hb_task_pgid, SIGKILL);\n    o->o.launcher",
-        "        (void)0;\n    o->o.launcher",
-        "integration.test_rush_crash|integration.test_rush_stale",
-        "a killed worker's task process group left running",
+    "contain": (
+        "src/worker/worker.c",
+        "prctl(PR_SET_CHILD_SUBREAPER, 1);",
+        "prctl(PR_SET_CHILD_SUBREAPER, 0);",
+        "integration.test_contain|unit.test_worker",
+        "a task's setsid daemon outliving the task",
     ),
     "atomic-replace": (
         "src/base/fsio.c",

@@ -108,6 +108,10 @@ int zerg_fsio_mkdirs_under(const char *root, const char *rel, mode_t mode,
 int zerg_fsio_mkdirs_own(const char *root, const char *rel, mode_t mode,
                          struct zerg_err *err);
 
+/* rm -rf path: links are removed, never followed (nftw FTW_PHYS).  0 (also
+ * when path is missing) or -errno. */
+int zerg_fsio_remove_tree(const char *path);
+
 /* snprintf into buf; returns 0 or -ENAMETOOLONG when it does not fit. */
 int zerg_fsio_path(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -86,7 +86,9 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now);
 
 /* 1 once the rush is over (all workers gone and the final state written). */
 int zerg_orch_done(const struct zerg_orch *o);
-/* ZERG_EXIT_OK when every task completed, ZERG_EXIT_FAIL otherwise. */
+/* ZERG_EXIT_OK when every task completed; 128 + the signal when a signal
+ * stopped it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); ZERG_EXIT_FAIL
+ * otherwise. */
 int zerg_orch_exit_code(const struct zerg_orch *o);
 /* The pids of live worker children (for the loop's reaping); returns n. */
 size_t zerg_orch_pids(const struct zerg_orch *o, pid_t *out, size_t max);

@@ -3,8 +3,9 @@
  * Written only by the orchestrator, only whole: zerg_state_save goes through
  * zerg_fsio_write_atomic (durable) and then writes the same bytes to
  * {feature}.json.bak, a separate file, so damage done to the live file by
- * hand never reaches the last good copy.  A corrupt or truncated file is never overwritten:
- * loading it fails with a message naming the file and the way back.
+ * hand never reaches the last good copy.  A corrupt or truncated file is never
+ * overwritten: loading it fails with a message naming the file and the way
+ * back.
  *
  * The in-memory form is indexed like the graph: s->tasks[i] is the state of
  * graph->tasks[i].  The JSON keeps upstream's shape (tasks keyed by id). */
@@ -25,9 +26,9 @@ enum zerg_task_status {
     ZERG_TASK_CLAIMED,
     ZERG_TASK_IN_PROGRESS,
     ZERG_TASK_COMPLETE,
-    ZERG_TASK_FAILED,        /* permanent */
+    ZERG_TASK_FAILED, /* permanent */
     ZERG_TASK_WAITING_RETRY,
-    ZERG_TASK_BLOCKED,       /* a dependency failed permanently */
+    ZERG_TASK_BLOCKED, /* a dependency failed permanently */
 };
 const char *zerg_task_status_name(enum zerg_task_status s);
 int zerg_task_status_parse(const char *s, enum zerg_task_status *out);
@@ -43,27 +44,27 @@ int zerg_level_status_parse(const char *s, enum zerg_level_status *out);
 
 struct zerg_task_state {
     enum zerg_task_status status;
-    int level;            /* 0 = null in the file (reconcile fixes it) */
-    int worker_id;        /* -1 when none */
-    int retry_count;      /* charged failures */
-    int crash_count;      /* uncharged worker crashes while running it */
-    int attempt;          /* assignments so far (fencing key with epoch) */
-    uint64_t epoch;       /* incarnation of the worker it is assigned to */
-    int64_t claimed_at;   /* wall ns, 0 = never */
-    int64_t started_at;
-    int64_t completed_at;
-    int64_t retry_at;     /* wall ns when waiting_retry ends */
+    int level;       /* 0 = null in the file (reconcile fixes it) */
+    int worker_id;   /* -1 when none */
+    int retry_count; /* charged failures */
+    int crash_count; /* uncharged worker crashes while running it */
+    int attempt;     /* assignments so far (fencing key with epoch) */
+    uint64_t epoch;  /* incarnation of the worker it is assigned to */
+    int64_t claimed_at_wall_ns; /* wall ns, 0 = never */
+    int64_t started_at_wall_ns;
+    int64_t completed_at_wall_ns;
+    int64_t retry_at_wall_ns; /* wall ns when waiting_retry ends */
     int64_t duration_ms;
-    char *error;          /* last error sentence, NULL = none */
-    char *reason;         /* "exit" | "verification" | "timeout" |
-                             "crash_loop" | "blocked" | ..., NULL = none */
+    char *error;  /* last error sentence, NULL = none */
+    char *reason; /* "exit" | "verification" | "timeout" |
+                     "crash_loop" | "blocked" | ..., NULL = none */
 };
 
 enum zerg_worker_status {
     ZERG_WORKER_STARTING, /* spawned, not ready */
     ZERG_WORKER_READY,    /* idle */
     ZERG_WORKER_BUSY,
-    ZERG_WORKER_BACKOFF,  /* waiting to (re)spawn */
+    ZERG_WORKER_BACKOFF, /* waiting to (re)spawn */
     ZERG_WORKER_STOPPED,
     ZERG_WORKER_CRASHED,
     ZERG_WORKER_RETIRED,  /* respawn cap or spawn retries exhausted */
@@ -73,22 +74,22 @@ const char *zerg_worker_status_name(enum zerg_worker_status s);
 int zerg_worker_status_parse(const char *s, enum zerg_worker_status *out);
 
 struct zerg_worker_state {
-    int id;                  /* slot number */
+    int id; /* slot number */
     enum zerg_worker_status status;
-    int pid;                 /* 0 when none */
-    char container_id[96];   /* "" in subprocess mode */
+    int pid;               /* 0 when none */
+    char container_id[96]; /* "" in subprocess mode */
     int respawn_count;
-    int spawn_attempt;       /* failed spawns in the current series */
+    int spawn_attempt; /* failed spawns in the current series */
     uint64_t epoch;
-    int task;                /* index into graph->tasks, -1 when idle */
-    int64_t started_at;      /* wall ns */
-    int64_t ready_at;
+    int task;                   /* index into graph->tasks, -1 when idle */
+    int64_t started_at_wall_ns; /* wall ns */
+    int64_t ready_at_wall_ns;
 };
 
 struct zerg_level_state {
     enum zerg_level_status status;
-    int64_t started_at;
-    int64_t completed_at;
+    int64_t started_at_wall_ns;
+    int64_t completed_at_wall_ns;
 };
 
 struct zerg_metrics {
@@ -98,9 +99,9 @@ struct zerg_metrics {
     int64_t spawn_retries;
     int64_t worker_crashes;
     int64_t task_timeouts;
-    int64_t task_retries;       /* charged retries */
+    int64_t task_retries; /* charged retries */
     int64_t policy_errors;
-    int64_t results_fenced;     /* stale results rejected */
+    int64_t results_fenced; /* stale results rejected */
     int64_t reconcile_fixes;
 };
 
@@ -108,9 +109,9 @@ struct zerg_state {
     int version;
     char *feature;
     char run_id[40];            /* unique per rush invocation */
-    int64_t started_at;         /* wall ns */
-    int64_t updated_at;
-    int current_level;          /* 0 before start */
+    int64_t started_at_wall_ns; /* wall ns */
+    int64_t updated_at_wall_ns;
+    int current_level; /* 0 before start */
     struct zerg_task_state *tasks;
     size_t ntasks;
     struct zerg_worker_state *workers;
@@ -118,11 +119,11 @@ struct zerg_state {
     struct zerg_level_state *levels; /* [1..nlevels] */
     int nlevels;
     struct zerg_metrics metrics;
-    uint64_t next_epoch;        /* epochs are never reused */
+    uint64_t next_epoch; /* epochs are never reused */
     int paused;
-    char *error;                /* run-level error, NULL = none */
-    char *status;               /* "running" | "complete" | "failed" |
-                                   "stopped" */
+    char *error;  /* run-level error, NULL = none */
+    char *status; /* "running" | "complete" | "failed" |
+                     "stopped" */
 };
 
 /* Fresh state for graph g: every task pending with its level. */

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -474,8 +475,7 @@ int zerg_fsio_mkdirs(const char *path, mode_t mode)
 /* One component: created if missing, entered without following a link.
  * With replace_links a symbolic link in the way is removed (the link, not
  * what it points to) and a directory made in its place. */
-static int step_into(int dfd, const char *name, mode_t mode,
-                     int replace_links)
+static int step_into(int dfd, const char *name, mode_t mode, int replace_links)
 {
     /* EEXIST covers a link or a file in the way: the open tells which. */
     if (mkdirat(dfd, name, mode) < 0 && errno != EEXIST)
@@ -515,9 +515,9 @@ static int mkdirs_failed(const char *full, const char *at, int rc,
 
 /* Walks rel below the open directory dfd (consumed), one component at a
  * time; at holds root and grows by each component for the messages. */
-static int walk_under(int dfd, const char *rel, mode_t mode,
-                      int replace_links, char *at, size_t size,
-                      const char *full, struct zerg_err *err)
+static int walk_under(int dfd, const char *rel, mode_t mode, int replace_links,
+                      char *at, size_t size, const char *full,
+                      struct zerg_err *err)
 {
     int rc = 0;
     for (const char *p = rel; rc == 0 && *p;) {
@@ -608,4 +608,23 @@ int zerg_fsio_keep_copy(const char *path, const char *backup)
         unlink(tmp);
     }
     return rc;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int kind,
+                        struct FTW *ftw)
+{
+    (void)st, (void)ftw;
+    return (kind == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT
+               ? -1
+               : 0;
+}
+
+int zerg_fsio_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path) < 0 ? -errno : 0;
+    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
 }

@@ -10,6 +10,7 @@
  * until its newline arrives, and a file that shrinks or is replaced is
  * read again from its start. */
 #include "cli.h"
+#include "cli/task_output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zerg/clock.h"
 #include "zerg/fsio.h"
+#include "zerg/graph.h"
 #include "zerg/json.h"
 #include "zerg/log.h"
 
@@ -33,8 +36,9 @@
 #define ORCH_FILTER (-2) /* --worker orch */
 
 static const char usage[] =
-    "usage: zerg logs [--worker N] [--task ID] [--event NAME] [--level L]\n"
-    "                 [--follow] [--json]\n"
+    "usage: zerg logs [--worker N] [--task ID [--attempt N]] [--event NAME]\n"
+    "                 [--level L] [--since TIME] [--tail N] [--follow]\n"
+    "                 [--json]\n"
     "\n"
     "Prints the monitor log (.zerg/monitor.jsonl) as the lines of\n"
     "monitor.log, or as JSON.  Filters combine (all must match).  The log\n"
@@ -43,10 +47,15 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  --worker N    events of worker N ('orch' for the orchestrator)\n"
-    "  --task ID     events about task ID\n"
+    "  --task ID     events about task ID, then the output of its last\n"
+    "                attempt (.zerg/logs/F/tasks/ID/attempt-N.log)\n"
+    "  --attempt N   with --task: the output of attempt N\n"
     "  --event NAME  events named NAME (a comma-separated list allowed),\n"
     "                e.g. task_failed,worker_respawn\n"
     "  --level L     events at level L or above: DEBUG, INFO, WARN, ERROR\n"
+    "  --since TIME  events from TIME on: 2026-02-03T05:41:55Z, or an age\n"
+    "                such as 90s, 10m, 2h, 1d\n"
+    "  --tail N      only the last N events (and output lines)\n"
     "  --follow      keep printing new events until Ctrl-C\n"
     "  --json        print the JSON lines as stored\n"
     "  -C DIR        run as if started in DIR\n"
@@ -56,11 +65,17 @@ static const char usage[] =
 
 struct filter {
     const char *feature; /* --feature, NULL: any */
-    int worker; /* -1: any; ORCH_FILTER: the orchestrator */
+    int worker;          /* -1: any; ORCH_FILTER: the orchestrator */
     const char *task;
     const char *events; /* comma-separated, NULL: any */
     enum zerg_log_level min_level;
     int json, follow, color;
+    int64_t since_ns; /* --since: events at or after (wall ns), 0: all */
+    int follow_live;  /* --follow past the first read: print as they come */
+    size_t tail;      /* --tail N: the last N lines only, 0: all */
+    int attempt;      /* --attempt N of --task's output, 0: the last */
+    char **ring;      /* --tail: the last lines printed, in order */
+    size_t nring, ring_at;
 };
 
 struct reader {
@@ -108,6 +123,11 @@ static int matches(const struct filter *f, const zerg_json *rec,
     if (f->worker >= 0 && (!zerg_json_is(w, ZERG_JSON_NUMBER) ||
                            zerg_json_as_num(w, -1) != f->worker))
         return 0;
+    int64_t ts_ns = 0;
+    const char *ts = zerg_json_as_str(zerg_json_get(rec, "ts"));
+    if (f->since_ns && (!ts || zerg_clock_parse_iso8601(ts, &ts_ns) < 0 ||
+                        ts_ns < f->since_ns))
+        return 0;
     const char *feat = zerg_json_as_str(zerg_json_get(rec, "feature"));
     if (f->feature && (!feat || strcmp(feat, f->feature) != 0))
         return 0;
@@ -126,15 +146,15 @@ static const char *level_color(enum zerg_log_level level)
                                      : "";
 }
 
-static void put_clean(const char *s)
+static void put_clean(FILE *out, const char *s)
 {
     for (; *s; s++)
-        putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+        fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
 }
 
 /* The monitor.log form; control characters in the message become '?' so
  * a logged task error cannot drive the terminal. */
-static void print_human(const struct filter *f, const zerg_json *rec,
+static void print_human(FILE *out, const struct filter *f, const zerg_json *rec,
                         enum zerg_log_level level)
 {
     const zerg_json *w = zerg_json_get(rec, "worker");
@@ -144,11 +164,45 @@ static void print_human(const struct filter *f, const zerg_json *rec,
     if (zerg_json_is(w, ZERG_JSON_NUMBER))
         snprintf(who, sizeof who, "W%.0f", zerg_json_as_num(w, 0));
     const char *on = f->color ? level_color(level) : "";
-    put_clean(ts);
-    printf(" [%s] %s[%s]%s ", who, on, zerg_log_level_name(level),
-           *on ? "\033[0m" : "");
-    put_clean(msg);
-    putchar('\n');
+    put_clean(out, ts);
+    fprintf(out, " [%s] %s[%s]%s ", who, on, zerg_log_level_name(level),
+            *on ? "\033[0m" : "");
+    put_clean(out, msg);
+    fputc('\n', out);
+}
+
+/* --tail N: the line as it would print, kept in a ring of N. */
+static void keep_for_tail(struct filter *f, const zerg_json *rec,
+                          enum zerg_log_level level, const char *line,
+                          size_t len)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *mem = open_memstream(&text, &n);
+    if (!mem)
+        return;
+    if (f->json)
+        fprintf(mem, "%.*s\n", (int)len, line);
+    else
+        print_human(mem, f, rec, level);
+    fclose(mem);
+    size_t at = f->ring_at++ % f->tail;
+    free(f->ring[at]);
+    f->ring[at] = text;
+    if (f->nring < f->tail)
+        f->nring++;
+}
+
+static void flush_tail(struct filter *f)
+{
+    size_t first = f->ring_at - f->nring;
+    for (size_t i = 0; i < f->nring; i++) {
+        char **slot = &f->ring[(first + i) % f->tail];
+        fputs(*slot, stdout);
+        free(*slot);
+        *slot = NULL;
+    }
+    f->nring = 0;
 }
 
 /* Parses one line and prints it if it matches; counts it if corrupt. */
@@ -169,10 +223,12 @@ static void handle_line(struct reader *r, const struct filter *f,
         if (!r->corrupt++)
             r->first_corrupt = r->lineno;
     } else if (matches(f, rec, level)) {
-        if (f->json)
+        if (f->tail && !f->follow_live)
+            keep_for_tail((struct filter *)f, rec, level, line, len);
+        else if (f->json)
             printf("%.*s\n", (int)len, line);
         else
-            print_human(f, rec, level);
+            print_human(stdout, f, rec, level);
     }
     zerg_json_free(rec);
 }
@@ -305,6 +361,42 @@ static int parse_worker(const char *s, int *out)
     return 0;
 }
 
+/* An ISO-8601 time, or an age "90s" / "10m" / "2h" / "1d" before now. */
+static int parse_since(const char *s, int64_t *out)
+{
+    if (zerg_clock_parse_iso8601(s, out) == 0)
+        return 0;
+    char *end;
+    double v = strtod(s, &end);
+    static const struct {
+        char unit;
+        double s;
+    } units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+    if (end == s || v < 0 || end[0] == '\0' || end[1] != '\0')
+        return -1;
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (*end == units[i].unit) {
+            *out = zerg_clock_wall(&zerg_clock_system) -
+                   (int64_t)(v * units[i].s * 1e9);
+            return 0;
+        }
+    return -1;
+}
+
+/* A whole number above 0 into one of the two outputs. */
+static int parse_count(const char *s, size_t *as_size, int *as_int)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 1 || v > 1000000)
+        return -1;
+    if (as_size)
+        *as_size = (size_t)v;
+    if (as_int)
+        *as_int = (int)v;
+    return 0;
+}
+
 static int parse(int argc, char **argv, struct filter *f)
 {
     static const struct option opts[] = {
@@ -313,6 +405,9 @@ static int parse(int argc, char **argv, struct filter *f)
         {"event", required_argument, NULL, 'e'},
         {"level", required_argument, NULL, 'l'},
         {"follow", no_argument, NULL, 'f'},
+        {"since", required_argument, NULL, 's'},
+        {"tail", required_argument, NULL, 'n'},
+        {"attempt", required_argument, NULL, 'a'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -343,6 +438,25 @@ static int parse(int argc, char **argv, struct filter *f)
         case 'f':
             f->follow = 1;
             break;
+        case 's':
+            if (parse_since(optarg, &f->since_ns))
+                return zerg_cli_usage_error("logs",
+                                            "--since takes a time "
+                                            "(2026-02-03T05:41:55Z) or an "
+                                            "age (90s, 10m, 2h, 1d), not "
+                                            "'%s'",
+                                            optarg);
+            break;
+        case 'n':
+        case 'a':
+            if (parse_count(optarg, c == 'n' ? &f->tail : NULL,
+                            c == 'a' ? &f->attempt : NULL))
+                return zerg_cli_usage_error("logs",
+                                            "--%s takes a whole number "
+                                            "above 0, not '%s'",
+                                            c == 'n' ? "tail" : "attempt",
+                                            optarg);
+            break;
         case 'j':
             f->json = 1;
             break;
@@ -356,7 +470,29 @@ static int parse(int argc, char **argv, struct filter *f)
     if (optind < argc)
         return zerg_cli_usage_error("logs", "unexpected argument '%s'",
                                     argv[optind]);
+    if (f->attempt && !f->task)
+        return zerg_cli_usage_error("logs", "--attempt needs --task");
+    if (f->tail && !(f->ring = calloc(f->tail, sizeof *f->ring)))
+        return zerg_cli_usage_error("logs", "out of memory");
     return -1;
+}
+
+/* --task: the attempt's own output after its events. */
+static void print_task_output(struct zerg_cli *cli, const struct filter *f)
+{
+    char feature[ZERG_ID_MAX + 1], path[PATH_MAX];
+    struct zerg_err err = {0};
+    if (zerg_cli_feature(cli, feature, sizeof feature, &err) ||
+        zerg_task_output_path(cli, feature, f->task, f->attempt, path,
+                              sizeof path) < 0) {
+        if (f->attempt)
+            fprintf(stderr, "zerg logs: no output of %s attempt %d\n", f->task,
+                    f->attempt);
+        return;
+    }
+    printf("==> %s <==\n", path);
+    if (zerg_task_output_print(stdout, path, f->tail, "") < 0)
+        fprintf(stderr, "zerg logs: cannot read %s\n", path);
 }
 
 static void report_corrupt(const struct reader *r, const char *path)
@@ -396,14 +532,22 @@ int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_sigint};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    rc = f.follow ? follow(&r, &f, path) : read_available(&r, &f);
+    rc = r.fd >= 0 ? read_available(&r, &f) : 0;
     if (!f.follow)
         drain(&r, &f, 1);
+    if (f.tail)
+        flush_tail(&f);
+    f.follow_live = 1;
+    if (!rc && f.follow)
+        rc = follow(&r, &f, path);
+    else if (!rc && f.task && !f.json)
+        print_task_output(cli, &f);
     if (rc)
         zerg_cli_error("logs", "cannot read %s: %s", path, strerror(-rc));
     report_corrupt(&r, path);
     if (r.fd >= 0)
         close(r.fd);
     free(r.buf);
+    free(f.ring);
     return rc ? ZERG_EXIT_FAIL : ZERG_EXIT_OK;
 }

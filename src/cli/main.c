@@ -8,6 +8,7 @@
  * so `zerg status --feature F` and `zerg --feature F status` mean the same;
  * they are taken out of the subcommand's argv before it parses it. */
 #include "cli.h"
+#include "report.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -45,6 +46,7 @@ static const struct command {
     {"retry", zerg_cmd_retry, "requeue failed or blocked tasks"},
     {"logs", zerg_cmd_logs, "read, filter and follow the monitor log"},
     {"lua", zerg_cmd_lua, "Lua REPL over state, graph, config, policies"},
+    {"report", zerg_cmd_report, "write an HTML timeline and task table"},
     {"validate", zerg_cmd_validate,
      "check config, task graph and policy overrides"},
     {"worker", zerg_cmd_worker, NULL},

@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "cli/limits.h"
 #include "cli/plan.h"
+#include "cli/task_output.h"
 #include "cli/view.h"
 #include "zerg/clock.h"
 #include "zerg/fsio.h"
@@ -29,10 +30,11 @@
 #include "zerg/orchestrator.h"
 #include "zerg/policy.h"
 #include "zerg/state.h"
+#include "zerg/task_fsm.h"
 
 static const char usage[] =
     "usage: zerg rush [--feature F] [--workers N] [--mode MODE] [--resume]\n"
-    "                 [--fresh] [--dry-run] [--executor CMD]\n"
+    "                 [--fresh] [--dry-run] [--executor CMD] [--no-progress]\n"
     "\n"
     "Runs the feature's task graph level by level on N workers, recovering\n"
     "from spawn failures, crashes, hung tasks and stale workers on its own.\n"
@@ -49,6 +51,7 @@ static const char usage[] =
     "  --dry-run        print the level plan and exit; starts nothing\n"
     "  --executor CMD   command that performs tasks without `command`\n"
     "                   (overrides workers.executor; the prompt is appended)\n"
+    "  --no-progress    plain event lines even on a terminal (no live view)\n"
     "\n"
     "Exit codes: 0 all tasks complete; 1 failed/blocked tasks or a runtime\n"
     "failure; 2 usage, config, graph, policy or state error (nothing\n"
@@ -57,6 +60,7 @@ static const char usage[] =
 struct rush_opts {
     int workers;
     int resume, fresh, dry_run;
+    int no_progress;
     int mode_set;
     enum zerg_mode mode;
     const char *executor;
@@ -75,7 +79,11 @@ struct rush {
     struct zerg_lock lk;
     struct zerg_log *log;
     struct zerg_policy *pol;
+    int replaced_run; /* a finished or --fresh run's state is replaced */
 };
+
+/* prepare_state: every task is complete, nothing runs (exit 0). */
+#define RUSH_NOTHING_TO_DO (-100)
 
 /* ---- options -------------------------------------------------------- */
 
@@ -113,6 +121,9 @@ static int take_opt(int c, struct rush_opts *ro)
     case 'e':
         ro->executor = optarg;
         return 0;
+    case 'P':
+        ro->no_progress = 1;
+        return 0;
     case 'h':
         fputs(usage, stdout);
         return -1;
@@ -131,6 +142,7 @@ static int parse_opts(int argc, char **argv, struct rush_opts *ro)
         {"fresh", no_argument, NULL, 'F'},
         {"dry-run", no_argument, NULL, 'n'},
         {"executor", required_argument, NULL, 'e'},
+        {"no-progress", no_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -258,7 +270,28 @@ static int new_state(struct rush *r)
                : 0;
 }
 
-/* Loads or creates the state.  Returns 0, or an exit code. */
+/* What --resume picks up, said before anything runs. */
+static void say_resuming(const struct rush *r,
+                         const size_t c[ZERG_TASK_NSTATUS])
+{
+    size_t ended = c[ZERG_TASK_COMPLETE] + c[ZERG_TASK_FAILED] +
+                   c[ZERG_TASK_BLOCKED];
+    size_t left = r->g->ntasks - c[ZERG_TASK_COMPLETE];
+    printf("Resuming %s (run %s, level %d of %d): %zu/%zu task%s complete, "
+           "%zu failed, %zu blocked; %zu to run%s.\n",
+           r->feature, r->s.run_id[0] ? r->s.run_id : "?",
+           r->s.current_level > r->g->nlevels ? r->g->nlevels
+                                              : r->s.current_level,
+           r->g->nlevels, c[ZERG_TASK_COMPLETE], r->g->ntasks,
+           r->g->ntasks == 1 ? "" : "s", c[ZERG_TASK_FAILED],
+           c[ZERG_TASK_BLOCKED], r->g->ntasks - ended,
+           left > r->g->ntasks - ended
+               ? " (failed and blocked ones need `zerg retry`)"
+               : "");
+}
+
+/* Loads or creates the state.  Returns 0, RUSH_NOTHING_TO_DO, or an exit
+ * code. */
 static int prepare_state(struct rush *r)
 {
     char path[PATH_MAX];
@@ -286,12 +319,23 @@ static int prepare_state(struct rush *r)
                 "zerg rush: warning: %zu task%s in the state file "
                 "are no longer in the graph; ignored\n",
                 dropped, dropped == 1 ? "" : "s");
+    size_t c[ZERG_TASK_NSTATUS];
+    zerg_task_count(s->tasks, NULL, s->ntasks, c);
+    if (c[ZERG_TASK_COMPLETE] == r->g->ntasks && !r->ro.fresh) {
+        printf("Nothing to do: all %zu task%s of %s %s complete; `zerg rush "
+               "--fresh` runs %s again.\n",
+               r->g->ntasks, r->g->ntasks == 1 ? "" : "s", feature,
+               r->g->ntasks == 1 ? "is" : "are",
+               r->g->ntasks == 1 ? "it" : "them");
+        zerg_state_close(s);
+        return RUSH_NOTHING_TO_DO;
+    }
     int unfinished = !s->status || strcmp(s->status, "complete");
-    if (r->ro.resume)
+    if (r->ro.resume) {
+        say_resuming(r, c);
         return 0;
+    }
     if (unfinished && !r->ro.fresh) {
-        size_t c[7] = {0};
-        zerg_state_count(s, c);
         zerg_cli_error("rush",
                        "an unfinished run of %s exists (%zu/%zu tasks "
                        "complete, status %s). Continue it with `zerg rush "
@@ -302,10 +346,29 @@ static int prepare_state(struct rush *r)
         return ZERG_EXIT_USAGE;
     }
     zerg_state_close(s);
+    r->replaced_run = 1;
     return new_state(r);
 }
 
 /* ---- from here on we write: directories, lock, logs ----------------- */
+
+/* A new run starts new attempt logs: the replaced run's task logs move to
+ * .zerg/logs/{feature}/tasks.previous (the one before is dropped), so an
+ * attempt-1.log never mixes two runs. */
+static void set_logs_aside(const struct rush *r)
+{
+    char tasks[PATH_MAX], prev[PATH_MAX];
+    if (zerg_cli_path(r->cli, tasks, sizeof tasks, ".zerg/logs/%s/tasks",
+                      r->feature) ||
+        zerg_cli_path(r->cli, prev, sizeof prev, ".zerg/logs/%s/tasks.previous",
+                      r->feature))
+        return;
+    zerg_fsio_remove_tree(prev);
+    if (rename(tasks, prev) < 0 && errno != ENOENT)
+        fprintf(stderr, "zerg rush: warning: cannot set the old task logs "
+                        "aside (%s): new attempts append to them\n",
+                strerror(errno));
+}
 
 /* Takes the lock, opens the log and reloads the policies so that their
  * errors reach it.  0 or an exit code. */
@@ -329,6 +392,8 @@ static int open_run(struct rush *r)
         zerg_cli_error("rush", "%s", err.msg);
         return err.code == ZERG_ELOCKED ? ZERG_EXIT_LOCKED : ZERG_EXIT_FAIL;
     }
+    if (r->replaced_run)
+        set_logs_aside(r);
     zerg_cli_path(cli, path, sizeof path, ".zerg");
     if (!(r->log = zerg_log_open(path, r->clock, &err))) {
         zerg_cli_error("rush", "%s", err.msg);
@@ -401,10 +466,10 @@ static void log_start(const struct rush *r, const struct zerg_launcher *l,
     zerg_json_set_bool(data, "resilience", r->cfg.resilience_enabled);
     zerg_log_event(
         r->log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "rush_start", NULL, data,
-        "Rush %s%s: %zu tasks in %d levels on %d %s "
-        "worker%s",
-        r->feature, r->ro.resume ? " resumed" : " started", g->ntasks,
-        g->nlevels, workers, l->ops->name, workers == 1 ? "" : "s");
+        "Rush %s%s: %zu task%s in %d level%s on %d %s worker%s", r->feature,
+        r->ro.resume ? " resumed" : " started", g->ntasks,
+        g->ntasks == 1 ? "" : "s", g->nlevels, g->nlevels == 1 ? "" : "s",
+        workers, l->ops->name, workers == 1 ? "" : "s");
 }
 
 /* Runs the orchestrator's loop with the live view; its exit code. */
@@ -413,6 +478,8 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
 {
     char summary[1024];
     struct zerg_err err = {0};
+    struct zerg_view *view =
+        zerg_view_new(r->cli, r->g, &r->s, r->log, !r->ro.no_progress);
     struct zerg_orch_opts oo = {
         .project = r->cli->project,
         .feature = r->feature,
@@ -426,13 +493,16 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
         .clock = r->clock,
         .workers = workers,
         .resume = r->ro.resume,
+        .on_frame = view ? zerg_view_frame : NULL,
+        .frame_ctx = view,
+        .frame_ns = ZERG_VIEW_FRAME_NS,
     };
     struct zerg_orch *o = zerg_orch_new(&oo, zerg_clock_mono(r->clock), &err);
     if (!o) {
+        zerg_view_free(view);
         zerg_cli_error("rush", "%s", err.msg);
         return ZERG_EXIT_FAIL;
     }
-    struct zerg_view *view = zerg_view_new(r->cli, r->g, &r->s, r->log);
     int rc = zerg_orch_run(o, r->clock);
     zerg_orch_summary(o, summary, sizeof summary);
     int viewed = view != NULL;
@@ -440,6 +510,8 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
     if (!viewed) /* otherwise the view printed the rush_complete event */
         printf("%s %s\n",
                rc == ZERG_EXIT_OK ? "Rush complete:" : "Rush failed:", summary);
+    /* The real error where people look: each failed task's last output. */
+    zerg_task_output_failures(stdout, r->cli, r->feature, r->g, &r->s);
     l->ops->cleanup(l, r->feature, "");
     zerg_orch_free(o);
     return rc;
@@ -480,7 +552,7 @@ static int rush(struct rush *r)
         (rc = check_unlocked(r)) ||
         (rc = prepare_state(r)) ||
         (rc = open_run(r)))
-        return rc;
+        return rc == RUSH_NOTHING_TO_DO ? ZERG_EXIT_OK : rc;
     return run(r);
 }
 

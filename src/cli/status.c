@@ -309,8 +309,8 @@ static void print_header(FILE *out, const struct view *v, int color)
     if (!v->running && status_is(&v->s, "running"))
         fputs(" (interrupted; continue with 'zerg rush --resume')", out);
     /* Past the last level once everything is done: show "3 of 3". */
-    int lvl = v->s.current_level > v->g->nlevels ? v->g->nlevels
-                                                : v->s.current_level;
+    int lvl =
+        v->s.current_level > v->g->nlevels ? v->g->nlevels : v->s.current_level;
     fprintf(out, ", level %d of %d\n", lvl, v->g->nlevels);
 }
 
@@ -429,9 +429,9 @@ static void next_retry(const struct view *v, const struct zerg_task_state *t,
                        char *buf, size_t size)
 {
     buf[0] = '\0';
-    if (t->status != ZERG_TASK_WAITING_RETRY || !t->retry_at)
+    if (t->status != ZERG_TASK_WAITING_RETRY || !t->retry_at_wall_ns)
         return;
-    int64_t left = (t->retry_at - v->now_ns) / ZERG_NS_PER_S;
+    int64_t left = (t->retry_at_wall_ns - v->now_ns) / ZERG_NS_PER_S;
     snprintf(buf, size, left > 0 ? "  retry in %llds" : "  retry due",
              (long long)left);
 }
@@ -603,15 +603,16 @@ static zerg_json *json_unfinished(const struct view *v)
         if (!unfinished(t->status))
             continue;
         zerg_json *o = zerg_json_obj();
-        int waiting = t->status == ZERG_TASK_WAITING_RETRY && t->retry_at;
+        int waiting =
+            t->status == ZERG_TASK_WAITING_RETRY && t->retry_at_wall_ns;
         if (!o || zerg_json_set_str(o, "id", v->g->tasks[i].id) ||
             zerg_json_set_str(o, "status", zerg_task_status_name(t->status)) ||
             zerg_json_set_num(o, "worker", t->worker_id) ||
             zerg_json_set_str(o, "reason", t->reason) ||
             zerg_json_set_str(o, "error", t->error) ||
-            zerg_json_set_str(o, "retry_at",
-                              waiting ? zerg_clock_iso8601(t->retry_at, ts)
-                                      : NULL) ||
+            zerg_json_set_str(
+                o, "retry_at",
+                waiting ? zerg_clock_iso8601(t->retry_at_wall_ns, ts) : NULL) ||
             zerg_json_push(arr, o)) {
             zerg_json_free(arr);
             return NULL;

@@ -1,23 +1,438 @@
-/* view.c - the live progress of `zerg rush` (see view.h). */
+/* view.c - the live progress of `zerg rush` (see view.h).
+ *
+ * The block (a status line, then one line per worker slot) is written in
+ * one go with the cursor left at the end of its last line.  A redraw goes
+ * back to the block's first line (up drawn-1 lines), rewrites every line
+ * after clearing it and ends with "clear to the end of the screen", which
+ * also removes the lines a smaller pool no longer needs.  An event line is
+ * printed where the block was and the block drawn again under it, so
+ * nothing is ever left behind on the screen.  No line is wider than the
+ * terminal minus one column: a line that wraps would move the block's top
+ * out of reach of the cursor-up count. */
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/view.h"
+#include "zerg/clock.h"
 #include "zerg/graph.h"
 #include "zerg/log.h"
+#include "zerg/orchestrator.h"
 #include "zerg/state.h"
+#include "zerg/task_fsm.h"
+
+#define LINE_BYTES 512
+#define MAX_SLOTS 256
+#define MAX_LINES 512
+/* A frame that comes sooner than this after the last redraw is skipped,
+ * unless an event changed something (then DIRTY_GAP_NS is enough). */
+#define REDRAW_GAP_NS (140 * ZERG_NS_PER_MS)
+#define DIRTY_GAP_NS (40 * ZERG_NS_PER_MS)
+/* How long a worker line says what just happened to it. */
+#define NOTE_NS (2 * ZERG_NS_PER_S)
+/* From this width on the status line spells its words out. */
+#define WIDE_COLS 100
+
+enum note { NOTE_NONE, NOTE_CRASH, NOTE_RESPAWN };
 
 struct zerg_view {
     const struct zerg_graph *g;
     const struct zerg_state *s;
     struct zerg_log *log;
     int tty, color;
-    int bar_shown;
-    int64_t last_draw_ns;
+    int cols, rows;
+    int drawn;                 /* lines of the block on screen now */
+    int over;                  /* the rush ended: no block any more */
+    int dirty;                 /* an event arrived since the last draw */
+    const struct zerg_orch *o; /* from the last frame */
+    int have_start;
+    int64_t start_ns, now_ns, last_draw_ns; /* monotonic */
+    size_t finished_at_start;  /* for the rate: only this run's work */
+    int len[MAX_LINES];        /* columns of each line drawn */
+    enum note note[MAX_SLOTS];
+    int64_t note_until_ns[MAX_SLOTS];
+    struct sigaction old_winch;
+    int winch_installed;
 };
+
+/* Set by the SIGWINCH handler, read by the next draw. */
+static volatile sig_atomic_t winch_seen;
+
+static void on_winch(int sig)
+{
+    (void)sig;
+    winch_seen = 1;
+}
+
+/* ---- text --------------------------------------------------------- */
+
+static void term_size(struct zerg_view *v)
+{
+    struct winsize ws;
+    v->cols = 80;
+    v->rows = 24;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0) {
+        if (ws.ws_col > 0)
+            v->cols = ws.ws_col;
+        if (ws.ws_row > 0)
+            v->rows = ws.ws_row;
+    }
+}
+
+/* After SIGWINCH: the new size, read outside the handler. */
+static void refresh_size(struct zerg_view *v)
+{
+    if (winch_seen) {
+        winch_seen = 0;
+        term_size(v);
+    }
+}
+
+/* Cuts s to at most max code points (one column each for what we draw)
+ * and replaces control bytes, which would move the cursor.  Returns the
+ * code points kept. */
+static int fit(char *s, int max)
+{
+    int n = 0;
+    for (char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if ((c & 0xC0) == 0x80)
+            continue;
+        if (n++ == max) {
+            *p = '\0';
+            return max;
+        }
+        if (c < 0x20 || c == 0x7f)
+            *p = '?';
+    }
+    return n;
+}
+
+/* Appends to the string in buf (never overflows, truncates). */
+static void add(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t len = strlen(buf);
+    va_list ap;
+    if (len + 1 >= size)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, size - len, fmt, ap);
+    va_end(ap);
+}
+
+/* m:ss, or h:mm:ss from an hour on. */
+static void fmt_dur(char *buf, size_t size, int64_t ns)
+{
+    long long s = ns > 0 ? (long long)(ns / ZERG_NS_PER_S) : 0;
+    if (s >= 3600)
+        snprintf(buf, size, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60,
+                 s % 60);
+    else
+        snprintf(buf, size, "%lld:%02lld", s / 60, s % 60);
+}
+
+/* ---- the numbers -------------------------------------------------- */
+
+static size_t finished(const size_t c[ZERG_TASK_NSTATUS])
+{
+    return c[ZERG_TASK_COMPLETE] + c[ZERG_TASK_FAILED] + c[ZERG_TASK_BLOCKED];
+}
+
+/* How long a finished task took, 0 when unknown. */
+static int64_t task_ns(const struct zerg_task_state *t)
+{
+    if (t->duration_ms > 0)
+        return t->duration_ms * ZERG_NS_PER_MS;
+    int64_t from = t->started_at_wall_ns ? t->started_at_wall_ns : t->claimed_at_wall_ns;
+    return from && t->completed_at_wall_ns > from ? t->completed_at_wall_ns - from : 0;
+}
+
+/* Time left, or -1 before anything was measured.  Remaining tasks with an
+ * estimate count it scaled by actual/estimated of the finished ones that
+ * had one; the others (or all, without such a ratio) count the mean
+ * measured duration.  The sum is shared by the live workers. */
+static int64_t eta_ns(const struct zerg_view *v, int workers)
+{
+    double act = 0, act_est = 0, est = 0, rem_est = 0;
+    size_t nact = 0, nrem = 0, nrem_plain = 0;
+
+    for (size_t i = 0; i < v->s->ntasks && i < v->g->ntasks; i++) {
+        const struct zerg_task_state *t = &v->s->tasks[i];
+        double e = v->g->tasks[i].estimate_minutes * 60.0 * ZERG_NS_PER_S;
+        if (t->status == ZERG_TASK_COMPLETE || t->status == ZERG_TASK_FAILED) {
+            int64_t d = task_ns(t);
+            if (d <= 0)
+                continue;
+            act += (double)d;
+            nact++;
+            if (e > 0) {
+                act_est += (double)d;
+                est += e;
+            }
+        } else if (t->status != ZERG_TASK_BLOCKED) {
+            nrem++;
+            if (e > 0)
+                rem_est += e;
+            else
+                nrem_plain++;
+        }
+    }
+    if (!nrem)
+        return 0;
+    if (!nact)
+        return -1;
+    double mean = act / (double)nact;
+    double work = est > 0 ? rem_est * (act_est / est) + (double)nrem_plain * mean
+                          : (double)nrem * mean;
+    size_t par = workers > 0 ? (size_t)workers : 1;
+    if (par > nrem)
+        par = nrem;
+    return (int64_t)(work / (double)par);
+}
+
+/* Slots that can still take work (for the ETA). */
+static int live_workers(const struct zerg_orch *o)
+{
+    struct zerg_orch_worker w;
+    int n = 0;
+    for (int i = 0; o && i < zerg_orch_nworkers(o); i++)
+        if (zerg_orch_worker(o, i, &w) == 0 && strcmp(w.state, "retired") &&
+            strcmp(w.state, "stopped"))
+            n++;
+    return n;
+}
+
+/* What the status line shows.  The counts come from zerg_task_count over
+ * the same state `zerg status` reads, so the two always agree. */
+struct figures {
+    size_t c[ZERG_TASK_NSTATUS];
+    size_t running;
+    long long retries;
+    int level;
+    double rate; /* tasks finished per minute in this run */
+    char el[16], eta[16], bar[11];
+};
+
+static void figures(const struct zerg_view *v, struct figures *f)
+{
+    const struct zerg_metrics *m = &v->s->metrics;
+    zerg_task_count(v->s->tasks, NULL, v->s->ntasks, f->c);
+    size_t fin = finished(f->c);
+    int64_t elapsed = v->now_ns - v->start_ns;
+    int64_t left = eta_ns(v, live_workers(v->o));
+    fmt_dur(f->el, sizeof f->el, elapsed);
+    if (left < 0)
+        snprintf(f->eta, sizeof f->eta, "?");
+    else
+        fmt_dur(f->eta, sizeof f->eta, left);
+    size_t fill = v->s->ntasks ? fin * 10 / v->s->ntasks : 10;
+    for (size_t i = 0; i < 10; i++)
+        f->bar[i] = i < fill ? '#' : '.';
+    f->bar[10] = '\0';
+    double minutes = (double)elapsed / (60.0 * ZERG_NS_PER_S);
+    size_t fresh = fin > v->finished_at_start ? fin - v->finished_at_start : 0;
+    f->rate = minutes > 0 ? (double)fresh / minutes : 0.0;
+    f->retries = (long long)(m->task_retries + m->task_reassignments);
+    f->level = v->s->current_level > v->g->nlevels ? v->g->nlevels
+                                                   : v->s->current_level;
+    f->running = f->c[ZERG_TASK_CLAIMED] + f->c[ZERG_TASK_IN_PROGRESS];
+}
+
+/* done/total, running, failed, retries, level, elapsed, ETA, rate, and
+ * when wide a bar; narrow, short words so that the times fit 60 columns. */
+static void status_line(const struct zerg_view *v, char *buf, size_t size)
+{
+    struct figures f;
+    figures(v, &f);
+    int wide = v->cols >= WIDE_COLS;
+    snprintf(buf, size,
+             wide ? "%zu/%zu done  %zu running  %zu failed"
+                  : "%zu/%zu done %zu run %zu fail",
+             f.c[ZERG_TASK_COMPLETE], v->s->ntasks, f.running,
+             f.c[ZERG_TASK_FAILED]);
+    if (f.c[ZERG_TASK_BLOCKED])
+        add(buf, size, wide ? "  %zu blocked" : " %zu blk",
+            f.c[ZERG_TASK_BLOCKED]);
+    if (f.c[ZERG_TASK_WAITING_RETRY])
+        add(buf, size, wide ? "  %zu waiting" : " %zu wait",
+            f.c[ZERG_TASK_WAITING_RETRY]);
+    if (!wide) {
+        add(buf, size, " %lld retry | %s ETA %s %.1f/min L%d/%d", f.retries,
+            f.el, f.eta, f.rate, f.level, v->g->nlevels);
+        return;
+    }
+    add(buf, size, "  %lld retries  level %d/%d  elapsed %s  ETA %s",
+        f.retries, f.level, v->g->nlevels, f.el, f.eta);
+    add(buf, size, "  %.1f/min  [%s]", f.rate, f.bar);
+}
+
+/* "W1 busy      T-L1-002 #1  execute  40%  0:03". */
+static void worker_line(const struct zerg_view *v,
+                        const struct zerg_orch_worker *w, char *buf,
+                        size_t size)
+{
+    snprintf(buf, size, "W%-2d ", w->slot);
+    enum note n = w->slot < MAX_SLOTS ? v->note[w->slot] : NOTE_NONE;
+    if (n != NOTE_NONE && v->now_ns < v->note_until_ns[w->slot]) {
+        add(buf, size, "%s (respawns %d)",
+            n == NOTE_CRASH ? "crashed, respawning" : "respawned",
+            w->respawns);
+        return;
+    }
+    add(buf, size, "%-9s", w->state);
+    if (w->task) {
+        char el[16];
+        fmt_dur(el, sizeof el, v->now_ns - w->task_since_mono_ns);
+        add(buf, size, " %s #%d", w->task, w->attempt);
+        if (w->step[0])
+            add(buf, size, "  %s", w->step);
+        if (w->progress_pct >= 0)
+            add(buf, size, "  %d%%", w->progress_pct);
+        add(buf, size, "  %s", el);
+    } else if (!strcmp(w->state, "ready")) {
+        add(buf, size, " idle");
+    }
+    if (w->respawns)
+        add(buf, size, "  respawns %d", w->respawns);
+}
+
+/* ---- drawing ------------------------------------------------------ */
+
+/* Cuts line to the width, adds colour, appends it to out; remembers its
+ * width when it is line i of the block (i >= 0). */
+static void put_line(struct zerg_view *v, FILE *out, char *line,
+                     const char *color, int i)
+{
+    int n = fit(line, v->cols > 1 ? v->cols - 1 : 1);
+    if (i >= 0 && i < MAX_LINES)
+        v->len[i] = n;
+    if (v->color && color[0])
+        fprintf(out, "%s%s\033[0m", color, line);
+    else
+        fputs(line, out);
+}
+
+/* Moves back to the block's first line; out then writes over it.  After
+ * the terminal got narrower, a terminal that reflows (most do) has wrapped
+ * the lines drawn for the old width: count the rows they take now. */
+static void to_block_top(const struct zerg_view *v, FILE *out)
+{
+    int up = -1;
+    for (int i = 0; i < v->drawn; i++) {
+        int n = i < MAX_LINES ? v->len[i] : 0;
+        up += n > v->cols ? (n + v->cols - 1) / v->cols : 1;
+    }
+    fputc('\r', out);
+    if (up > 0)
+        fprintf(out, "\033[%dA", up);
+}
+
+/* Rewrites the block in place.  Taller than the screen it cannot be
+ * reached again with the cursor, so the slots that do not fit are one
+ * "+N more" line. */
+static void block(struct zerg_view *v, FILE *out)
+{
+    char line[LINE_BYTES];
+    struct zerg_orch_worker w;
+    int n = v->o ? zerg_orch_nworkers(v->o) : 0;
+    int room = v->rows > 2 ? v->rows - 2 : 1, shown = 0;
+    if (room > MAX_LINES - 1)
+        room = MAX_LINES - 1;
+
+    status_line(v, line, sizeof line);
+    fputs("\033[2K", out);
+    put_line(v, out, line, "\033[1m", 0);
+    for (int i = 0; i < n; i++) {
+        if (zerg_orch_worker(v->o, i, &w) < 0)
+            continue;
+        fputs("\n\r\033[2K", out);
+        if (shown + 1 == room && i + 1 < n) {
+            snprintf(line, sizeof line, "+%d more workers", n - i);
+            put_line(v, out, line, "\033[2m", shown + 1);
+            shown++;
+            break;
+        }
+        worker_line(v, &w, line, sizeof line);
+        int crashed = i < MAX_SLOTS && v->note[i] == NOTE_CRASH &&
+                      v->now_ns < v->note_until_ns[i];
+        put_line(v, out, line, crashed ? "\033[31m" : w.task ? "" : "\033[2m",
+                 shown + 1);
+        shown++;
+    }
+    fputs("\033[J", out); /* lines a larger pool left below */
+    v->drawn = 1 + shown;
+}
+
+/* Writes what emit puts in a buffer in one piece: a terminal that sees
+ * the block half cleared flickers. */
+static void paint(struct zerg_view *v, const char *event, const char *color)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    if (!out)
+        return;
+    refresh_size(v);
+    to_block_top(v, out);
+    if (event) {
+        char line[LINE_BYTES];
+        snprintf(line, sizeof line, "%s", event);
+        fputs("\033[2K", out);
+        put_line(v, out, line, color, -1);
+        fputs("\033[K\n", out);
+        v->drawn = 0;
+    }
+    if (v->have_start && !v->over)
+        block(v, out);
+    else
+        fputs("\033[J", out);
+    fclose(out);
+    fwrite(buf, 1, len, stdout);
+    fflush(stdout);
+    free(buf);
+}
+
+/* Removes the block; the cursor ends at column 0 of its first line. */
+static void erase(struct zerg_view *v)
+{
+    if (!v->drawn)
+        return;
+    refresh_size(v);
+    to_block_top(v, stdout);
+    fputs("\033[J", stdout);
+    fflush(stdout);
+    v->drawn = 0;
+}
+
+void zerg_view_frame(void *ctx, const struct zerg_orch *o, int64_t now_mono_ns)
+{
+    struct zerg_view *v = ctx;
+    if (!v || !v->tty || v->over)
+        return;
+    v->o = o;
+    v->now_ns = now_mono_ns;
+    if (!v->have_start) {
+        size_t c[ZERG_TASK_NSTATUS];
+        zerg_task_count(v->s->tasks, NULL, v->s->ntasks, c);
+        v->finished_at_start = finished(c);
+        v->start_ns = now_mono_ns;
+        v->have_start = 1;
+    }
+    int64_t gap = now_mono_ns - v->last_draw_ns;
+    if (v->drawn && !winch_seen && gap < REDRAW_GAP_NS &&
+        !(v->dirty && gap >= DIRTY_GAP_NS))
+        return;
+    paint(v, NULL, "");
+    v->last_draw_ns = now_mono_ns;
+    v->dirty = 0;
+}
+
+/* ---- events ------------------------------------------------------- */
 
 static const char *level_color(enum zerg_log_level l)
 {
@@ -40,37 +455,33 @@ static int interesting(const struct zerg_log_rec *r)
            !strncmp(r->event, "rush_", 5) || !strcmp(r->event, "mode_selected");
 }
 
-static void draw_bar(struct zerg_view *v)
+/* A crash or respawn shows on the worker's line for a moment. */
+static void take_note(struct zerg_view *v, const struct zerg_log_rec *r)
 {
-    size_t c[7] = {0}, busy = 0;
-    char bar[32];
-    zerg_state_count(v->s, c);
-    for (size_t i = 0; i < v->s->nworkers; i++)
-        busy += v->s->workers[i].status == ZERG_WORKER_BUSY;
-    size_t done =
-        c[ZERG_TASK_COMPLETE] + c[ZERG_TASK_FAILED] + c[ZERG_TASK_BLOCKED];
-    size_t fill = v->g->ntasks ? done * 20 / v->g->ntasks : 20;
-    for (size_t i = 0; i < 20; i++)
-        bar[i] = i < fill ? '#' : '.';
-    bar[20] = '\0';
-    const struct zerg_metrics *m = &v->s->metrics;
-    printf("\r\033[K[%s] level %d/%d  %zu/%zu done  %zu failed  %zu busy"
-           "  recoveries %lld",
-           bar,
-           v->s->current_level > v->g->nlevels ? v->g->nlevels
-                                               : v->s->current_level,
-           v->g->nlevels, c[ZERG_TASK_COMPLETE], v->g->ntasks,
-           c[ZERG_TASK_FAILED] + c[ZERG_TASK_BLOCKED], busy,
-           (long long)(m->task_reassignments + m->worker_respawns +
-                       m->spawn_retries));
+    enum note n = !strcmp(r->event, "worker_crash")     ? NOTE_CRASH
+                  : !strcmp(r->event, "worker_respawn") ? NOTE_RESPAWN
+                                                        : NOTE_NONE;
+    if (n == NOTE_NONE || r->worker < 0 || r->worker >= MAX_SLOTS)
+        return;
+    v->note[r->worker] = n;
+    v->note_until_ns[r->worker] = v->now_ns + NOTE_NS;
+}
+
+/* The end of the rush: the block goes, the summary stays, whole. */
+static void print_end(struct zerg_view *v, const struct zerg_log_rec *r,
+                      const char *ts, const char *who)
+{
+    erase(v);
+    v->over = 1;
+    printf("%s%s [%s] %s%s\n", v->color ? level_color(r->level) : "", ts, who,
+           r->msg, v->color ? "\033[0m" : "");
     fflush(stdout);
-    v->bar_shown = 1;
 }
 
 static void observe(void *ud, const struct zerg_log_rec *r)
 {
     struct zerg_view *v = ud;
-    char ts[ZERG_TS_MAX], who[16];
+    char ts[ZERG_TS_MAX], who[16], line[LINE_BYTES];
 
     if (r->level < ZERG_LOG_INFO)
         return;
@@ -85,29 +496,25 @@ static void observe(void *ud, const struct zerg_log_rec *r)
         fflush(stdout);
         return;
     }
-    if (interesting(r)) {
-        if (v->bar_shown)
-            printf("\r\033[K");
-        printf("%s%s [%s] %s%s\n", v->color ? level_color(r->level) : "",
-               ts + 11, who, r->msg, v->color ? "\033[0m" : "");
-    }
     if (!strcmp(r->event, "rush_complete") || !strcmp(r->event, "rush_failed")) {
-        if (v->bar_shown)
-            printf("\r\033[K");
-        v->bar_shown = 0;
+        print_end(v, r, ts + 11, who);
         return;
     }
-    /* A terminal is slow: redraw at most 20 times a second. */
-    if (interesting(r) || r->wall_ns - v->last_draw_ns >= 50 * ZERG_NS_PER_MS) {
-        draw_bar(v);
-        v->last_draw_ns = r->wall_ns;
-    }
+    take_note(v, r);
+    v->dirty = 1;
+    if (!interesting(r) || v->over)
+        return;
+    snprintf(line, sizeof line, "%s [%s] %s", ts + 11, who, r->msg);
+    paint(v, line, level_color(r->level));
+    v->last_draw_ns = v->now_ns;
 }
+
+/* ---- life cycle --------------------------------------------------- */
 
 struct zerg_view *zerg_view_new(const struct zerg_cli *cli,
                                 const struct zerg_graph *g,
                                 const struct zerg_state *s,
-                                struct zerg_log *log)
+                                struct zerg_log *log, int live)
 {
     struct zerg_view *v = calloc(1, sizeof *v);
     if (!v)
@@ -115,8 +522,15 @@ struct zerg_view *zerg_view_new(const struct zerg_cli *cli,
     v->g = g;
     v->s = s;
     v->log = log;
-    v->tty = isatty(STDOUT_FILENO);
+    v->tty = live && isatty(STDOUT_FILENO);
     v->color = cli->color;
+    if (v->tty) {
+        struct sigaction sa = {.sa_handler = on_winch, .sa_flags = SA_RESTART};
+        sigemptyset(&sa.sa_mask);
+        winch_seen = 0;
+        v->winch_installed = sigaction(SIGWINCH, &sa, &v->old_winch) == 0;
+        term_size(v);
+    }
     zerg_log_set_observer(log, observe, v);
     return v;
 }
@@ -125,8 +539,10 @@ void zerg_view_free(struct zerg_view *v)
 {
     if (!v)
         return;
-    if (v->tty && v->bar_shown)
-        printf("\r\033[K");
+    if (v->tty)
+        erase(v);
+    if (v->winch_installed)
+        sigaction(SIGWINCH, &v->old_winch, NULL);
     zerg_log_set_observer(v->log, NULL, NULL);
     free(v);
 }

@@ -7,7 +7,8 @@
  * lua.c: an expression is tried first as "return <line>", a chunk that
  * fails to compile only because it ends early ("<eof>") asks for more
  * lines, and SIGINT sets a flag the VM's hook turns into an error, so
- * Ctrl-C stops the running chunk and not the session. */
+ * Ctrl-C stops the running chunk and not the session.  Tab and the "did
+ * you mean" of an unknown global walk the session raw (lua/complete.c). */
 #include "zerg/repl.h"
 
 #include <dirent.h>
@@ -21,14 +22,18 @@
 #include <editline/readline.h>
 #include <lauxlib.h>
 
+#include "lua/complete.h"
 #include "lua/vm.h"
 #include "zerg/config.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
+#include "zerg/text.h"
 
 #define DOC_MAX_BYTES (256u << 20) /* state and graph files */
 #define HISTORY_LINES 1000
 #define EOF_MARK "<eof>"
+#define UNKNOWN_MARK "unknown global '" /* src/lua/vm.c env_index */
+#define COMPLETE_MAX 1024               /* candidates one Tab offers */
 
 struct zerg_repl {
     struct zerg_vm *vm;
@@ -396,6 +401,26 @@ static int eval_chunk(lua_State *L)
     return 0;
 }
 
+/* "unknown global 'tsks'" gains "; did you mean 'tasks'?" right after the
+ * name, before the traceback. */
+static void add_hint(struct zerg_repl *r, char *msg, size_t size)
+{
+    char *at = strstr(msg, UNKNOWN_MARK), word[ZERG_EDIT_MAX], best[128];
+    if (!at)
+        return;
+    const char *name = at + strlen(UNKNOWN_MARK), *q = strchr(name, '\'');
+    if (!q || (size_t)(q - name) >= sizeof word)
+        return;
+    memcpy(word, name, (size_t)(q - name));
+    word[q - name] = '\0';
+    if (zerg_complete_suggest(r->vm, word, best, sizeof best) != 0)
+        return;
+    char rest[ZERG_ERR_MSG_MAX];
+    snprintf(rest, sizeof rest, "%s", q + 1);
+    size_t off = (size_t)(q + 1 - msg);
+    zerg_text_append(msg, size, &off, "; did you mean '%s'?%s", best, rest);
+}
+
 /* Runs one chunk with Ctrl-C armed.  0, 1 when incomplete, -1 on error
  * (printed). */
 static int eval(struct zerg_repl *r, struct eval_ctx *c)
@@ -410,6 +435,7 @@ static int eval(struct zerg_repl *r, struct eval_ctx *c)
     sigaction(SIGINT, &old, NULL);
     fflush(r->out);
     if (rc != 0) {
+        add_hint(r, e.msg, sizeof e.msg);
         fprintf(r->errf, "%s\n", e.msg);
         fflush(r->errf);
         return -1;
@@ -467,6 +493,75 @@ int zerg_repl_run_file(struct zerg_repl *r, const char *path, int argc,
     int rc = eval(r, &c);
     free(text);
     return rc;
+}
+
+/* ---- Tab -------------------------------------------------------------- */
+
+int zerg_repl_complete(struct zerg_repl *r, const char *line, char **out,
+                       size_t max)
+{
+    return zerg_complete(r->vm, line, out, max);
+}
+
+/* libedit completes one line at a time for one session: the candidates
+ * of the last Tab, handed out by next_candidate. */
+static struct zerg_repl *tab_repl;
+static char *tab_cands[COMPLETE_MAX];
+static int tab_n, tab_next;
+static char tab_head[256]; /* readline's word before ours (see attempt) */
+static size_t tab_cut;     /* bytes of ours before readline's word */
+
+/* Everything but the characters of a word (complete.h), so readline's
+ * word is the one the candidates complete. */
+static char word_breaks[] = " \t\n\"\\'`@$><=;|&{}()[]+-*/%^~#,!?";
+
+static char *next_candidate(const char *text, int state)
+{
+    (void)text;
+    if (state == 0)
+        tab_next = 0;
+    if (tab_next >= tab_n)
+        return NULL;
+    const char *c = tab_cands[tab_next++];
+    size_t hl = strlen(tab_head), cl = strlen(c) - tab_cut;
+    char *m = malloc(hl + cl + 1);
+    if (m) {
+        memcpy(m, tab_head, hl);
+        memcpy(m + hl, c + tab_cut, cl + 1);
+    }
+    return m;
+}
+
+static char **attempt(const char *text, int start, int end)
+{
+    (void)text;
+    rl_attempted_completion_over = 1; /* never file names */
+    char *line = strndup(rl_line_buffer, (size_t)end);
+    if (!line)
+        return NULL;
+    size_t ws = zerg_complete_word_start(line), s = (size_t)start;
+    /* Should readline's word differ from ours, line[start..end) is still
+     * what is replaced: add or cut the difference. */
+    snprintf(tab_head, sizeof tab_head, "%.*s", ws > s ? (int)(ws - s) : 0,
+             line + s);
+    tab_cut = ws < s ? s - ws : 0;
+    int n = zerg_repl_complete(tab_repl, line, tab_cands, COMPLETE_MAX);
+    free(line);
+    tab_n = n > 0 ? n : 0;
+    char **m = tab_n ? rl_completion_matches(text, next_candidate) : NULL;
+    for (int i = 0; i < tab_n; i++)
+        free(tab_cands[i]);
+    tab_n = 0;
+    return m;
+}
+
+static void tab_setup(struct zerg_repl *r)
+{
+    tab_repl = r;
+    rl_attempted_completion_function = attempt;
+    rl_completer_word_break_characters = word_breaks;
+    rl_basic_word_break_characters = word_breaks;
+    rl_completion_append_character = '\0'; /* "t." goes on typing */
 }
 
 /* ---- the interactive loop -------------------------------------------- */
@@ -568,6 +663,7 @@ int zerg_repl_interactive(struct zerg_repl *r)
     if (!isatty(STDIN_FILENO))
         return repl_lines(r);
     rl_readline_name = "zerg";
+    tab_setup(r);
     using_history();
     stifle_history(HISTORY_LINES);
     if (r->history[0])

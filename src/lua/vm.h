@@ -6,6 +6,8 @@
  *   policy.c   include/zerg/policy.h on top of two VMs (hooks:
  *              policy_hooks.c, policy_reconcile.c, policy_call.h)
  *   repl.c     `zerg lua`
+ *   complete.c what Tab and "did you mean" offer in `zerg lua`
+ *   sandbox*.c the bounded string/table functions (sandbox.h)
  *   wiring.c   `zerg validate --check-wiring`
  *
  * Every Lua call goes through zerg_vm_cpcall: one protected call with a

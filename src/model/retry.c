@@ -61,7 +61,7 @@ static void reopen_levels(struct zerg_state *s, const struct zerg_graph *g,
         if (s->levels && lv >= 1 && lv <= s->nlevels &&
             s->levels[lv].status == ZERG_LEVEL_COMPLETE) {
             s->levels[lv].status = ZERG_LEVEL_PENDING;
-            s->levels[lv].completed_at = 0;
+            s->levels[lv].completed_at_wall_ns = 0;
         }
         if (lv >= 1 && (lowest == 0 || lv < lowest))
             lowest = lv;
@@ -274,8 +274,8 @@ int zerg_retry_request_write(const char *state_dir, const char *feature,
                              const char *const *ids, size_t n, int all_failed,
                              struct zerg_err *err)
 {
-    return zerg_retry_request_send(state_dir, feature, ids, n, all_failed,
-                                   NULL, 0, err);
+    return zerg_retry_request_send(state_dir, feature, ids, n, all_failed, NULL,
+                                   0, err);
 }
 
 void zerg_retry_request_close(struct zerg_retry_request *req)

@@ -20,6 +20,7 @@
  * machine dies before the kernel flushes it, the rename leaves the old .bak
  * or the new one, and the live file is durable anyway. */
 #include "zerg/state.h"
+#include "zerg/task_fsm.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -126,7 +127,7 @@ const struct state_metric state_metric_fields[] = {
 void state_task_reset(struct zerg_task_state *t, int level)
 {
     memset(t, 0, sizeof *t);
-    t->status = ZERG_TASK_PENDING;
+    zerg_task_set_initial(t, ZERG_TASK_PENDING);
     t->level = level;
     t->worker_id = -1;
 }
@@ -152,8 +153,8 @@ int zerg_state_init(struct zerg_state *s, const struct zerg_graph *g,
     snprintf(s->run_id, sizeof s->run_id, "%llx-%x",
              (unsigned long long)(now_wall_ns / ZERG_NS_PER_MS),
              (unsigned)getpid());
-    s->started_at = now_wall_ns;
-    s->updated_at = now_wall_ns;
+    s->started_at_wall_ns = now_wall_ns;
+    s->updated_at_wall_ns = now_wall_ns;
     s->next_epoch = 1; /* 0 means "no incarnation" in task and worker */
     return 0;
 }
@@ -284,8 +285,5 @@ int zerg_state_level_done(const struct zerg_state *s,
 
 void zerg_state_count(const struct zerg_state *s, size_t counts[7])
 {
-    memset(counts, 0, 7 * sizeof counts[0]);
-    for (size_t i = 0; i < s->ntasks; i++)
-        if ((unsigned)s->tasks[i].status < 7)
-            counts[s->tasks[i].status]++;
+    zerg_task_count(s->tasks, NULL, s->ntasks, counts);
 }

@@ -91,10 +91,10 @@ static zerg_json *task_to_json(const struct zerg_task_state *t)
         add_num(o, "crash_count", t->crash_count) ||
         add_num(o, "attempt", t->attempt) ||
         add_num(o, "epoch", (double)t->epoch) ||
-        add_ts(o, "claimed_at", t->claimed_at) ||
-        add_ts(o, "started_at", t->started_at) ||
-        add_ts(o, "completed_at", t->completed_at) ||
-        add_ts(o, "retry_at", t->retry_at) ||
+        add_ts(o, "claimed_at", t->claimed_at_wall_ns) ||
+        add_ts(o, "started_at", t->started_at_wall_ns) ||
+        add_ts(o, "completed_at", t->completed_at_wall_ns) ||
+        add_ts(o, "retry_at", t->retry_at_wall_ns) ||
         add_num(o, "duration_ms", (double)t->duration_ms) ||
         add_str(o, "error", t->error) || add_str(o, "reason", t->reason)) {
         zerg_json_free(o);
@@ -117,8 +117,8 @@ static zerg_json *worker_to_json(const struct zerg_worker_state *w,
         add_num(o, "respawn_count", w->respawn_count) ||
         add_num(o, "spawn_attempt", w->spawn_attempt) ||
         add_num(o, "epoch", (double)w->epoch) || add_str(o, "task", task) ||
-        add_ts(o, "started_at", w->started_at) ||
-        add_ts(o, "ready_at", w->ready_at)) {
+        add_ts(o, "started_at", w->started_at_wall_ns) ||
+        add_ts(o, "ready_at", w->ready_at_wall_ns)) {
         zerg_json_free(o);
         return NULL;
     }
@@ -129,8 +129,8 @@ static zerg_json *level_to_json(const struct zerg_level_state *l)
 {
     zerg_json *o = obj_sized(3);
     if (!o || add_str(o, "status", zerg_level_status_name(l->status)) ||
-        add_ts(o, "started_at", l->started_at) ||
-        add_ts(o, "completed_at", l->completed_at)) {
+        add_ts(o, "started_at", l->started_at_wall_ns) ||
+        add_ts(o, "completed_at", l->completed_at_wall_ns)) {
         zerg_json_free(o);
         return NULL;
     }
@@ -201,8 +201,8 @@ zerg_json *zerg_state_to_json(const struct zerg_state *s,
     if (!doc || add_num(doc, "version", s->version) ||
         add_str(doc, "feature", s->feature) ||
         add_str(doc, "run_id", s->run_id[0] ? s->run_id : NULL) ||
-        add_ts(doc, "started_at", s->started_at) ||
-        add_ts(doc, "updated_at", s->updated_at) ||
+        add_ts(doc, "started_at", s->started_at_wall_ns) ||
+        add_ts(doc, "updated_at", s->updated_at_wall_ns) ||
         add_num(doc, "current_level", s->current_level) ||
         add_str(doc, "status", s->status) ||
         add(doc, "tasks", tasks_to_json(s, g)) ||

@@ -8,6 +8,7 @@
  * Reading never repairs anything: a null or disagreeing task level is kept
  * as found for reconciliation to judge. */
 #include "zerg/state.h"
+#include "zerg/task_fsm.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -223,7 +224,7 @@ static int read_task(struct zerg_task_state *t, const char *id,
     }
     int st = 0;
     int rc = rd_status(&r, state_task_names, NELEM(state_task_names), &st);
-    t->status = (enum zerg_task_status)st;
+    zerg_task_set_initial(t, (enum zerg_task_status)st);
     if (!rc)
         rc = rd_i(&r, "level", 1, 0, &t->level);
     if (!rc && t->level > STATE_MAX_LEVEL)
@@ -234,10 +235,10 @@ static int read_task(struct zerg_task_state *t, const char *id,
         (rc = rd_i(&r, "crash_count", 0, NO_NULL, &t->crash_count)) ||
         (rc = rd_i(&r, "attempt", 0, NO_NULL, &t->attempt)) ||
         (rc = rd_u64(&r, "epoch", &t->epoch)) ||
-        (rc = rd_ts(&r, "claimed_at", &t->claimed_at)) ||
-        (rc = rd_ts(&r, "started_at", &t->started_at)) ||
-        (rc = rd_ts(&r, "completed_at", &t->completed_at)) ||
-        (rc = rd_ts(&r, "retry_at", &t->retry_at)) ||
+        (rc = rd_ts(&r, "claimed_at", &t->claimed_at_wall_ns)) ||
+        (rc = rd_ts(&r, "started_at", &t->started_at_wall_ns)) ||
+        (rc = rd_ts(&r, "completed_at", &t->completed_at_wall_ns)) ||
+        (rc = rd_ts(&r, "retry_at", &t->retry_at_wall_ns)) ||
         (rc = rd_i64(&r, "duration_ms", &t->duration_ms)) ||
         (rc = rd_str(&r, "error", &t->error)) ||
         (rc = rd_str(&r, "reason", &t->reason)))
@@ -289,8 +290,8 @@ static int read_worker(struct zerg_worker_state *w, const char *key,
         (rc = rd_i(&r, "spawn_attempt", 0, NO_NULL, &w->spawn_attempt)) ||
         (rc = rd_u64(&r, "epoch", &w->epoch)) ||
         (rc = rd_str(&r, "task", &task)) ||
-        (rc = rd_ts(&r, "started_at", &w->started_at)) ||
-        (rc = rd_ts(&r, "ready_at", &w->ready_at)))
+        (rc = rd_ts(&r, "started_at", &w->started_at_wall_ns)) ||
+        (rc = rd_ts(&r, "ready_at", &w->ready_at_wall_ns)))
         goto out;
     w->status = (enum zerg_worker_status)st;
     if (cid && strlen(cid) >= sizeof w->container_id) {
@@ -358,9 +359,9 @@ static int read_level(struct zerg_level_state *l, const char *key,
     int rc = rd_status(&r, state_level_names, NELEM(state_level_names), &st);
     l->status = (enum zerg_level_status)st;
     if (!rc)
-        rc = rd_ts(&r, "started_at", &l->started_at);
+        rc = rd_ts(&r, "started_at", &l->started_at_wall_ns);
     if (!rc)
-        rc = rd_ts(&r, "completed_at", &l->completed_at);
+        rc = rd_ts(&r, "completed_at", &l->completed_at_wall_ns);
     return rc;
 }
 
@@ -443,8 +444,8 @@ static int read_header(struct zerg_state *s, const zerg_json *doc,
                  sizeof s->run_id - 1);
     snprintf(s->run_id, sizeof s->run_id, "%s", run_id ? run_id : "");
     free(run_id);
-    if (rc || (rc = rd_ts(&r, "started_at", &s->started_at)) ||
-        (rc = rd_ts(&r, "updated_at", &s->updated_at)) ||
+    if (rc || (rc = rd_ts(&r, "started_at", &s->started_at_wall_ns)) ||
+        (rc = rd_ts(&r, "updated_at", &s->updated_at_wall_ns)) ||
         (rc = rd_i(&r, "current_level", 0, NO_NULL, &s->current_level)) ||
         (rc = rd_str(&r, "status", &s->status)) ||
         (rc = rd_u64(&r, "next_epoch", &s->next_epoch)) ||

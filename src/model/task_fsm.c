@@ -33,14 +33,14 @@ static int f_claim(struct zerg_task_state *st, const struct zerg_task_move *m)
     st->attempt = m->attempt;
     st->epoch = m->epoch;
     st->worker_id = m->worker_id;
-    st->claimed_at = m->now_wall_ns;
-    st->retry_at = 0;
+    st->claimed_at_wall_ns = m->now_wall_ns;
+    st->retry_at_wall_ns = 0;
     return 0;
 }
 
 static int f_start(struct zerg_task_state *st, const struct zerg_task_move *m)
 {
-    st->started_at = m->now_wall_ns;
+    st->started_at_wall_ns = m->now_wall_ns;
     return 0;
 }
 
@@ -48,7 +48,7 @@ static int f_complete(struct zerg_task_state *st,
                       const struct zerg_task_move *m)
 {
     st->worker_id = -1;
-    st->completed_at = m->now_wall_ns;
+    st->completed_at_wall_ns = m->now_wall_ns;
     return set_text(&st->error, NULL) | set_text(&st->reason, NULL);
 }
 
@@ -56,14 +56,14 @@ static int f_retry_later(struct zerg_task_state *st,
                          const struct zerg_task_move *m)
 {
     st->worker_id = -1;
-    st->retry_at = m->retry_at_wall_ns;
+    st->retry_at_wall_ns = m->retry_at_wall_ns;
     return set_text(&st->error, m->error) | set_text(&st->reason, m->reason);
 }
 
 static int f_requeue(struct zerg_task_state *st, const struct zerg_task_move *m)
 {
     st->worker_id = -1;
-    st->retry_at = 0;
+    st->retry_at_wall_ns = 0;
     int rc = set_text(&st->error, m->error);
     if (m->reason)
         rc |= set_text(&st->reason, m->reason);
@@ -73,7 +73,7 @@ static int f_requeue(struct zerg_task_state *st, const struct zerg_task_move *m)
 static int f_fail(struct zerg_task_state *st, const struct zerg_task_move *m)
 {
     st->worker_id = -1;
-    st->completed_at = m->now_wall_ns;
+    st->completed_at_wall_ns = m->now_wall_ns;
     return set_text(&st->error, m->error) | set_text(&st->reason, m->reason);
 }
 
@@ -90,10 +90,10 @@ static int f_retry(struct zerg_task_state *st, const struct zerg_task_move *m)
     st->retry_count = 0;
     st->crash_count = 0;
     st->epoch = 0;
-    st->claimed_at = 0;
-    st->started_at = 0;
-    st->completed_at = 0;
-    st->retry_at = 0;
+    st->claimed_at_wall_ns = 0;
+    st->started_at_wall_ns = 0;
+    st->completed_at_wall_ns = 0;
+    st->retry_at_wall_ns = 0;
     st->duration_ms = 0;
     return set_text(&st->error, NULL) | set_text(&st->reason, NULL);
 }

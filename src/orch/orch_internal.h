@@ -150,7 +150,8 @@ struct zerg_orch {
     int64_t next_hb_scan_mono_ns;
     int64_t started_mono_ns;
 
-    int stopping; /* 1 graceful, 2 forced */
+    int stopping;    /* 1 graceful, 2 forced */
+    int stop_signal; /* the signal that asked for the stop, 0 = none */
     int64_t stop_deadline_mono_ns;
     int finishing;  /* all work terminal: stopping workers */
     int finished;   /* final state written */

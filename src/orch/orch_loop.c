@@ -46,6 +46,10 @@ static void drain_signals(struct zerg_orch *o, int sfd, int64_t now)
     while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
         if (si.ssi_signo == SIGCHLD)
             continue; /* reaped below, once for all */
+        /* The first one names the exit code: 130 for Ctrl-C, 143 for a
+         * SIGTERM (`zerg stop`), as shells expect of a signalled run. */
+        if (!o->stop_signal)
+            o->stop_signal = (int)si.ssi_signo;
         zerg_orch_request_stop(o, o->stopping > 0, now);
     }
     reap(o, now);

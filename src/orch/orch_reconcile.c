@@ -120,7 +120,7 @@ static int apply_level_fix(struct zerg_orch *o, const struct zerg_fix *f)
         if (done || ls->status != ZERG_LEVEL_COMPLETE)
             return 0;
         ls->status = ZERG_LEVEL_RUNNING;
-        ls->completed_at = 0;
+        ls->completed_at_wall_ns = 0;
         if (s->current_level > f->level)
             s->current_level = f->level;
         o->level_cursor[f->level] = 0;

@@ -262,8 +262,8 @@ static void spawn(struct zerg_orch *o, struct slot *sl,
     sl->hb_task_pgid = 0;
     sl->task = -1;
     w->epoch = req.epoch;
-    w->started_at = orch_wall_ns(o);
-    w->ready_at = 0;
+    w->started_at_wall_ns = orch_wall_ns(o);
+    w->ready_at_wall_ns = 0;
     enter(o, sl, SLOT_STARTING);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "epoch", (double)req.epoch);
@@ -282,7 +282,7 @@ static void ready(struct zerg_orch *o, struct slot *sl,
 {
     struct zerg_worker_state *w = &o->s->workers[sl->id];
     (void)a;
-    w->ready_at = orch_wall_ns(o);
+    w->ready_at_wall_ns = orch_wall_ns(o);
     w->spawn_attempt = 0;
     enter(o, sl, SLOT_READY);
     zerg_json *data = zerg_json_obj();

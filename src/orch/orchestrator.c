@@ -51,7 +51,7 @@ void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
     if (!force && now - o->last_save_mono_ns < checkpoint_gap(o))
         return;
     sync_workers(o);
-    o->s->updated_at = orch_wall_ns(o);
+    o->s->updated_at_wall_ns = orch_wall_ns(o);
     o->s->metrics.policy_errors = zerg_policy_error_count(o->o.policy);
     int64_t t0 = zerg_clock_mono(o->o.clock);
     int rc = zerg_state_save(o->s, o->g, o->state_path, &err);
@@ -186,12 +186,14 @@ static void level_log(struct zerg_orch *o, const char *event, int lvl)
     zerg_json_set_num(data, "failed", (double)failed);
     if (!strcmp(event, "level_start"))
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO, event, NULL,
-                       data, "Level %d started: %zu tasks", lvl, n);
+                       data, "Level %d started: %zu task%s", lvl, n,
+                       n == 1 ? "" : "s");
     else
         zerg_log_event(o->o.log, ZERG_LOG_ORCH,
                        failed ? ZERG_LOG_WARN : ZERG_LOG_INFO, event, NULL,
-                       data, "Level %d complete: %zu/%zu tasks done%s", lvl,
-                       done, n, failed ? ", some failed or blocked" : "");
+                       data, "Level %d complete: %zu/%zu task%s done%s", lvl,
+                       done, n, n == 1 ? "" : "s",
+                       failed ? ", some failed or blocked" : "");
 }
 
 /* O(1) amortized per tick: the level's cursor moves over terminal tasks
@@ -222,7 +224,7 @@ static int close_level(struct zerg_orch *o, int lvl, int64_t now)
         return 0; /* a fix may have reopened this or a lower level */
     if (s->levels[lvl].status != ZERG_LEVEL_COMPLETE) {
         s->levels[lvl].status = ZERG_LEVEL_COMPLETE;
-        s->levels[lvl].completed_at = orch_wall_ns(o);
+        s->levels[lvl].completed_at_wall_ns = orch_wall_ns(o);
         level_log(o, "level_complete", lvl);
     }
     return 1;
@@ -255,7 +257,7 @@ static void advance_levels(struct zerg_orch *o, int64_t now)
         struct zerg_level_state *ls = &s->levels[s->current_level];
         if (ls->status == ZERG_LEVEL_PENDING) {
             ls->status = ZERG_LEVEL_RUNNING;
-            ls->started_at = orch_wall_ns(o);
+            ls->started_at_wall_ns = orch_wall_ns(o);
         }
         /* Every level transition is durable before it is announced. */
         orch_checkpoint(o, now, 1);
@@ -436,6 +438,8 @@ int zerg_orch_done(const struct zerg_orch *o)
 
 int zerg_orch_exit_code(const struct zerg_orch *o)
 {
+    if (o->stopping && o->stop_signal)
+        return 128 + o->stop_signal;
     return all_complete(o) && !o->failed_run && !o->stopping ? ZERG_EXIT_OK
                                                              : ZERG_EXIT_FAIL;
 }
@@ -481,11 +485,11 @@ void zerg_orch_summary(const struct zerg_orch *o, char *buf, size_t size)
     zerg_task_count(o->s->tasks, NULL, o->g->ntasks, c);
     int n = snprintf(
         buf, size,
-        "%zu/%zu tasks complete, %zu failed, %zu blocked; recovery: %" PRId64
+        "%zu/%zu task%s complete, %zu failed, %zu blocked; recovery: %" PRId64
         " worker %s, %" PRId64 " %s, %" PRId64 " %s, %" PRId64 " spawn %s, "
         "%" PRId64 " stale %s.",
-        c[ZERG_TASK_COMPLETE], o->g->ntasks, c[ZERG_TASK_FAILED],
-        c[ZERG_TASK_BLOCKED], m->worker_crashes,
+        c[ZERG_TASK_COMPLETE], o->g->ntasks, o->g->ntasks == 1 ? "" : "s",
+        c[ZERG_TASK_FAILED], c[ZERG_TASK_BLOCKED], m->worker_crashes,
         plural(m->worker_crashes, "crash", "crashes"), m->task_reassignments,
         plural(m->task_reassignments, "reassignment", "reassignments"),
         m->worker_respawns, plural(m->worker_respawns, "respawn", "respawns"),

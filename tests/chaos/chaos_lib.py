@@ -182,7 +182,10 @@ class Rush:
             self.fail("sanitizer report (exit %d)" % rc, rep)
         if rc == 0:
             return "done"
-        if rc == 1 or (rc == -signal.SIGKILL and self.harness_killed):
+        # 143: stopped cleanly by the SIGTERM of the harness's own `zerg
+        # stop --force`, before its SIGKILL.
+        if rc == 1 or (self.harness_killed and
+                       rc in (-signal.SIGKILL, 128 + signal.SIGTERM)):
             return "resume"
         if rc < 0:
             self.fail("killed by signal %d the harness did not send" % -rc)

@@ -493,6 +493,42 @@ want_out "f claimed A-L1-001"
 cp "$tmp/saved.jsonl" "$proj/.zerg/monitor.jsonl"
 ok
 
+t "logs --task prints the attempt's output; --attempt, --tail, --since"
+mkdir -p "$proj/.zerg/logs/demo/tasks/A-L1-002"
+printf 'first try\n' >"$proj/.zerg/logs/demo/tasks/A-L1-002/attempt-1.log"
+printf 'building\nerror: expected 3, got 4\n\033[31mred\n' \
+    >"$proj/.zerg/logs/demo/tasks/A-L1-002/attempt-2.log"
+z -C "$proj" logs --task A-L1-002
+want_rc 0
+want_out "Task A-L1-002 failed"
+want_out "==> $proj/.zerg/logs/demo/tasks/A-L1-002/attempt-2.log <=="
+want_out "error: expected 3, got 4"
+want_out "?[31mred"
+no_out $'\033'
+no_out "first try"
+z -C "$proj" logs --task A-L1-002 --attempt 1
+want_out "first try"
+no_out "expected 3"
+z -C "$proj" logs --task A-L1-002 --tail 1
+want_out "?[31mred"
+no_out "building"
+z -C "$proj" logs --since 2026-02-03T05:41:56Z
+want_out "Task A-L1-002 failed"
+want_out "Worker 1 crashed"
+no_out "claimed"
+z -C "$proj" logs --since 10m
+no_out "crashed"
+z -C "$proj" logs --tail 1 --event task_claimed,task_failed
+want_out "Task A-L1-002 failed"
+no_out "claimed"
+z -C "$proj" logs --since yesterday
+want_rc 2
+want_err "--since takes a time"
+z -C "$proj" logs --attempt 2
+want_rc 2
+want_err "--attempt needs --task"
+ok
+
 t "logs --json prints the stored lines"
 z -C "$proj" logs --json --event task_claimed
 want_out '{"ts":"2026-02-03T05:41:55.200Z","worker":0,"level":"INFO","event":"task_claimed"'

@@ -129,6 +129,17 @@ run_z status
 [ "$RC" -ne 124 ] || fail "status hung"
 run_z rush --workers 1 --resume
 [ "$RC" -eq 0 ] || { cat "$ERR" >&2; fail "the resume failed ($RC)"; }
+grep -q "Nothing to do" "$OUT" || fail "a resume of a complete run did not say it had nothing to do"
+# As after a kill -9 mid-task: the resume replays the run directory.
+python3 - "$PROJ/.zerg/state/f.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["status"] = "running"
+d["tasks"]["A-L1-001"]["status"] = "in_progress"
+json.dump(d, open(sys.argv[1], "w"))
+PY
+run_z rush --workers 1 --resume
+[ "$RC" -eq 0 ] || { cat "$ERR" >&2; fail "the resume failed ($RC)"; }
 grep -q "not a regular file" "$PROJ/.zerg/monitor.log" ||
     fail "the FIFO result was not logged as 'not a regular file'"
 pass "FIFOs in the run directory: status and --resume do not hang"
@@ -137,7 +148,7 @@ mv "$PROJ/.zerg/state/f.lock" "$TEST_ROOT/lock.bak"
 mkfifo "$PROJ/.zerg/state/f.lock"
 run_z status
 [ "$RC" -ne 124 ] || fail "status hung on a FIFO lock"
-refused 1 "f.lock: it is not a regular file (a FIFO)" rush --workers 1 --resume
+refused 1 "f.lock: it is not a regular file (a FIFO)" rush --workers 1 --fresh
 rm "$PROJ/.zerg/state/f.lock"
 mv "$PROJ/.zerg/state/f.json" "$TEST_ROOT/state.bak"
 mkfifo "$PROJ/.zerg/state/f.json"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # test_lua_repl.sh - `zerg lua`: -e CODE, FILE, exit codes, the data in
-# scope (state, graph, config, heartbeats, history), and the interactive
-# REPL driven through a pseudo-terminal to prove line editing (Ctrl-A,
-# Ctrl-E, backspace), Ctrl-C and history across sessions.
+# scope (state, graph, config, heartbeats, history), "did you mean" for an
+# unknown global, and the interactive REPL driven through a pseudo-terminal
+# to prove line editing (Ctrl-A, Ctrl-E, backspace), Ctrl-C and history
+# across sessions, and in tmux to show Tab completion on the screen.
 #
-# Needs: $ZERG (the binary), python3 (its pty module drives the REPL).
-# A missing tool is a failure, never a skip.
+# Needs: $ZERG (the binary), python3 (its pty module drives the REPL),
+# tmux.  A missing tool is a failure, never a skip.
 set -euo pipefail
 
 fail() {
@@ -16,9 +17,12 @@ fail() {
 [[ -n "${ZERG:-}" && -x "$ZERG" ]] || fail "ZERG must name the zerg binary"
 command -v python3 >/dev/null || fail "python3 is required (pty driver)"
 python3 -c 'import pty, select' || fail "python3 lacks the pty module"
+command -v tmux >/dev/null || fail "tmux is required (completion on screen)"
 
 work=$(mktemp -d)
-trap '[[ -n "${KEEP:-}" ]] || rm -rf "$work"' EXIT
+sock=$work/tmux.sock # a server of our own, never the user's
+trap 'tmux -S "$sock" kill-server 2>/dev/null || true
+      [[ -n "${KEEP:-}" ]] || rm -rf "$work"' EXIT
 proj=$work/proj
 mkdir -p "$proj/.gsd/specs/demo" "$proj/.zerg/state" "$work/home"
 export HOME=$work/home
@@ -97,6 +101,19 @@ rc=$?
 set -e
 [[ $rc -eq 1 ]] || fail "sandbox: exit $rc"
 grep -q "unknown global 'io'" "$work/err" || fail "sandbox message: $(cat "$work/err")"
+
+# A misspelt global names the closest one in scope.
+set +e
+"$ZERG" lua -e 'return tsks' >/dev/null 2>"$work/err"
+rc=$?
+set -e
+[[ $rc -eq 1 ]] || fail "unknown global: exit $rc"
+grep -q "(command line):1: unknown global 'tsks'; did you mean 'tasks'?\$" \
+    "$work/err" || fail "did you mean: $(cat "$work/err")"
+set +e
+"$ZERG" lua -e 'return zqxjkv' >/dev/null 2>"$work/err"
+set -e
+grep -q "unknown global 'zqxjkv'\$" "$work/err" || fail "no hint when none is near: $(cat "$work/err")"
 
 set +e
 "$ZERG" lua --bogus >/dev/null 2>&1
@@ -258,5 +275,48 @@ export XDG_STATE_HOME=$work/state
 python3 "$work/drive.py" "$ZERG" 'return 7\r|7\r\n> ' '\x04|' \
     || fail "session with XDG_STATE_HOME"
 grep -q 'return.*7' "$XDG_STATE_HOME/zerg/lua_history" || fail "XDG history"
+
+# ---- Tab completion, on a tmux screen ------------------------------------------
+# screen_wait ERE: polls the pane until a line matches (10 s at most).
+screen_wait() {
+    local i
+    for ((i = 0; i < 100; i++)); do
+        tmux -S "$sock" capture-pane -p -t repl >"$work/screen" 2>/dev/null || true
+        grep -qE -- "$1" "$work/screen" && return 0
+        sleep 0.1
+    done
+    fail "tmux: no line matching [$1]; screen:
+$(cat "$work/screen")"
+}
+keys() { tmux -S "$sock" send-keys -t repl "$@"; }
+
+tmux -S "$sock" new-session -d -s repl -x 120 -y 40 \
+    "cd '$proj' && exec '$ZERG' lua" || fail "tmux new-session"
+# libedit draws the prompt once it has the terminal in raw mode.
+screen_wait '^> ?$'
+keys 'polic' Tab
+screen_wait '^> policies$'
+keys '.retry.' Tab
+screen_wait '^> policies\.retry\.decide$'
+keys Enter
+screen_wait '^<function'
+keys 'tas' Tab Tab # two candidates: the common part, then the list
+screen_wait '^task +tasks *$'
+keys C-u 'return ("x"):up' Tab
+screen_wait '^> return \("x"\):upper$'
+keys '() .. config.work' Tab
+screen_wait 'upper\(\) \.\. config\.workers$'
+keys '.retry_att' Tab
+screen_wait 'config\.workers\.retry_attempts$'
+keys Enter
+screen_wait '^X3$'
+keys 'return tsks' Enter
+screen_wait "unknown global 'tsks'; did you mean 'tasks'\?"
+keys C-d
+for ((i = 0; i < 100; i++)); do
+    tmux -S "$sock" has-session -t repl 2>/dev/null || break
+    sleep 0.1
+done
+! tmux -S "$sock" has-session -t repl 2>/dev/null || fail "tmux: zerg lua did not leave on Ctrl-D"
 
 echo "ok: test_lua_repl"

@@ -33,7 +33,7 @@ pass "zerg retry is picked up by the running rush"
 wait_for 20 task_running C-L2-001
 zerg stop > "$PROJ/stop.txt" || fail "stop exited $?"
 rush_wait 30
-[ "$RUSH_RC" -eq 1 ] || fail "stopped rush should exit 1, got $RUSH_RC"
+[ "$RUSH_RC" -eq 143 ] || fail "a rush stopped by zerg stop (SIGTERM) should exit 143, got $RUSH_RC"
 [ "$(state_field status)" = stopped ] || fail "state status $(state_field status)"
 [ "$(task_status C-L2-001)" = pending ] || fail "interrupted task should be pending, is $(task_status C-L2-001)"
 pgrep -f "sleep 600" && fail "task survived zerg stop"
@@ -55,4 +55,53 @@ for round in 1 2 3 4 5; do
     [ "$RUSH_RC" -eq 0 ] || fail "round $round: exit $RUSH_RC after Rush complete"
 done
 pass "a SIGTERM after the rush completed leaves exit 0"
+
+# A feature whose tasks are all complete: nothing to do, exit 0, nothing
+# runs again (unless --fresh).
+starts=$(events rush_start)
+out=$(zerg rush 2>&1) || fail "rush of a complete feature exited $?"
+printf '%s' "$out" | grep -q "Nothing to do: all 1 task of f is complete" ||
+    fail "no 'nothing to do': $out"
+[ "$(events rush_start)" = "$starts" ] || fail "a complete feature ran again"
+out=$(zerg rush --resume 2>&1) || fail "--resume of a complete feature exited $?"
+printf '%s' "$out" | grep -q "Nothing to do" || fail "--resume: $out"
+pass "a complete feature: nothing to do, exit 0"
+
+# Ctrl-C stops cleanly and exits 130; --resume says what it picks up.
+graph <<'JSON'
+{"feature": "f", "tasks": [
+ {"id": "I-L1-001", "level": 1, "command": "sleep 600"},
+ {"id": "I-L1-002", "level": 1, "command": "true"}]}
+JSON
+rush_bg --fresh --workers 1
+wait_for 30 task_running I-L1-001
+kill -INT "$RUSH_PID"
+rush_wait 30
+[ "$RUSH_RC" -eq 130 ] || fail "Ctrl-C: expected exit 130, got $RUSH_RC"
+[ "$(state_field status)" = stopped ] || fail "state status $(state_field status)"
+pgrep -f "sleep 600" && fail "task survived Ctrl-C"
+graph <<'JSON'
+{"feature": "f", "tasks": [
+ {"id": "I-L1-001", "level": 1, "command": "true"},
+ {"id": "I-L1-002", "level": 1, "command": "true"}]}
+JSON
+out=$(zerg rush --resume --workers 1 2>&1) || fail "resume exited $?: $out"
+printf '%s' "$out" | grep -q "Resuming f (run .*): .*to run" || fail "no resume line: $out"
+pass "Ctrl-C exits 130 after a clean stop; --resume says what it resumes"
+
+# A failed rush shows each failed task's real error and where its log is.
+graph <<'JSON'
+{"feature": "f", "tasks": [
+ {"id": "F-L1-001", "level": 1, "command": "echo 'error: expected 3, got 4' >&2; exit 3"},
+ {"id": "F-L2-001", "level": 2, "dependencies": ["F-L1-001"], "command": "true"}]}
+JSON
+rc=0
+out=$(zerg rush --fresh --workers 1 2>&1) || rc=$?
+[ $rc -eq 1 ] || fail "failed rush exited $rc"
+printf '%s' "$out" | grep -q "F-L1-001 failed (exit)" || fail "no failed task line: $out"
+printf '%s' "$out" | grep -q "  | error: expected 3, got 4" || fail "no output tail: $out"
+printf '%s' "$out" | grep -q "(the whole output: $PROJ/.zerg/logs/f/tasks/F-L1-001/attempt-1.log)" ||
+    fail "no log path: $out"
+printf '%s' "$out" | grep -q "1 task is blocked behind this failure" || fail "no blocked count: $out"
+pass "a failed rush shows the failing output and the log path"
 echo "$TESTS_PASSED passed, 0 failed"

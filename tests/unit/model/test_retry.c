@@ -77,8 +77,8 @@ static int setup(void **state)
     a->attempt = 5;
     a->epoch = 9;
     a->worker_id = 1;
-    a->retry_at = 12345;
-    a->completed_at = 777;
+    a->retry_at_wall_ns = 12345;
+    a->completed_at_wall_ns = 777;
     for (int lv = 1; lv <= f->s.nlevels; lv++)
         f->s.levels[lv].status = ZERG_LEVEL_COMPLETE;
     f->s.current_level = 3;
@@ -106,8 +106,8 @@ static void test_failed_task_is_reset(void **state)
     assert_int_equal(a->status, ZERG_TASK_PENDING);
     assert_int_equal(a->retry_count, 0);
     assert_int_equal(a->crash_count, 0);
-    assert_int_equal(a->retry_at, 0);
-    assert_int_equal(a->completed_at, 0);
+    assert_int_equal(a->retry_at_wall_ns, 0);
+    assert_int_equal(a->completed_at_wall_ns, 0);
     assert_int_equal(a->worker_id, -1);
     assert_int_equal(a->epoch, 0);
     assert_null(a->error);

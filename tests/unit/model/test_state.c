@@ -60,10 +60,10 @@ static void assert_task_eq(const struct zerg_task_state *a,
     assert_int_equal(a->crash_count, b->crash_count);
     assert_int_equal(a->attempt, b->attempt);
     assert_int_equal(a->epoch, b->epoch);
-    assert_int_equal(a->claimed_at, b->claimed_at);
-    assert_int_equal(a->started_at, b->started_at);
-    assert_int_equal(a->completed_at, b->completed_at);
-    assert_int_equal(a->retry_at, b->retry_at);
+    assert_int_equal(a->claimed_at_wall_ns, b->claimed_at_wall_ns);
+    assert_int_equal(a->started_at_wall_ns, b->started_at_wall_ns);
+    assert_int_equal(a->completed_at_wall_ns, b->completed_at_wall_ns);
+    assert_int_equal(a->retry_at_wall_ns, b->retry_at_wall_ns);
     assert_int_equal(a->duration_ms, b->duration_ms);
     assert_str_eq(a->error, b->error);
     assert_str_eq(a->reason, b->reason);
@@ -80,8 +80,8 @@ static void assert_worker_eq(const struct zerg_worker_state *a,
     assert_int_equal(a->spawn_attempt, b->spawn_attempt);
     assert_int_equal(a->epoch, b->epoch);
     assert_int_equal(a->task, b->task);
-    assert_int_equal(a->started_at, b->started_at);
-    assert_int_equal(a->ready_at, b->ready_at);
+    assert_int_equal(a->started_at_wall_ns, b->started_at_wall_ns);
+    assert_int_equal(a->ready_at_wall_ns, b->ready_at_wall_ns);
 }
 
 static void assert_state_eq(const struct zerg_state *a,
@@ -90,8 +90,8 @@ static void assert_state_eq(const struct zerg_state *a,
     assert_int_equal(a->version, b->version);
     assert_str_eq(a->feature, b->feature);
     assert_string_equal(a->run_id, b->run_id);
-    assert_int_equal(a->started_at, b->started_at);
-    assert_int_equal(a->updated_at, b->updated_at);
+    assert_int_equal(a->started_at_wall_ns, b->started_at_wall_ns);
+    assert_int_equal(a->updated_at_wall_ns, b->updated_at_wall_ns);
     assert_int_equal(a->current_level, b->current_level);
     assert_int_equal(a->ntasks, b->ntasks);
     for (size_t i = 0; i < a->ntasks; i++)
@@ -102,8 +102,8 @@ static void assert_state_eq(const struct zerg_state *a,
     assert_int_equal(a->nlevels, b->nlevels);
     for (int n = 1; n <= a->nlevels; n++) {
         assert_int_equal(a->levels[n].status, b->levels[n].status);
-        assert_int_equal(a->levels[n].started_at, b->levels[n].started_at);
-        assert_int_equal(a->levels[n].completed_at, b->levels[n].completed_at);
+        assert_int_equal(a->levels[n].started_at_wall_ns, b->levels[n].started_at_wall_ns);
+        assert_int_equal(a->levels[n].completed_at_wall_ns, b->levels[n].completed_at_wall_ns);
     }
     assert_memory_equal(&a->metrics, &b->metrics, sizeof a->metrics);
     assert_int_equal(a->next_epoch, b->next_epoch);
@@ -148,10 +148,10 @@ static void fill_state(struct zerg_state *s)
         t->crash_count = k + 1;
         t->attempt = k + 2;
         t->epoch = (uint64_t)k * 7;
-        t->claimed_at = T0 + k * ZERG_NS_PER_MS;
-        t->started_at = T0 + k * 2 * ZERG_NS_PER_MS;
-        t->completed_at = T0 + k * 3 * ZERG_NS_PER_MS;
-        t->retry_at = T0 + k * 4 * ZERG_NS_PER_MS;
+        t->claimed_at_wall_ns = T0 + k * ZERG_NS_PER_MS;
+        t->started_at_wall_ns = T0 + k * 2 * ZERG_NS_PER_MS;
+        t->completed_at_wall_ns = T0 + k * 3 * ZERG_NS_PER_MS;
+        t->retry_at_wall_ns = T0 + k * 4 * ZERG_NS_PER_MS;
         t->duration_ms = 1000 + k;
         t->error = strdup("exit 1: \"quoted\" \\ and\nnewline");
         t->reason = strdup("verification");
@@ -166,8 +166,8 @@ static void fill_state(struct zerg_state *s)
                                    .spawn_attempt = 2,
                                    .epoch = 3,
                                    .task = 2,
-                                   .started_at = T0,
-                                   .ready_at = T0 + 5 * ZERG_NS_PER_MS};
+                                   .started_at_wall_ns = T0,
+                                   .ready_at_wall_ns = T0 + 5 * ZERG_NS_PER_MS};
     s->workers[1] = (struct zerg_worker_state){.id = 1,
                                                .status = ZERG_WORKER_BACKOFF,
                                                .respawn_count = 4,
@@ -184,7 +184,7 @@ static void fill_state(struct zerg_state *s)
     s->next_epoch = 7;
     s->paused = 1;
     s->error = strdup("policy stale.lua failed");
-    s->updated_at = T0 + 60 * ZERG_NS_PER_S;
+    s->updated_at_wall_ns = T0 + 60 * ZERG_NS_PER_S;
     free(s->status);
     s->status = strdup("stopped");
 }
@@ -241,7 +241,7 @@ static void test_init_from_graph(void **ctx)
     assert_int_equal(s.version, ZERG_STATE_VERSION);
     assert_int_equal(s.ntasks, 3);
     assert_int_equal(s.nlevels, 2);
-    assert_int_equal(s.started_at, T0);
+    assert_int_equal(s.started_at_wall_ns, T0);
     assert_int_equal(s.current_level, 0);
     assert_true(s.run_id[0] != '\0');
     assert_true(s.next_epoch > 0);

@@ -65,7 +65,7 @@ static void test_task_apply_fields(void **state)
     assert_int_equal(st.status, ZERG_TASK_CLAIMED);
     assert_int_equal(st.worker_id, 2);
     assert_int_equal(st.epoch, 7);
-    assert_int_equal(st.claimed_at, 100);
+    assert_int_equal(st.claimed_at_wall_ns, 100);
     struct zerg_task_move fail = {
         .now_wall_ns = 200, .error = "boom", .reason = "exit"};
     st.retry_count = 3;
