@@ -20,7 +20,8 @@
 struct zerg_err;
 struct zerg_state;
 
-/* Requeues task idx: a failed or blocked task becomes pending with
+/* Requeues task idx: a failed or blocked task (or one waiting for its
+ * retry, which then runs now) becomes pending with
  * retry_count, crash_count, retry_at, its worker and timestamps reset and
  * error/reason cleared (`attempt` is kept: it fences results of earlier
  * attempts).  Then every blocked task downstream of it whose dependencies
@@ -28,7 +29,7 @@ struct zerg_state;
  * levels of requeued tasks are reopened, current_level moves back to the
  * lowest of them, and a run recorded as "failed" becomes "stopped".
  * Returns the number of tasks requeued (>= 1), or ZERG_EINVAL_INPUT when
- * the task is not failed or blocked (nothing changed). */
+ * the task is not failed, blocked or waiting_retry (nothing changed). */
 int zerg_state_retry_task(struct zerg_state *s, const struct zerg_graph *g,
                           size_t idx);
 

@@ -15,7 +15,7 @@
  *   requeue      claimed, in_progress         -> pending (uncharged)
  *   fail         claimed, in_progress         -> failed
  *   block        pending, waiting_retry       -> blocked
- *   retry        failed, blocked              -> pending (fresh budget)
+ *   retry        failed, blocked, waiting_retry -> pending (fresh budget)
  *   adopt        pending .. in_progress       -> in_progress (replay)
  *
  * (docs/wiki/Resilience-Architecture.md carries the table rendered from
@@ -38,7 +38,8 @@ enum zerg_task_event {
     ZERG_TASK_EV_REQUEUE,     /* uncharged: crash, stop, lost result, fix */
     ZERG_TASK_EV_FAIL,        /* permanent failure */
     ZERG_TASK_EV_BLOCK,       /* a dependency failed permanently */
-    ZERG_TASK_EV_RETRY,       /* `zerg retry`: back with a fresh budget */
+    ZERG_TASK_EV_RETRY,       /* `zerg retry`: back with a fresh budget
+                                 (a waiting_retry task runs now) */
     ZERG_TASK_EV_ADOPT,       /* journal replay: a finished attempt that
                                  the saved state never saw claimed */
     ZERG_TASK_NEVENTS

@@ -32,7 +32,8 @@
 static const char usage[] =
     "usage: zerg retry [--feature F] (TASK_ID... | --all-failed)\n"
     "\n"
-    "Requeues failed or blocked tasks: each goes back to pending with its\n"
+    "Requeues failed or blocked tasks (a task waiting for its retry runs\n"
+    "now): each goes back to pending with its\n"
     "retry and crash counts reset, and every task blocked only because of\n"
     "it comes back too.  With no rush running the state file is updated\n"
     "(then run 'zerg rush --resume'); while a rush runs, the request is\n"

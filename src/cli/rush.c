@@ -517,11 +517,34 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
     return rc;
 }
 
+/* No more workers than a level can use: the most unfinished tasks any
+ * level has (levels run one at a time). */
+static int useful_workers(const struct rush *r, int asked)
+{
+    size_t widest = 0;
+    for (int lv = 1; lv <= r->g->nlevels; lv++) {
+        const struct zerg_level *L = &r->g->levels[lv];
+        size_t open = 0;
+        for (size_t i = 0; i < L->n; i++)
+            open += !zerg_task_status_terminal(r->s.tasks[L->tasks[i]].status);
+        if (open > widest)
+            widest = open;
+    }
+    if (widest == 0 || (size_t)asked <= widest)
+        return asked;
+    printf("Starting %zu worker%s, not %d: no level has more than %zu task%s "
+           "to run.\n",
+           widest, widest == 1 ? "" : "s", asked, widest,
+           widest == 1 ? "" : "s");
+    return (int)widest;
+}
+
 /* Everything that can fail with exit 2 has been checked; run it. */
 static int run(struct rush *r)
 {
     char self[PATH_MAX] = "zerg";
-    int workers = r->ro.workers ? r->ro.workers : r->cfg.workers_max_concurrent;
+    int workers = useful_workers(
+        r, r->ro.workers ? r->ro.workers : r->cfg.workers_max_concurrent);
     enum zerg_mode mode = r->ro.mode_set ? r->ro.mode : r->cfg.workers_mode;
 
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);

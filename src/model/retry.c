@@ -31,9 +31,17 @@
 
 /* ---- the state operation ---------------------------------------------- */
 
+/* What `zerg retry` takes: failed, blocked, or waiting for its retry
+ * (then it runs now, with a fresh budget). */
 static int retryable(enum zerg_task_status st)
 {
     return zerg_task_move_legal(st, ZERG_TASK_EV_RETRY);
+}
+
+/* A dependency in this state keeps its dependents blocked. */
+static int ended_badly(enum zerg_task_status st)
+{
+    return st == ZERG_TASK_FAILED || st == ZERG_TASK_BLOCKED;
 }
 
 /* The same move, with the same fields reset, as everywhere else. */
@@ -88,7 +96,7 @@ static int unblockable(const struct zerg_state *s, const struct zerg_graph *g,
     int freed = 0;
     for (size_t d = 0; d < t->deps.n; d++) {
         size_t j = t->dep_idx[d];
-        if (retryable(s->tasks[j].status))
+        if (ended_badly(s->tasks[j].status))
             return 0;
         freed |= requeued[j];
     }

@@ -128,7 +128,8 @@ static const struct task_move_row {
     [ZERG_TASK_EV_REQUEUE] = {"requeue", RUNNING, ZERG_TASK_PENDING, f_requeue},
     [ZERG_TASK_EV_FAIL] = {"fail", RUNNING, ZERG_TASK_FAILED, f_fail},
     [ZERG_TASK_EV_BLOCK] = {"block", QUEUED, ZERG_TASK_BLOCKED, f_block},
-    [ZERG_TASK_EV_RETRY] = {"retry", ENDED, ZERG_TASK_PENDING, f_retry},
+    [ZERG_TASK_EV_RETRY] = {"retry", ENDED | BIT(ZERG_TASK_WAITING_RETRY),
+                            ZERG_TASK_PENDING, f_retry},
     [ZERG_TASK_EV_ADOPT] = {"adopt", QUEUED | RUNNING, ZERG_TASK_IN_PROGRESS,
                             f_adopt},
 };

@@ -25,6 +25,17 @@ project_pids() {
         sed 's|/proc/\([0-9]*\)/environ|\1|'
 }
 
+# project_runs PATTERN: true when a process of this test's project (by
+# its ZERG_PROJECT environment) has PATTERN in its command line; a global
+# pgrep would see other tests' processes.
+project_runs() {
+    local p
+    for p in $(project_pids "$PROJ"); do
+        tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q -- "$1" && return 0
+    done
+    return 1
+}
+
 # Kills anything still running from this test's projects.
 cleanup_procs() {
     local pids

@@ -36,7 +36,7 @@ rush_wait 30
 [ "$RUSH_RC" -eq 143 ] || fail "a rush stopped by zerg stop (SIGTERM) should exit 143, got $RUSH_RC"
 [ "$(state_field status)" = stopped ] || fail "state status $(state_field status)"
 [ "$(task_status C-L2-001)" = pending ] || fail "interrupted task should be pending, is $(task_status C-L2-001)"
-pgrep -f "sleep 600" && fail "task survived zerg stop"
+project_runs "sleep 600" && fail "task survived zerg stop"
 no_procs
 pass "zerg stop ends the rush, its workers and their tasks"
 
@@ -79,7 +79,7 @@ kill -INT "$RUSH_PID"
 rush_wait 30
 [ "$RUSH_RC" -eq 130 ] || fail "Ctrl-C: expected exit 130, got $RUSH_RC"
 [ "$(state_field status)" = stopped ] || fail "state status $(state_field status)"
-pgrep -f "sleep 600" && fail "task survived Ctrl-C"
+project_runs "sleep 600" && fail "task survived Ctrl-C"
 graph <<'JSON'
 {"feature": "f", "tasks": [
  {"id": "I-L1-001", "level": 1, "command": "true"},

@@ -48,7 +48,7 @@ zerg rush --workers 2 > "$PROJ/out.txt" 2>&1 || rc=$?
 [ "$(task_status H-L3-001)" = blocked ] || fail "transitive dependent not blocked"
 [ "$(task_status H-L2-002)" = complete ] || fail "independent task did not run"
 grep -q "zerg retry" "$PROJ/out.txt" || fail "no next step in the summary: $(cat "$PROJ/out.txt")"
-pgrep -f "sleep 1000" && fail "hung task process survived"
+project_runs "sleep 1000" && fail "hung task process survived"
 no_procs
 pass "hung task: timeout, retry, failure, dependents blocked, others ran, nothing left"
 echo "$TESTS_PASSED passed, 0 failed"

@@ -157,12 +157,26 @@ static void test_blocked_task_directly(void **state)
     assert_int_equal(task(f, "A")->status, ZERG_TASK_FAILED);
 }
 
+/* `zerg retry` of a task waiting for its retry runs it now, with a fresh
+ * budget. */
+static void test_waiting_retry_runs_now(void **state)
+{
+    struct fx *f = *state;
+    set_status(f, "A", ZERG_TASK_WAITING_RETRY, NULL);
+    task(f, "A")->retry_count = 2;
+    task(f, "A")->retry_at_wall_ns = 123;
+    assert_true(zerg_state_retry_task(&f->s, f->g, idx(f, "A")) >= 1);
+    assert_int_equal(task(f, "A")->status, ZERG_TASK_PENDING);
+    assert_int_equal(task(f, "A")->retry_count, 0);
+    assert_int_equal(task(f, "A")->retry_at_wall_ns, 0);
+}
+
 static void test_refuses_other_statuses(void **state)
 {
     struct fx *f = *state;
     static const enum zerg_task_status no[] = {
         ZERG_TASK_COMPLETE, ZERG_TASK_PENDING, ZERG_TASK_IN_PROGRESS,
-        ZERG_TASK_CLAIMED, ZERG_TASK_WAITING_RETRY};
+        ZERG_TASK_CLAIMED};
     char buf[160];
     for (size_t k = 0; k < sizeof no / sizeof no[0]; k++) {
         set_status(f, "A", no[k], NULL);
@@ -357,6 +371,7 @@ int main(void)
         T(test_second_failure_frees_the_rest),
         T(test_other_failure_keeps_blocked),
         T(test_blocked_task_directly),
+        T(test_waiting_retry_runs_now),
         T(test_refuses_other_statuses),
         T(test_reopens_levels_and_run),
         T(test_all_failed),
