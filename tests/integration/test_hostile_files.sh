@@ -187,8 +187,8 @@ new_project readonly
 one_task
 if ! command -v unshare > /dev/null ||
     ! unshare -m sh -c "mount --bind -o ro '$PROJ/.zerg' '$PROJ/.zerg'" 2> /dev/null; then
-    echo "SKIP: read-only .zerg: 'unshare -m' with a read-only bind mount" \
-        "is not available here, so that case was NOT checked" >&2
+    fail "read-only .zerg: 'unshare -m' with a read-only bind mount is not" \
+        "available here (util-linux, run as root); this case cannot be checked"
 else
     RC=0
     timeout 20 unshare -m sh -c "mount --bind -o ro '$PROJ/.zerg' '$PROJ/.zerg' &&
