@@ -350,9 +350,7 @@ zerg_json *zerg_lua_to_json(lua_State *L, int idx, char *errbuf, size_t errlen)
 
 /* ---- integer keys ---------------------------------------------------- */
 
-/* 1 and *out set when s is canonical decimal integer text ("3", "-2", not
- * "03" or "3.0"). */
-static int int_text(const char *s, lua_Integer *out)
+int zerg_lua_int_text(const char *s, lua_Integer *out)
 {
     char *end;
     if (!*s || (s[0] == '0' && s[1]) || (s[0] == '-' && s[1] == '0'))
@@ -374,7 +372,7 @@ void zerg_lua_intkeys(lua_State *L, int idx)
     lua_pushnil(L);
     while (lua_next(L, idx)) { /* copy key value */
         lua_Integer i;
-        if (lua_type(L, -2) == LUA_TSTRING && int_text(lua_tostring(L, -2), &i))
+        if (lua_type(L, -2) == LUA_TSTRING && zerg_lua_int_text(lua_tostring(L, -2), &i))
             lua_pushinteger(L, i);
         else
             lua_pushvalue(L, -2);

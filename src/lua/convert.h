@@ -46,4 +46,8 @@ zerg_json *zerg_lua_to_json(lua_State *L, int idx, char *errbuf, size_t errlen);
  * keys; `levels[3]` reads better in Lua). */
 void zerg_lua_intkeys(lua_State *L, int idx);
 
+/* 1 and *out set when s is canonical decimal integer text ("3", "-2", not
+ * "03" or "3.0"): the keys zerg_lua_intkeys turns into integers. */
+int zerg_lua_int_text(const char *s, lua_Integer *out);
+
 #endif

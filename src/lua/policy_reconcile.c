@@ -379,13 +379,10 @@ static int by_level(const void *a, const void *b)
 /* The integer a levels key stands for, as zerg_lua_intkeys reads it. */
 static int int_key(const char *s, int64_t *n)
 {
-    char *end;
-    if (!*s || (s[0] == '0' && s[1]) || (s[0] == '-' && s[1] == '0'))
+    lua_Integer v;
+    if (!zerg_lua_int_text(s, &v))
         return 0;
-    long long v = strtoll(s, &end, 10);
-    if (*end || end == s)
-        return 0;
-    *n = v;
+    *n = (int64_t)v;
     return 1;
 }
 
