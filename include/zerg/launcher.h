@@ -1,11 +1,17 @@
-/* launcher.h - how a worker process comes to exist, in either mode.
+/* launcher.h - how a worker comes to exist: one ops table, three launchers.
  *
- * Both launchers start one child process per worker incarnation: the
- * `zerg worker` process itself (subprocess mode, wrapped by
- * workers.launch_prefix) or the container runtime's `run` command
- * (container mode, attached, so its exit is the container's exit).  The
- * orchestrator therefore notices every worker exit the same way -- a child
- * exit -- and everything above this interface is shared. */
+ * A launcher is an ops table (DESIGN §15): spawn, poll, cancel, reaped,
+ * cleanup and free, plus what it can do (capabilities).  Everything above
+ * this interface is shared; the orchestrator never asks which launcher it
+ * drives, only what it can do.
+ *
+ * The three launchers here all start one local child process per worker
+ * incarnation: the `zerg worker` process itself (subprocess, wrapped by
+ * workers.launch_prefix), the container runtime's attached `run`
+ * (container) or `srun` (slurm), whose exit is the worker's end.  For
+ * them poll is NULL: the orchestrator reaps the child and calls reaped.
+ * A launcher whose worker is not a child of ours (a Kubernetes Job, a
+ * remote Docker host: docs/wiki/Cluster-Mode.md) would implement poll. */
 #ifndef ZERG_LAUNCHER_H
 #define ZERG_LAUNCHER_H
 
@@ -15,6 +21,7 @@
 struct zerg_err;
 struct zerg_config;
 struct zerg_log;
+struct zerg_argv;
 
 struct zerg_spawn_req {
     int slot;
@@ -23,11 +30,16 @@ struct zerg_spawn_req {
     const char *run_id;
     const char *project;    /* absolute project root */
     const char *zerg_bin;   /* absolute path of the zerg binary */
+    /* Worktree isolation (DESIGN §13): the slot's worktree and the
+     * directory tasks run in inside it; NULL = none (the project). */
+    const char *workspace;
+    const char *workdir;
 };
 
 struct zerg_proc {
     pid_t pid;              /* the child we wait for */
-    char name[96];          /* container name, "" in subprocess mode */
+    char name[96];          /* container or Slurm job name, "" in
+                               subprocess mode */
     int slot;
     uint64_t epoch;
 };
@@ -46,25 +58,58 @@ struct zerg_exit_info {
  * found) fails fast with the fix in err. */
 enum { ZERG_SPAWN_TRANSIENT = 1, ZERG_SPAWN_PERMANENT = 2 };
 
+/* How much time cancel leaves the worker.  The values are the signals a
+ * local worker gets, so a launcher that signals a child passes them on. */
+enum zerg_cancel {
+    ZERG_CANCEL_GRACEFUL = 15, /* SIGTERM: end the task and exit; the
+                                  orchestrator cancels NOW after its
+                                  stop grace if it is still there */
+    ZERG_CANCEL_NOW = 9,       /* SIGKILL: gone at once, task included */
+};
+
+/* What a launcher can do; the orchestrator decides by these, never by
+ * name. */
+struct zerg_launcher_caps {
+    int shared_fs;      /* workers see the project and .zerg/state on the
+                           same filesystem as the orchestrator */
+    int stdio_events;   /* the worker's stdout comes back to us (its JSON
+                           event lines could be read there) */
+    int local_pids;     /* the worker's processes are in our pid namespace:
+                           a task's process group can be killed from here */
+    int max_concurrent; /* workers it runs at once, 0 = no limit of its own */
+    double submit_rate; /* spawns per second it tolerates, 0 = no limit */
+};
+
 struct zerg_launcher;
+/* The first six members keep their order: tables written positionally
+ * (the tests' fake launchers) stay valid; poll and caps follow, zero when
+ * omitted (no poll, no capabilities). */
 struct zerg_launcher_ops {
-    const char *name; /* "subprocess" | "container" */
+    const char *name; /* "subprocess" | "container" | "slurm" */
     /* Starts a worker.  0, or a negative code with err set and *class
      * set to ZERG_SPAWN_TRANSIENT or ZERG_SPAWN_PERMANENT. */
     int (*spawn)(struct zerg_launcher *l, const struct zerg_spawn_req *req,
                  struct zerg_proc *out, int *cls, struct zerg_err *err);
-    /* Sends sig to the worker (and, in container mode, stops the
-     * container).  Never blocks for long. */
-    int (*kill)(struct zerg_launcher *l, const struct zerg_proc *p, int sig);
-    /* Called once after the child was reaped with its wait status: fills
-     * info and releases what the worker held (removes the container). */
+    /* Ends the worker, with grace (enum zerg_cancel: its value is the
+     * signal a local worker gets).  Never blocks for long. */
+    int (*cancel)(struct zerg_launcher *l, const struct zerg_proc *p,
+                  int how);
+    /* Called once after the worker ended with its wait status (from the
+     * reaped child, or from poll): fills info and releases what the
+     * worker held (removes the container, its cgroup, its job). */
     void (*reaped)(struct zerg_launcher *l, const struct zerg_proc *p,
                    int wstatus, struct zerg_exit_info *info);
-    /* Removes workers left by earlier runs of feature (not run_id);
-     * returns how many were removed. */
+    /* Removes workers left by earlier runs of feature (all of them when
+     * run_id is NULL or ""); returns how many were removed. */
     int (*cleanup)(struct zerg_launcher *l, const char *feature,
                    const char *run_id);
     void (*free)(struct zerg_launcher *l);
+    /* Non-blocking: 1 with *wstatus when the worker has ended, 0 while it
+     * runs, negative when it cannot tell.  NULL when the worker is our
+     * child process (the orchestrator reaps it by pid). */
+    int (*poll)(struct zerg_launcher *l, const struct zerg_proc *p,
+                int *wstatus);
+    struct zerg_launcher_caps caps;
 };
 
 struct zerg_launcher {
@@ -95,8 +140,67 @@ struct zerg_launcher *zerg_launcher_container_new(
 int zerg_container_available(const struct zerg_config *cfg, char *why,
                              size_t why_size);
 
+/* Slurm mode: each worker is `srun --unbuffered --job-name
+ * zerg-{feature}-w{n} --comment "zerg-run=R zerg-project=H zerg-epoch=E"
+ * [slurm.* settings] -N1 -n1 zerg worker ...`, a child of ours, so srun's
+ * exit is the worker's end.  project is the absolute project root (its
+ * hash tells this project's jobs from another's in cleanup).  NULL with
+ * err set when srun is not on PATH. */
+struct zerg_launcher *zerg_launcher_slurm_new(const struct zerg_config *cfg,
+                                              struct zerg_log *log,
+                                              const char *project,
+                                              struct zerg_err *err);
+
+/* The worker command every local launcher runs (subprocess and slurm):
+ * zerg_bin worker -C PROJECT --feature F --slot N --epoch E --run-id R
+ * [--workspace W --workdir D].  argv points into req and the struct's own
+ * buffers; ZERG_WORKER_ARGC is the most it holds, NULLs after the end. */
+#define ZERG_WORKER_ARGC 16
+struct zerg_worker_cmd {
+    char *argv[ZERG_WORKER_ARGC + 1]; /* NULL-terminated */
+    char slot[16], epoch[24];
+};
+void zerg_worker_cmd_init(struct zerg_worker_cmd *c,
+                          const struct zerg_spawn_req *req);
+
 /* Environment every worker gets (both modes): ZERG_FEATURE, ZERG_WORKER_ID,
- * ZERG_EPOCH, ZERG_RUN_ID, ZERG_ORCH_PID (subprocess only). */
+ * ZERG_EPOCH, ZERG_RUN_ID, ZERG_PROJECT; ZERG_ORCH_PID set to orch_pid when
+ * positive, removed otherwise (a worker on another node cannot check a
+ * pid of ours).  For the forked child, before exec. */
+void zerg_worker_setenv(const struct zerg_spawn_req *req, pid_t orch_pid);
+
+/* Slurm building blocks (src/launch/launcher_slurm.c), for tests. */
+
+/* The srun argv of one worker (malloc'd, free with
+ * zerg_container_argv_free): srun --unbuffered --job-name ... --comment
+ * ... [--partition P] [--account A] [--time T] [extra...] -N1 -n1 and the
+ * worker command.  0 or -ENOMEM. */
+int zerg_slurm_srun_argv(const struct zerg_config *cfg,
+                         const struct zerg_spawn_req *req,
+                         struct zerg_argv *out);
+/* zerg-{feature}-w{slot}, cut to size. */
+void zerg_slurm_job_name(char *buf, size_t size, const char *feature,
+                         int slot);
+/* The job comment: "zerg-run=R zerg-project=HASH zerg-epoch=E". */
+void zerg_slurm_comment(char *buf, size_t size, const char *project,
+                        const char *run_id, uint64_t epoch);
+/* 1 when a `squeue -h -o "%i|%j|%k"` line is a job of (project, feature)
+ * whose run is not run_id (any run when run_id is NULL or ""), with its
+ * job id in *jobid; 0 otherwise. */
+int zerg_slurm_leftover(const char *line, const char *project,
+                        const char *feature, const char *run_id,
+                        long *jobid);
+/* Classifies srun's end (wait status, and the worker log since this
+ * incarnation started, may be NULL): 128+n is the step killed by signal
+ * n; "Node failure" / "CANCELLED" / "PREEMPTED" / "TIME LIMIT" lines name
+ * the cause in detail.  All of these go the crash path (FR-5). */
+void zerg_slurm_exit_info(int wstatus, const char *log_tail,
+                          struct zerg_exit_info *info);
+/* Whether srun's answer to the --test-only probe (exit status and its
+ * stderr) means the request itself is wrong (no such partition or
+ * account, bad option or time limit): 1 permanent, 0 transient. */
+int zerg_slurm_probe_permanent(int wstatus, const char *errout);
+
 
 /* Fills an exit_info from a wait status (shared by both launchers). */
 void zerg_exit_info_from_status(int wstatus, struct zerg_exit_info *info);
@@ -106,6 +210,18 @@ void zerg_exit_info_from_status(int wstatus, struct zerg_exit_info *info);
  * 0 or negative with err set. */
 int zerg_worker_log_path(char *buf, size_t size, const char *project,
                          const char *feature, int slot, struct zerg_err *err);
+
+/* Opens the worker log for appending (never through a link) and writes
+ * the line that starts this incarnation's output in it, "=== zerg: worker
+ * N epoch E WHAT ===", so an exit can be explained from what followed.
+ * The fd, or negative with err set. */
+int zerg_worker_log_open(const struct zerg_spawn_req *req, const char *what,
+                         struct zerg_err *err);
+/* What the worker log holds since incarnation (slot, epoch)'s marker, at
+ * most its last 16 KiB (malloc'd, or NULL): the launcher's or the
+ * runtime's error for a failed start is its last line. */
+char *zerg_worker_log_since(const char *project, const char *feature,
+                            int slot, uint64_t epoch);
 
 /* ---- Container mode building blocks (src/container_probe.c,
  * src/launcher_container.c), exposed for tests and diagnostics. ---- */

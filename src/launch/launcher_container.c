@@ -60,8 +60,6 @@
 #define INSPECT_TIMEOUT_NS (5 * ZERG_NS_PER_S)
 #define RM_TIMEOUT_NS (10 * ZERG_NS_PER_S)
 #define PS_TIMEOUT_NS (10 * ZERG_NS_PER_S)
-/* How much of a worker log reaped reads back to explain an exit. */
-#define LOG_TAIL_BYTES 16384
 #define DEFAULT_IMAGE "zerg-worker"
 
 enum { IMAGE_UNKNOWN, IMAGE_PRESENT, IMAGE_MISSING };
@@ -203,24 +201,69 @@ static void push_identity(struct argv_buf *b, const struct zerg_spawn_req *r,
         push(b, "--userns=keep-id");
 }
 
+/* Where the project is inside the container: /workspace, or under
+ * worktree isolation the project's path inside the worktree mounted
+ * there (a monorepo's subdirectory). */
+static void inner_project(const struct zerg_spawn_req *r, char *buf, size_t n)
+{
+    size_t wn = r->workspace ? strlen(r->workspace) : 0;
+    const char *sub = "";
+    if (wn && r->workdir && !strncmp(r->workdir, r->workspace, wn) &&
+        r->workdir[wn] == '/')
+        sub = r->workdir + wn;
+    snprintf(buf, n, "/workspace%s", sub);
+}
+
+/* The common git directory of a worktree (its .git file says
+ * "gitdir: COMMON/worktrees/NAME"), so git works inside: mounted at the
+ * same path, as the worktree's .git file names it.  0 or -1. */
+static int common_git_dir(const char *worktree, char *buf, size_t n)
+{
+    char path[PATH_MAX], text[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/.git", worktree);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    ssize_t got = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    if (got <= 8 || strncmp(text, "gitdir: /", 9))
+        return -1;
+    text[got] = '\0';
+    text[strcspn(text, "\n")] = '\0';
+    char *w = strstr(text, "/worktrees/");
+    if (!w || strchr(w + 11, '/'))
+        return -1;
+    *w = '\0';
+    snprintf(buf, n, "%s", text + 8);
+    return 0;
+}
+
 static void push_mounts(struct argv_buf *b, const struct zerg_spawn_req *r)
 {
     const char *p = r->project, *f = r->feature;
+    char in[PATH_MAX], git[PATH_MAX];
+    inner_project(r, in, sizeof in);
     /* The runtimes mount parents first, so each later mount lies over the
-     * earlier one: the project writable, zerg's control files read-only,
-     * and inside those only what the worker itself writes. */
-    pushf(b, "--volume=%s:/workspace", p);
-    pushf(b, "--volume=%s/.zerg:/workspace/.zerg:ro", p);
-    pushf(b, "--volume=%s/.zerg/state/%s:/workspace/.zerg/state/%s:rw", p, f,
-          f);
-    pushf(b, "--volume=%s/.zerg/logs:/workspace/.zerg/logs:rw", p);
-    pushf(b, "--volume=%s/.zerg/monitor.log:/workspace/.zerg/monitor.log:rw",
-          p);
-    pushf(b,
-          "--volume=%s/.zerg/monitor.jsonl:/workspace/.zerg/monitor.jsonl:rw",
-          p);
-    pushf(b, "--volume=%s/.gsd:/workspace/.gsd:ro", p);
-    push_pair(b, "--workdir", "/workspace");
+     * earlier one: the project (or the slot's worktree) writable, zerg's
+     * control files read-only, and inside those only what the worker
+     * itself writes. */
+    pushf(b, "--volume=%s:/workspace", r->workspace ? r->workspace : p);
+    if (r->workspace && common_git_dir(r->workspace, git, sizeof git) == 0)
+        pushf(b, "--volume=%s:%s:rw", git, git);
+    pushf(b, "--volume=%s/.zerg:%s/.zerg:ro", p, in);
+    pushf(b, "--volume=%s/.zerg/state/%s:%s/.zerg/state/%s:rw", p, f, in, f);
+    pushf(b, "--volume=%s/.zerg/logs:%s/.zerg/logs:rw", p, in);
+    pushf(b, "--volume=%s/.zerg/monitor.log:%s/.zerg/monitor.log:rw", p, in);
+    pushf(b, "--volume=%s/.zerg/monitor.jsonl:%s/.zerg/monitor.jsonl:rw", p,
+          in);
+    pushf(b, "--volume=%s/.gsd:%s/.gsd:ro", p, in);
+    push_pair(b, "--workdir", in);
+    if (r->workspace) {
+        /* The agent's own git calls in a worktree owned by the host user:
+         * never refused as "dubious ownership". */
+        push(b, "--env=GIT_CONFIG_COUNT=1");
+        push(b, "--env=GIT_CONFIG_KEY_0=safe.directory");
+        push(b, "--env=GIT_CONFIG_VALUE_0=*");
+    }
     pushf(b, "--env=ZERG_FEATURE=%s", f);
     pushf(b, "--env=ZERG_WORKER_ID=%d", r->slot);
     pushf(b, "--env=ZERG_EPOCH=%" PRIu64, r->epoch);
@@ -246,8 +289,10 @@ static void push_limits(struct argv_buf *b, const struct zerg_config *cfg)
 static void push_command(struct argv_buf *b, const struct zerg_config *cfg,
                          const struct zerg_spawn_req *r)
 {
+    char in[PATH_MAX];
+    inner_project(r, in, sizeof in);
     push(b, image_of(cfg));
-    const char *fixed[] = {"zerg",      "worker",   "-C",    "/workspace",
+    const char *fixed[] = {"zerg",      "worker",   "-C",    in,
                            "--feature", r->feature, "--slot"};
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         push(b, fixed[i]);
@@ -255,6 +300,10 @@ static void push_command(struct argv_buf *b, const struct zerg_config *cfg,
     push(b, "--epoch");
     pushf(b, "%" PRIu64, r->epoch);
     push_pair(b, "--run-id", r->run_id);
+    if (r->workspace) {
+        push_pair(b, "--workspace", "/workspace");
+        push_pair(b, "--workdir", in);
+    }
 }
 
 int zerg_container_run_argv(const struct zerg_config *cfg,
@@ -425,39 +474,12 @@ static int check_image(struct container *c, int *cls, struct zerg_err *err)
     return 0;
 }
 
-static int log_path(char *buf, size_t size, const struct container *c,
-                    int slot)
-{
-    return zerg_worker_log_path(buf, size, c->project, c->feature, slot, NULL);
-}
-
-/* The line spawn writes before the run's own output, so reaped can tell
- * this incarnation's output from earlier ones in the same log. */
-static int marker(char *buf, size_t size, int slot, uint64_t epoch)
-{
-    return snprintf(buf, size, "=== zerg: worker %d epoch %" PRIu64 " ", slot,
-                    epoch);
-}
-
 static int open_log(const struct zerg_spawn_req *req, const char *name,
                     const char *rt_name, struct zerg_err *err)
 {
-    char path[PATH_MAX], line[512];
-    int rc = zerg_worker_log_path(path, sizeof path, req->project,
-                                  req->feature, req->slot, err);
-    if (rc < 0)
-        return rc;
-    /* Never through a link: the logs directory is writable by tasks. */
-    int fd = zerg_fsio_open_append(path, err);
-    if (fd < 0)
-        return fd;
-    int n = marker(line, sizeof line, req->slot, req->epoch);
-    n += snprintf(line + n, sizeof line - (size_t)n,
-                  "container %s via %s ===\n", name, rt_name);
-    if (write(fd, line, (size_t)n) < 0) {
-        /* The log is for people; a worker still runs without it. */
-    }
-    return fd;
+    char what[256];
+    snprintf(what, sizeof what, "container %s via %s", name, rt_name);
+    return zerg_worker_log_open(req, what, err);
 }
 
 /* In the child: own process group (a stop reaches the client, not the
@@ -577,7 +599,8 @@ out:
 /* Delivers sig through the runtime (the container's PID 1 forwards it to
  * the worker).  The client is signalled only when that failed, or for
  * SIGKILL: it forwards signals itself, and one delivery is enough. */
-static int ct_kill(struct zerg_launcher *l, const struct zerg_proc *p, int sig)
+static int ct_cancel(struct zerg_launcher *l, const struct zerg_proc *p,
+                     int sig)
 {
     char signame[32];
     const char *abbrev = sigabbrev_np(sig);
@@ -596,43 +619,6 @@ static int ct_kill(struct zerg_launcher *l, const struct zerg_proc *p, int sig)
         rc = kill(p->pid, sig) < 0 ? -errno : 0;
     }
     return rc;
-}
-
-/* What the worker log holds since this incarnation's marker (malloc'd, or
- * NULL): the runtime's error for a failed run is its last line. */
-static char *log_since_marker(const struct container *c,
-                              const struct zerg_proc *p)
-{
-    char path[PATH_MAX], mark[96];
-    if (!c->project[0] || log_path(path, sizeof path, c, p->slot) < 0)
-        return NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    char *buf = malloc(LOG_TAIL_BYTES + 1);
-    ssize_t n = -1;
-    if (buf && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        off_t from =
-            st.st_size > LOG_TAIL_BYTES ? st.st_size - LOG_TAIL_BYTES : 0;
-        n = pread(fd, buf, LOG_TAIL_BYTES, from);
-    }
-    close(fd);
-    if (n < 0) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    marker(mark, sizeof mark, p->slot, p->epoch);
-    char *at = NULL;
-    for (char *s = strstr(buf, mark); s; s = strstr(s + 1, mark))
-        at = s;
-    if (at) {
-        char *eol = strchr(at, '\n');
-        memmove(buf, eol ? eol + 1 : at + strlen(at),
-                strlen(eol ? eol + 1 : at + strlen(at)) + 1);
-    }
-    return buf;
 }
 
 /* One inspect per exit: did the kernel OOM killer end it? */
@@ -664,7 +650,9 @@ static void ct_reaped(struct zerg_launcher *l, const struct zerg_proc *p,
          * leaves the container running). */
         remove_container(c, p->name);
     }
-    char *tail = log_since_marker(c, p);
+    char *tail = c->project[0] ? zerg_worker_log_since(c->project, c->feature,
+                                                       p->slot, p->epoch)
+                               : NULL;
     zerg_container_exit_info(wstatus, oom, l->cfg->container_memory, tail,
                              info);
     free(tail);
@@ -751,10 +739,14 @@ static void ct_free(struct zerg_launcher *l)
 static const struct zerg_launcher_ops container_ops = {
     .name = "container",
     .spawn = ct_spawn,
-    .kill = ct_kill,
+    .cancel = ct_cancel,
     .reaped = ct_reaped,
     .cleanup = ct_cleanup,
     .free = ct_free,
+    .poll = NULL, /* the attached client is our child */
+    /* The bind mounts share the files; the worker's pids are the
+     * container's, and its output goes to the worker log. */
+    .caps = {.shared_fs = 1},
 };
 
 struct zerg_launcher *zerg_launcher_container_new(const struct zerg_config *cfg,

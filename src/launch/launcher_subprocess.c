@@ -243,7 +243,6 @@ static int cg_release(struct subprocess *s, int slot, uint64_t epoch)
 static void child_exec(const struct zerg_spawn_req *req, char **argv,
                        const char *logpath, int errfd, int cgfd)
 {
-    char buf[32];
     sigset_t none;
 
     /* First, so that everything the worker starts is in its cgroup (the
@@ -262,15 +261,7 @@ static void child_exec(const struct zerg_spawn_req *req, char **argv,
         dup2(out, 1);
         dup2(out, 2);
     }
-    snprintf(buf, sizeof buf, "%d", (int)getppid());
-    setenv("ZERG_ORCH_PID", buf, 1);
-    setenv("ZERG_PROJECT", req->project, 1);
-    setenv("ZERG_RUN_ID", req->run_id, 1);
-    setenv("ZERG_FEATURE", req->feature, 1);
-    snprintf(buf, sizeof buf, "%d", req->slot);
-    setenv("ZERG_WORKER_ID", buf, 1);
-    snprintf(buf, sizeof buf, "%" PRIu64, req->epoch);
-    setenv("ZERG_EPOCH", buf, 1);
+    zerg_worker_setenv(req, getppid());
     execvp(argv[0], argv);
     int e = errno;
     if (write(errfd, &e, sizeof e) < 0)
@@ -278,25 +269,17 @@ static void child_exec(const struct zerg_spawn_req *req, char **argv,
     _exit(127);
 }
 
-static int build_argv(const struct zerg_launcher *l,
-                      const struct zerg_spawn_req *req, char **argv,
-                      char bufs[3][32])
+/* [launch_prefix...] and the worker command; argv has MAX_ARGS slots. */
+static void build_argv(const struct zerg_launcher *l,
+                       const struct zerg_worker_cmd *cmd, char **argv)
 {
     size_t n = 0;
     const struct zerg_argv *pre = &l->cfg->launch_prefix;
 
-    for (size_t i = 0; i < pre->n && n < MAX_ARGS - 16; i++)
+    for (size_t i = 0; i < pre->n && n < MAX_ARGS - ZERG_WORKER_ARGC - 1; i++)
         argv[n++] = pre->v[i];
-    snprintf(bufs[0], 32, "%d", req->slot);
-    snprintf(bufs[1], 32, "%" PRIu64, req->epoch);
-    snprintf(bufs[2], 32, "%s", req->run_id);
-    const char *tail[] = {req->zerg_bin, "worker",     "-C",       req->project,
-                          "--feature",   req->feature, "--slot",   bufs[0],
-                          "--epoch",     bufs[1],      "--run-id", bufs[2]};
-    for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
-        argv[n++] = (char *)tail[i];
-    argv[n] = NULL;
-    return (int)n;
+    for (size_t i = 0; i <= ZERG_WORKER_ARGC; i++)
+        argv[n++] = cmd->argv[i];
 }
 
 /* Remembers what the reap-time sweep needs (one rush per launcher). */
@@ -329,10 +312,12 @@ static int sp_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
                     struct zerg_proc *out, int *cls, struct zerg_err *err)
 {
     struct subprocess *s = (struct subprocess *)l;
-    char *argv[MAX_ARGS], bufs[3][32], logpath[PATH_MAX];
+    char *argv[MAX_ARGS], logpath[PATH_MAX];
+    struct zerg_worker_cmd cmd;
     int fds[2];
 
-    build_argv(l, req, argv, bufs);
+    zerg_worker_cmd_init(&cmd, req);
+    build_argv(l, &cmd, argv);
     if (zerg_worker_log_path(logpath, sizeof logpath, req->project,
                              req->feature, req->slot, err) < 0) {
         *cls = ZERG_SPAWN_PERMANENT;
@@ -377,7 +362,9 @@ static int sp_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
 
 /* ---- killing --------------------------------------------------------- */
 
-static int sp_kill(struct zerg_launcher *l, const struct zerg_proc *p, int sig)
+/* how is the signal itself (enum zerg_cancel). */
+static int sp_cancel(struct zerg_launcher *l, const struct zerg_proc *p,
+                     int sig)
 {
     struct subprocess *s = (struct subprocess *)l;
     if (p->pid <= 0)
@@ -528,7 +515,9 @@ static int sp_cleanup(struct zerg_launcher *l, const char *feature,
                       const char *run_id)
 {
     (void)l, (void)feature, (void)run_id;
-    return 0; /* the rush calls zerg_subprocess_kill_leftovers itself */
+    /* The rush calls zerg_subprocess_kill_leftovers itself, whatever the
+     * mode: an earlier run may have used another one. */
+    return 0;
 }
 
 /* The rush is over: its workers' cgroups (normally removed already, one
@@ -544,10 +533,12 @@ static void sp_free(struct zerg_launcher *l)
 static const struct zerg_launcher_ops subprocess_ops = {
     .name = "subprocess",
     .spawn = sp_spawn,
-    .kill = sp_kill,
+    .cancel = sp_cancel,
     .reaped = sp_reaped,
     .cleanup = sp_cleanup,
     .free = sp_free,
+    .poll = NULL, /* the worker is our child: reaped by pid */
+    .caps = {.shared_fs = 1, .stdio_events = 1, .local_pids = 1},
 };
 
 struct zerg_launcher *

@@ -6,15 +6,27 @@
  *   - inotify on .zerg/state: heartbeats, results and retry requests
  *     arrive as renames (IN_MOVED_TO) of atomically written files;
  *   - the timeout: the nearest deadline zerg_orch_tick asked for.
- * The clock is read once per iteration and passed down. */
+ * The clock is read once per iteration and passed down.
+ *
+ * inotify sees only this machine's writes.  Where workers write from other
+ * machines (the run directory on NFS, CIFS, a FUSE or cluster filesystem,
+ * as statfs tells) or state.watch says poll, the run directory is
+ * rescanned every state.poll_interval_ms instead, the way a lost-events
+ * overflow is recovered from. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +67,105 @@ static void drain_signals(struct zerg_orch *o, int sfd, int64_t now)
     reap(o, now);
 }
 
+/* Filesystems whose remote writes inotify never reports (statfs f_type). */
+static int remote_fs(long type)
+{
+    static const long remote[] = {
+        0x6969,     /* NFS */
+        0x517B,     /* SMB */
+        0xFF534D42, /* CIFS */
+        0xFE534D42, /* SMB2 */
+        0x65735546, /* FUSE (sshfs, s3fs, ...) */
+        0x00C36400, /* Ceph */
+        0x01021997, /* 9P */
+        0x5346414F, /* AFS */
+        0x01161970, /* GFS2 */
+        0x0BD00BD0, /* Lustre */
+        0x47504653, /* GPFS */
+        0x7461636F, /* OCFS2 */
+    };
+    for (size_t i = 0; i < sizeof remote / sizeof *remote; i++)
+        if ((type & 0xFFFFFFFFL) == remote[i])
+            return 1;
+    return 0;
+}
+
+/* 1 when the run directory is to be polled rather than watched. */
+static int must_poll(const struct zerg_orch *o)
+{
+    struct statfs sf;
+    if (o->cfg->state_watch == ZERG_WATCH_POLL)
+        return 1;
+    if (o->cfg->state_watch == ZERG_WATCH_INOTIFY)
+        return 0;
+    return statfs(o->run_dir, &sf) == 0 && remote_fs((long)sf.f_type);
+}
+
+/* Polling: what inotify would have told, found by comparing each
+ * directory entry's (name, inode, mtime, size) with the previous scan's;
+ * the files are replaced by rename, so a rewrite is a new inode. */
+struct scan {
+    uint64_t *fp; /* fingerprints of the previous scan, sorted */
+    size_t n, cap;
+};
+
+static uint64_t fingerprint(const char *name, const struct stat *st)
+{
+    uint64_t h = 1469598103934665603u;
+    for (const char *p = name; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211u;
+    uint64_t v[3] = {(uint64_t)st->st_ino,
+                     (uint64_t)st->st_mtim.tv_sec * 1000000000u +
+                         (uint64_t)st->st_mtim.tv_nsec,
+                     (uint64_t)st->st_size};
+    for (int i = 0; i < 3; i++)
+        h = (h ^ v[i]) * 1099511628211u;
+    return h;
+}
+
+static int cmp_fp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void poll_dir(struct zerg_orch *o, struct scan *sc, int64_t now)
+{
+    DIR *d = opendir(o->run_dir);
+    struct dirent *e;
+    struct scan next = {0};
+    while (d && (e = readdir(d))) {
+        struct stat st;
+        if (e->d_name[0] == '.' ||
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        uint64_t fp = fingerprint(e->d_name, &st);
+        if (next.n == next.cap) {
+            size_t cap = next.cap ? next.cap * 2 : 64;
+            uint64_t *v = realloc(next.fp, cap * sizeof *v);
+            if (!v)
+                break;
+            next.fp = v;
+            next.cap = cap;
+        }
+        next.fp[next.n++] = fp;
+        if (!sc->n || !bsearch(&fp, sc->fp, sc->n, sizeof fp, cmp_fp))
+            zerg_orch_file_changed(o, e->d_name, now);
+    }
+    if (d)
+        closedir(d);
+    if (next.n)
+        qsort(next.fp, next.n, sizeof *next.fp, cmp_fp);
+    free(sc->fp);
+    *sc = next;
+}
+
+static void rescan(struct zerg_orch *o, int64_t now)
+{
+    orch_scan_results(o, now);
+    o->next_hb_scan_mono_ns = now;
+}
+
 static void drain_inotify(struct zerg_orch *o, int ifd, int64_t now)
 {
     char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -65,8 +176,7 @@ static void drain_inotify(struct zerg_orch *o, int ifd, int64_t now)
             const struct inotify_event *ev = (const void *)p;
             if (ev->mask & IN_Q_OVERFLOW) {
                 /* Lost events: rescan results and heartbeats. */
-                orch_scan_results(o, now);
-                o->next_hb_scan_mono_ns = now;
+                rescan(o, now);
             } else if (ev->len > 0) {
                 zerg_orch_file_changed(o, ev->name, now);
             }
@@ -93,14 +203,23 @@ static int poll_ms(const struct zerg_orch *o, int64_t wake, int64_t now,
     return (int)ms;
 }
 
+/* ifd < 0: polling every poll_ns. */
 static void loop(struct zerg_orch *o, const struct zerg_clock *clock, int sfd,
-                 int ifd)
+                 int ifd, int64_t poll_ns)
 {
+    int64_t next_scan = 0;
+    struct scan sc = {0};
     while (!zerg_orch_done(o)) {
         int64_t now = zerg_clock_mono(clock);
+        if (ifd < 0 && now >= next_scan) {
+            poll_dir(o, &sc, now);
+            next_scan = now + poll_ns;
+        }
         int64_t wake = zerg_orch_tick(o, now);
         if (zerg_orch_done(o))
             break;
+        if (ifd < 0 && next_scan < wake)
+            wake = next_scan;
         struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
                                 {.fd = ifd, .events = POLLIN}};
         if (poll(pfd, 2, poll_ms(o, wake, now, zerg_clock_mono(clock))) < 0 &&
@@ -114,6 +233,7 @@ static void loop(struct zerg_orch *o, const struct zerg_clock *clock, int sfd,
         if (o->o.on_frame)
             o->o.on_frame(o->o.frame_ctx, o, now);
     }
+    free(sc.fp);
 }
 
 int zerg_orch_run(struct zerg_orch *o, const struct zerg_clock *clock)
@@ -128,17 +248,28 @@ int zerg_orch_run(struct zerg_orch *o, const struct zerg_clock *clock)
     sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, &old);
     int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-    int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (sfd < 0 || ifd < 0 ||
-        inotify_add_watch(ifd, o->run_dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+    int polling = must_poll(o);
+    int ifd = polling ? -1 : inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (sfd < 0 || (!polling && ifd < 0) ||
+        (!polling &&
+         inotify_add_watch(ifd, o->run_dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0)) {
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_ERROR, "rush_failed",
                        NULL, NULL, "Cannot watch %s: %s", o->run_dir,
                        strerror(errno));
         goto out;
     }
+    int64_t poll_ns = (int64_t)o->cfg->state_poll_interval_ms * ZERG_NS_PER_MS;
+    if (polling)
+        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "state_watch",
+                       NULL, NULL,
+                       "Polling %s every %d ms (state.watch %s)", o->run_dir,
+                       o->cfg->state_poll_interval_ms,
+                       o->cfg->state_watch == ZERG_WATCH_POLL
+                           ? "poll"
+                           : "auto: a network or FUSE filesystem");
     /* Results that landed before the watch existed. */
     orch_scan_results(o, zerg_clock_mono(clock));
-    loop(o, clock, sfd, ifd);
+    loop(o, clock, sfd, ifd, poll_ns > 0 ? poll_ns : 100 * ZERG_NS_PER_MS);
     rc = zerg_orch_exit_code(o);
 out:
     if (ifd >= 0)

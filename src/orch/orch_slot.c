@@ -101,11 +101,13 @@ static void kill_slot(struct zerg_orch *o, struct slot *sl,
     enter(o, sl, SLOT_KILLING);
     if (!sig)
         return;
-    /* In subprocess mode the task's own process group would outlive a
-     * killed worker unless we take it down. */
-    if (sl->hb_task_pgid > 0 && !sl->proc.name[0])
+    /* Where the worker's pids are ours, the task's own process group
+     * would outlive a killed worker unless we take it down. */
+    if (sl->hb_task_pgid > 0 && o->o.launcher->ops->caps.local_pids)
         kill(-sl->hb_task_pgid, SIGKILL);
-    o->o.launcher->ops->kill(o->o.launcher, &sl->proc, sig);
+    o->o.launcher->ops->cancel(o->o.launcher, &sl->proc,
+                               sig == SIGKILL ? ZERG_CANCEL_NOW
+                                              : ZERG_CANCEL_GRACEFUL);
 }
 
 static void describe_exit(const struct zerg_exit_info *info, char *buf,
@@ -243,6 +245,14 @@ static void spawn(struct zerg_orch *o, struct slot *sl,
     };
 
     (void)a;
+    char wt[PATH_MAX] = "", wd[PATH_MAX] = "";
+    if (orch_ws_worktree(o, sl->id, wt, sizeof wt, wd, sizeof wd, &err) < 0) {
+        struct slot_ev_arg fail = {.error = err.msg};
+        orch_slot_event(o, sl, SLOT_EV_SPAWN_ERR, &fail, now);
+        return;
+    }
+    req.workspace = wt[0] ? wt : NULL;
+    req.workdir = wd[0] ? wd : NULL;
     /* The assignment must never name a task for a fresh incarnation. */
     struct zerg_assign idle = {.epoch = req.epoch};
     snprintf(idle.run_id, sizeof idle.run_id, "%s", o->s->run_id);
@@ -587,9 +597,9 @@ void zerg_orch_child_exited(struct zerg_orch *o, pid_t pid, int wstatus,
     if (!sl)
         return;
     o->o.launcher->ops->reaped(o->o.launcher, &sl->proc, wstatus, &info);
-    /* In subprocess mode the task's own process group outlives a dead
-     * worker unless we take it down (the worker cannot any more). */
-    if (sl->hb_task_pgid > 0 && !sl->proc.name[0])
+    /* Where the worker's pids are ours, the task's own process group
+     * outlives a dead worker unless we take it down (it cannot any more). */
+    if (sl->hb_task_pgid > 0 && o->o.launcher->ops->caps.local_pids)
         kill(-sl->hb_task_pgid, SIGKILL);
     struct slot_ev_arg a = {.exit = &info};
     orch_slot_event(o, sl, SLOT_EV_CHILD_EXIT, &a, now);

@@ -750,7 +750,7 @@ static void test_launcher_kill(void **state)
      * the signal instead. */
     setenv("FAKE_KILL_EXIT", "1", 1);
     assert_int_equal(l->ops->spawn(l, &r, &p, &cls, &err), 0);
-    assert_int_equal(l->ops->kill(l, &p, SIGTERM), 0);
+    assert_int_equal(l->ops->cancel(l, &p, SIGTERM), 0);
     assert_int_equal(waitpid(p.pid, &st, 0), p.pid);
     assert_true(WIFSIGNALED(st));
     assert_int_equal(WTERMSIG(st), SIGTERM);
@@ -765,14 +765,14 @@ static void test_launcher_kill(void **state)
      * (it would forward the signal into the container again). */
     setenv("FAKE_KILL_EXIT", "0", 1);
     assert_int_equal(l->ops->spawn(l, &r, &p, &cls, &err), 0);
-    assert_int_equal(l->ops->kill(l, &p, SIGTERM), 0);
+    assert_int_equal(l->ops->cancel(l, &p, SIGTERM), 0);
     assert_int_equal(waitpid(p.pid, &st, WNOHANG), 0);
     kill(p.pid, SIGKILL);
     assert_int_equal(waitpid(p.pid, &st, 0), p.pid);
 
     /* SIGKILL goes to both, even when the runtime kill worked. */
     assert_int_equal(l->ops->spawn(l, &r, &p, &cls, &err), 0);
-    assert_int_equal(l->ops->kill(l, &p, SIGKILL), 0);
+    assert_int_equal(l->ops->cancel(l, &p, SIGKILL), 0);
     assert_int_equal(waitpid(p.pid, &st, 0), p.pid);
     assert_true(WIFSIGNALED(st));
     assert_int_equal(WTERMSIG(st), SIGKILL);
