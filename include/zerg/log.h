@@ -64,6 +64,32 @@ void zerg_log_event(struct zerg_log *lg, int worker,
                     const char *task, zerg_json *data, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
 
+/* Size-based rotation (logging.max_size_mb, logging.keep): a file of at
+ * least max_bytes becomes NAME.1, NAME.1 becomes NAME.2 ... up to
+ * NAME.keep (the oldest is dropped).  max_bytes 0: never. */
+struct zerg_log_rotation {
+    int64_t max_bytes;
+    int keep; /* at least 1 */
+    /* Optional: asked right before a rotation while running; 0 refuses
+     * it (another rush's containers write the file) and it is asked again
+     * once the file has grown by another 1/16 of max_bytes. */
+    int (*may_rotate)(void *ud);
+    void *ud;
+};
+
+/* Rotates each of monitor.log and monitor.jsonl in zerg_dir that is at
+ * least rot->max_bytes, before anything has it open for writing.  Returns
+ * how many were rotated, or negative with err set. */
+int zerg_log_rotate_files(const char *zerg_dir,
+                          const struct zerg_log_rotation *rot,
+                          struct zerg_err *err);
+/* From now on, a file this handle wrote past rot->max_bytes is rotated
+ * and reopened right after the line that crossed it.  Without this call
+ * a handle never rotates, but every handle follows a rotation that
+ * another process did (it reopens the name before its next line). */
+void zerg_log_set_rotation(struct zerg_log *lg,
+                           const struct zerg_log_rotation *rot);
+
 const char *zerg_log_level_name(enum zerg_log_level level); /* "INFO" */
 int zerg_log_level_parse(const char *s, enum zerg_log_level *out);
 

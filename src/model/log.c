@@ -4,7 +4,14 @@
  * The orchestrator and its workers append to the same two files.  Each line
  * is built whole in memory and written with one write(2) on an O_APPEND
  * descriptor: the kernel appends it under the inode lock, so lines from
- * several processes interleave but never mix. */
+ * several processes interleave but never mix.
+ *
+ * Rotation renames NAME to NAME.1 (NAME.1 to NAME.2 ...).  Every writer
+ * compares the inode under the name with the one it has open before each
+ * line and reopens when they differ, so a subprocess worker follows a
+ * rotation done by the orchestrator at its next event.  A container
+ * cannot follow: its file is a bind mount of the inode, which the rename
+ * does not move (the rush rotates only at its start in that mode). */
 #include "zerg/log.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
@@ -17,11 +24,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+/* One of the two files, with the inode it was opened as. */
+struct log_file {
+    const char *name; /* "monitor.log" */
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    int64_t retry_at_bytes; /* a refused rotation is asked again past this */
+};
+
+enum { LOG_TEXT, LOG_JSONL, LOG_NFILES };
+
 struct zerg_log {
-    int fd_text;  /* monitor.log */
-    int fd_jsonl; /* monitor.jsonl */
+    struct log_file f[LOG_NFILES];
+    char dir[PATH_MAX];
+    struct zerg_log_rotation rot; /* max_bytes 0: never while running */
     struct zerg_clock clock;
     enum zerg_log_level min_level;
     zerg_log_observer observer;
@@ -54,16 +74,110 @@ int zerg_log_level_parse(const char *s, enum zerg_log_level *out)
     return -EINVAL;
 }
 
-static int open_append(const char *dir, const char *name, struct zerg_err *err)
+static int file_path(char *buf, size_t size, const char *dir,
+                     const char *name, int k)
+{
+    if (k == 0)
+        return zerg_fsio_path(buf, size, "%s/%s", dir, name);
+    return zerg_fsio_path(buf, size, "%s/%s.%d", dir, name, k);
+}
+
+/* Opens f->name in dir and records its inode; the previous fd (if any) is
+ * closed only once the new one is open.  0 or negative with err set. */
+static int file_open(struct log_file *f, const char *dir,
+                     struct zerg_err *err)
 {
     char path[PATH_MAX];
-    int rc = zerg_fsio_path(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    int rc = file_path(path, sizeof path, dir, f->name, 0);
     if (rc < 0)
-        return zerg_err_set(err, rc, "cannot open %s/%s: %s", dir, name,
+        return zerg_err_set(err, rc, "cannot open %s/%s: %s", dir, f->name,
                             zerg_strerror(rc));
     /* Never through a link (a task could point it out of the project) and
      * never a FIFO, whose open would wait for a reader. */
-    return zerg_fsio_open_append(path, err);
+    int fd = zerg_fsio_open_append(path, err);
+    if (fd < 0)
+        return fd;
+    if (fstat(fd, &st) == 0) {
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
+    }
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = fd;
+    f->retry_at_bytes = 0;
+    return 0;
+}
+
+/* Someone rotated the file (the name now holds another inode): write to
+ * the new one.  A missing name is the instant between rename and reopen:
+ * the old file still takes this line. */
+static void file_follow(struct log_file *f, const char *dir)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    if (file_path(path, sizeof path, dir, f->name, 0) < 0 ||
+        stat(path, &st) != 0)
+        return;
+    if (st.st_dev != f->dev || st.st_ino != f->ino)
+        file_open(f, dir, NULL);
+}
+
+/* NAME.keep-1 -> NAME.keep, ..., NAME -> NAME.1 (the oldest is replaced).
+ * rename(2) moves a link itself, never what it points to. */
+static int shift_files(const char *dir, const char *name, int keep)
+{
+    char from[PATH_MAX], to[PATH_MAX];
+    for (int k = keep - 1; k >= 0; k--) {
+        if (file_path(from, sizeof from, dir, name, k) < 0 ||
+            file_path(to, sizeof to, dir, name, k + 1) < 0)
+            return -ENAMETOOLONG;
+        if (rename(from, to) < 0 && errno != ENOENT)
+            return -errno;
+    }
+    return 0;
+}
+
+int zerg_log_rotate_files(const char *zerg_dir,
+                          const struct zerg_log_rotation *rot,
+                          struct zerg_err *err)
+{
+    static const char *const names[] = {"monitor.log", "monitor.jsonl"};
+    char path[PATH_MAX];
+    struct stat st;
+    int n = 0;
+    if (rot->max_bytes <= 0)
+        return 0;
+    for (size_t i = 0; i < LOG_NFILES; i++) {
+        if (file_path(path, sizeof path, zerg_dir, names[i], 0) < 0 ||
+            lstat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_size < rot->max_bytes)
+            continue;
+        int rc = shift_files(zerg_dir, names[i], rot->keep);
+        if (rc < 0)
+            return zerg_err_set(err, rc, "cannot rotate %s: %s", path,
+                                zerg_strerror(rc));
+        n++;
+    }
+    return n;
+}
+
+/* After a line: past max_bytes, rotate and reopen, unless may_rotate
+ * refuses (then ask again after another 1/16 of the size, not at every
+ * line). */
+static void file_maybe_rotate(struct zerg_log *lg, struct log_file *f)
+{
+    struct stat st;
+    const struct zerg_log_rotation *r = &lg->rot;
+    if (r->max_bytes <= 0 || fstat(f->fd, &st) != 0 ||
+        st.st_size < r->max_bytes || st.st_size < f->retry_at_bytes)
+        return;
+    if (r->may_rotate && !r->may_rotate(r->ud)) {
+        f->retry_at_bytes = st.st_size + r->max_bytes / 16 + 1;
+        return;
+    }
+    if (shift_files(lg->dir, f->name, r->keep) == 0)
+        file_open(f, lg->dir, NULL);
 }
 
 static int debug_from_env(void)
@@ -82,17 +196,19 @@ struct zerg_log *zerg_log_open(const char *zerg_dir,
                      zerg_strerror(-ENOMEM));
         return NULL;
     }
-    lg->fd_text = lg->fd_jsonl = -1;
+    lg->f[LOG_TEXT] = (struct log_file){.name = "monitor.log", .fd = -1};
+    lg->f[LOG_JSONL] = (struct log_file){.name = "monitor.jsonl", .fd = -1};
     lg->clock = clock ? *clock : zerg_clock_system;
     lg->min_level = debug_from_env() ? ZERG_LOG_DEBUG : ZERG_LOG_INFO;
+    snprintf(lg->dir, sizeof lg->dir, "%s", zerg_dir);
     int rc = zerg_fsio_mkdirs(zerg_dir, 0755);
     if (rc < 0) {
         zerg_err_set(err, rc, "cannot create %s: %s", zerg_dir,
                      zerg_strerror(rc));
         goto fail;
     }
-    if ((lg->fd_text = open_append(zerg_dir, "monitor.log", err)) < 0 ||
-        (lg->fd_jsonl = open_append(zerg_dir, "monitor.jsonl", err)) < 0)
+    if (file_open(&lg->f[LOG_TEXT], zerg_dir, err) < 0 ||
+        file_open(&lg->f[LOG_JSONL], zerg_dir, err) < 0)
         goto fail;
     return lg;
 fail:
@@ -104,11 +220,18 @@ void zerg_log_close(struct zerg_log *lg)
 {
     if (!lg)
         return;
-    if (lg->fd_text >= 0)
-        close(lg->fd_text);
-    if (lg->fd_jsonl >= 0)
-        close(lg->fd_jsonl);
+    for (size_t i = 0; i < LOG_NFILES; i++)
+        if (lg->f[i].fd >= 0)
+            close(lg->f[i].fd);
     free(lg);
+}
+
+void zerg_log_set_rotation(struct zerg_log *lg,
+                           const struct zerg_log_rotation *rot)
+{
+    lg->rot = *rot;
+    if (lg->rot.keep < 1)
+        lg->rot.keep = 1;
 }
 
 void zerg_log_set_level(struct zerg_log *lg, enum zerg_log_level min_level)
@@ -224,17 +347,19 @@ static void report_failure(struct zerg_log *lg, const char *what, int rc)
 
 /* One write(2) for the whole line; a retry only after EINTR, which means
  * nothing was written. */
-static void write_line(struct zerg_log *lg, int fd, const char *line,
-                       size_t len, const char *what)
+static void write_line(struct zerg_log *lg, struct log_file *f,
+                       const char *line, size_t len)
 {
     ssize_t n;
+    file_follow(f, lg->dir);
     do
-        n = write(fd, line, len);
+        n = write(f->fd, line, len);
     while (n < 0 && errno == EINTR);
     if (n < 0)
-        report_failure(lg, what, -errno);
+        report_failure(lg, f->name, -errno);
     else if ((size_t)n != len)
-        report_failure(lg, what, -EIO);
+        report_failure(lg, f->name, -EIO);
+    file_maybe_rotate(lg, f);
 }
 
 static void emit(struct zerg_log *lg, const struct zerg_log_rec *rec,
@@ -244,11 +369,11 @@ static void emit(struct zerg_log *lg, const struct zerg_log_rec *rec,
     char *text = text_line(rec, &tlen);
     char *json = jsonl_line(rec, lg->feature, data, &jlen); /* takes data */
     if (text)
-        write_line(lg, lg->fd_text, text, tlen, "monitor.log");
+        write_line(lg, &lg->f[LOG_TEXT], text, tlen);
     else
         report_failure(lg, "monitor.log", -ENOMEM);
     if (json)
-        write_line(lg, lg->fd_jsonl, json, jlen, "monitor.jsonl");
+        write_line(lg, &lg->f[LOG_JSONL], json, jlen);
     else
         report_failure(lg, "monitor.jsonl", -ENOMEM);
     free(text);

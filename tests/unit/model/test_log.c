@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -390,6 +391,188 @@ static void test_concurrent_writers(void **state)
     check_concurrent_files();
 }
 
+/* ---- rotation (logging.max_size_mb, logging.keep) ---------------------- */
+
+static char *zerg_dir_path(void)
+{
+    static char zdir[PATH_MAX + 8];
+    snprintf(zdir, sizeof zdir, "%s/.zerg", dir);
+    return zdir;
+}
+
+static char *path_k(const char *base, int k)
+{
+    static char buf[4][PATH_MAX + 48];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, sizeof buf[0], "%s.%d", base, k);
+    return p;
+}
+
+static void put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void assert_file(const char *path, const char *want)
+{
+    char *got = tu_read(path);
+    if (!got)
+        fail_msg("%s is missing", path);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+/* At rush start: only a file at or past the size moves; older copies
+ * shift up and the one past `keep` is dropped. */
+static void test_rotate_files_at_start(void **state)
+{
+    struct zerg_err err = {0};
+    struct zerg_log_rotation rot = {.max_bytes = 10, .keep = 2};
+    tu_write(dir, ".zerg/monitor.log", "0123456789 current\n");
+    tu_write(dir, ".zerg/monitor.log.1", "previous\n");
+    tu_write(dir, ".zerg/monitor.log.2", "oldest\n");
+    tu_write(dir, ".zerg/monitor.jsonl", "{}\n"); /* under the size */
+    assert_int_equal(zerg_log_rotate_files(zerg_dir_path(), &rot, &err), 1);
+    assert_null(tu_read(log_path));
+    assert_file(path_k(log_path, 1), "0123456789 current\n");
+    assert_file(path_k(log_path, 2), "previous\n");
+    assert_null(tu_read(path_k(log_path, 3)));
+    assert_file(jsonl_path, "{}\n");
+    assert_null(tu_read(path_k(jsonl_path, 1)));
+
+    /* The new file starts empty; max_bytes 0 never rotates. */
+    struct zerg_log *lg = open_log();
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "new");
+    zerg_log_close(lg);
+    assert_int_equal(count_lines(log_path), 1);
+    rot.max_bytes = 0;
+    assert_int_equal(zerg_log_rotate_files(zerg_dir_path(), &rot, &err), 0);
+    assert_int_equal(count_lines(log_path), 1);
+}
+
+/* While running: the line that crosses the size is the last one of the
+ * old file, the next one starts monitor.log again. */
+static void test_rotate_while_running(void **state)
+{
+    struct zerg_log *lg = open_log();
+    /* Each text line is 37 + 3 + 1 = 41 bytes ("... [W0] [INFO] abc"). */
+    struct zerg_log_rotation rot = {.max_bytes = 100, .keep = 3};
+    zerg_log_set_rotation(lg, &rot);
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "one");
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "two");
+    assert_null(tu_read(path_k(log_path, 1)));
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "thr");
+    assert_int_equal(count_lines(path_k(log_path, 1)), 3);
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "fou");
+    zerg_log_close(lg);
+    char *text = tu_read(log_path);
+    assert_true(tu_contains(text, "[W0] [INFO] fou\n"));
+    assert_int_equal(count_lines(log_path), 1);
+    free(text);
+    /* Every JSON line is over 100 bytes, so each one rotated its file:
+     * .1 is the newest, .3 the oldest kept, the first line is gone. */
+    assert_int_equal(count_lines(jsonl_path), 0);
+    text = tu_read(path_k(jsonl_path, 1));
+    assert_true(tu_contains(text, "\"msg\":\"fou\""));
+    free(text);
+    text = tu_read(path_k(jsonl_path, 3));
+    assert_true(tu_contains(text, "\"msg\":\"two\""));
+    free(text);
+    assert_null(tu_read(path_k(jsonl_path, 4)));
+}
+
+/* A handle that does not rotate (a worker) writes its next line to the
+ * new file, not to the renamed one. */
+static void test_other_writer_follows_rotation(void **state)
+{
+    struct zerg_log *orch = open_log(), *worker = open_log();
+    zerg_log_event(worker, 1, ZERG_LOG_INFO, "task_started", NULL, NULL,
+                   "before");
+    struct zerg_log_rotation rot = {.max_bytes = 1, .keep = 1};
+    zerg_log_set_rotation(orch, &rot);
+    zerg_log_event(orch, ZERG_LOG_ORCH, ZERG_LOG_INFO, "level_start", NULL,
+                   NULL, "rotates");
+    assert_int_equal(count_lines(path_k(log_path, 1)), 2);
+    zerg_log_event(worker, 1, ZERG_LOG_INFO, "task_complete", NULL, NULL,
+                   "after");
+    zerg_log_close(worker);
+    zerg_log_close(orch);
+    assert_int_equal(count_lines(path_k(log_path, 1)), 2);
+    char *text = tu_read(log_path);
+    assert_true(tu_contains(text, "[W1] [INFO] after\n"));
+    free(text);
+    assert_int_equal(count_lines(jsonl_path), 1);
+}
+
+static int refusals;
+static int refuse(void *ud)
+{
+    (void)ud;
+    refusals++;
+    return 0;
+}
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* may_rotate refusing keeps the file, and is asked again only after the
+ * file grew by another 1/16 of the size, not at every line.  Measured on
+ * monitor.jsonl, whose lines are the longer ones (it crosses first). */
+static void test_refused_rotation(void **state)
+{
+    struct zerg_log *lg = open_log();
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "abc");
+    long j = file_size(jsonl_path); /* one JSON line */
+    assert_true(j > 2 * 41);
+    struct zerg_log_rotation rot = {.max_bytes = 32 * j, .keep = 3,
+                                    .may_rotate = refuse};
+    zerg_log_set_rotation(lg, &rot);
+    refusals = 0;
+    for (int i = 1; i < 32; i++)
+        zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL,
+                       "abc");
+    assert_int_equal(refusals, 1); /* line 32 reached the size */
+    for (int i = 32; i < 34; i++)
+        zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL,
+                       "abc");
+    assert_int_equal(refusals, 1); /* 34 lines < 32 + 2 + 1 byte */
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "abc");
+    assert_int_equal(refusals, 2);
+    zerg_log_close(lg);
+    assert_int_equal(count_lines(jsonl_path), 35);
+    assert_null(tu_read(path_k(jsonl_path, 1)));
+}
+
+/* A link planted where monitor.log.1 goes is moved, never written
+ * through; a link planted as monitor.log is never followed on reopen. */
+static void test_rotation_never_writes_through_links(void **state)
+{
+    char target[PATH_MAX + 16];
+    snprintf(target, sizeof target, "%s/outside", dir);
+    put(target, "keep\n");
+    tu_write(dir, ".zerg/monitor.log", "0123456789\n");
+    assert_int_equal(symlink(target, path_k(log_path, 1)), 0);
+    struct zerg_err err = {0};
+    struct zerg_log_rotation rot = {.max_bytes = 5, .keep = 2};
+    assert_int_equal(zerg_log_rotate_files(zerg_dir_path(), &rot, &err), 1);
+    assert_file(target, "keep\n");
+    assert_file(path_k(log_path, 1), "0123456789\n");
+
+    struct zerg_log *lg = open_log();
+    unlink(log_path);
+    assert_int_equal(symlink(target, log_path), 0);
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "x");
+    zerg_log_close(lg);
+    assert_file(target, "keep\n");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -405,6 +588,11 @@ int main(void)
         T(test_observer),
         T(test_open_failure),
         T(test_concurrent_writers),
+        T(test_rotate_files_at_start),
+        T(test_rotate_while_running),
+        T(test_other_writer_follows_rotation),
+        T(test_refused_rotation),
+        T(test_rotation_never_writes_through_links),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
