@@ -3,7 +3,10 @@
 --   decide(task, failure, opts) -> {retry, delay, charge, reason}
 --     task: id, retry_count (charged failures so far), crash_count
 --     (uncharged crashes so far), attempt.
---     failure: kind, exit_code (nil when none), signal (nil when none).
+--     failure: kind, class (DESIGN §14: "task", "timeout", "crash" or
+--     "conflict"; environment failures and rate limits never reach this
+--     policy: they charge nothing), exit_code (nil when none), signal
+--     (nil when none).
 --     opts: retry_attempts, max_task_crashes, backoff = {strategy, base,
 --     max, kind = "task"}.
 --

@@ -24,9 +24,28 @@ enum zerg_mode {
     ZERG_MODE_SUBPROCESS,
     ZERG_MODE_CONTAINER,
     ZERG_MODE_AUTO,
+    ZERG_MODE_SLURM, /* never chosen by auto */
 };
+/* state.watch: how the orchestrator notices the workers' files. */
+enum zerg_state_watch {
+    ZERG_WATCH_AUTO,    /* poll on network/FUSE filesystems, else inotify */
+    ZERG_WATCH_INOTIFY,
+    ZERG_WATCH_POLL,
+};
+
 const char *zerg_mode_name(enum zerg_mode m);
 int zerg_mode_parse(const char *s, enum zerg_mode *out); /* 0 or -EINVAL */
+
+enum zerg_executor_kind {
+    ZERG_EXECUTOR_CLAUDE,
+    ZERG_EXECUTOR_COMMAND,
+};
+
+enum zerg_isolation {
+    ZERG_ISOLATION_AUTO,
+    ZERG_ISOLATION_WORKTREE,
+    ZERG_ISOLATION_NONE,
+};
 
 /* A NULL-terminated argv owned by the config. */
 struct zerg_argv {
@@ -34,10 +53,29 @@ struct zerg_argv {
     size_t n;
 };
 
+/* One quality gate (DESIGN §13): run on the integration tip after each
+ * level is merged. */
+struct zerg_gate {
+    char *name;
+    char *command;      /* run with /bin/sh -c in the gate worktree */
+    int required;       /* true: a failure ends the rush */
+    int64_t timeout_ns; /* 300 s */
+};
+
 struct zerg_config {
+    /* quality_gates: (a top-level list, not a section) */
+    struct zerg_gate *gates;
+    size_t ngates;
+
     /* resilience: */
     int resilience_enabled;             /* true */
     int64_t reconcile_interval_ns;      /* 60 s */
+
+    /* rush: */
+    int rush_isolation;                 /* enum zerg_isolation, AUTO */
+    char *rush_base;                    /* "" = HEAD at rush start */
+    double rush_max_cost_usd;           /* 0 = no cap */
+    int64_t rush_timeout_ns;            /* 0 = no wall budget */
 
     /* workers: */
     int workers_max_concurrent;         /* 3: workers when --workers absent */
@@ -57,9 +95,16 @@ struct zerg_config {
     int64_t backoff_base_ns;            /* 30 s */
     int64_t backoff_max_ns;             /* 300 s */
     int max_task_crashes;               /* 3: crashes before crash_loop */
+    int conflict_retry_attempts;        /* 2: merge-conflict retries */
+    int output_is_progress;             /* true */
     struct zerg_argv launch_prefix;     /* [] */
     struct zerg_argv executor;          /* claude --print
                                            --dangerously-skip-permissions */
+
+    /* executor: */
+    int executor_kind;                  /* enum zerg_executor_kind, CLAUDE */
+    char *executor_claude;              /* "claude" */
+    struct zerg_argv executor_args;     /* [] */
 
     /* container: */
     char *container_runtime;            /* "auto" | docker | podman | PATH */
@@ -69,6 +114,16 @@ struct zerg_config {
     double container_cpus;              /* 0 = no limit */
     int container_pids_limit;           /* 0 = no limit */
 
+    /* slurm: */
+    char *slurm_partition;              /* "" = the cluster's default */
+    char *slurm_account;                /* "" = the user's default */
+    char *slurm_time_limit;             /* "" = the partition's limit */
+    struct zerg_argv slurm_extra_args;  /* [] */
+
+    /* state: */
+    int state_watch;                    /* enum zerg_state_watch, auto */
+    int state_poll_interval_ms;         /* 100 (10..5000) */
+
     /* policies: */
     int64_t policy_instruction_budget;  /* 1,000,000 VM instructions/call */
     int64_t policy_time_budget_ns;      /* 100 ms CPU per call */
@@ -76,6 +131,8 @@ struct zerg_config {
 
     /* logging: */
     int log_level;                      /* enum zerg_log_level, INFO */
+    int64_t log_max_size_bytes;         /* 50 MiB; 0 = never rotate */
+    int log_keep;                       /* 3 rotated files per log */
 };
 
 /* Fills every field with its default (allocates the default argvs). */

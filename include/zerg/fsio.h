@@ -66,6 +66,12 @@ const char *zerg_fsio_kind(mode_t mode);
  * refused under ZERG_FSIO_NOFOLLOW. */
 int zerg_fsio_open_read(const char *path, int flags, struct zerg_err *err);
 
+/* The last `lines` lines of zerg's own file path (no link followed, at
+ * most the last 64 KiB read) into buf, control bytes but newline and tab
+ * shown as '?', cut to size.  0, or negative (buf "") when unreadable. */
+int zerg_fsio_read_tail(const char *path, size_t lines, char *buf,
+                        size_t size);
+
 /* zerg_fsio_read_all with flags (ZERG_FSIO_NOFOLLOW, ZERG_FSIO_ANY_KIND). */
 int zerg_fsio_read_file(const char *path, size_t max, int flags, char **data,
                         size_t *len, struct zerg_err *err);

@@ -37,6 +37,7 @@ struct zerg_task {
     int64_t verify_timeout_ns;/* default 30 s */
     char *description;        /* "" when absent */
     char *context;            /* "" when absent */
+    struct zerg_strlist acceptance; /* acceptance_criteria, for the prompt */
     double estimate_minutes;  /* 0 when absent */
     size_t *wgroups;          /* the write groups it is in, ascending */
     size_t nwgroups;          /* 0: it shares no written path */

@@ -16,6 +16,7 @@
 #ifndef ZERG_ORCHESTRATOR_H
 #define ZERG_ORCHESTRATOR_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -25,9 +26,30 @@ struct zerg_graph;
 struct zerg_state;
 struct zerg_policy;
 struct zerg_launcher;
+struct zerg_workspace;
 struct zerg_log;
 struct zerg_clock;
 struct zerg_orch;
+
+/* --halt, in GNU parallel's words: once `fail` tasks (or `fail` percent
+ * of the graph's tasks, rounded up, at least 1) have failed permanently in
+ * this rush, SOON lets the running tasks finish and starts no new one, NOW
+ * kills them through the stop path; either way the rush exits 1. */
+enum zerg_halt_when {
+    ZERG_HALT_NEVER,
+    ZERG_HALT_SOON,
+    ZERG_HALT_NOW,
+};
+struct zerg_halt {
+    enum zerg_halt_when when;
+    int fail;    /* tasks, or a percentage when `percent` */
+    int percent;
+};
+/* "never", "soon,fail=N", "now,fail=N", "soon,fail=N%", "now,fail=N%"
+ * (N >= 1, a percentage 1..100).  0, or -EINVAL with out untouched. */
+int zerg_halt_parse(const char *s, struct zerg_halt *out);
+/* The spec back as text ("now,fail=50%"), like snprintf. */
+int zerg_halt_format(const struct zerg_halt *h, char *buf, size_t size);
 
 struct zerg_orch_opts {
     const char *project;       /* absolute project root */
@@ -38,6 +60,10 @@ struct zerg_orch_opts {
     struct zerg_state *state;  /* fresh or loaded; owned by the caller */
     struct zerg_policy *policy;
     struct zerg_launcher *launcher;
+    /* Worktree isolation (DESIGN §13): the run's workspace, NULL = none
+     * (every worker in the project tree).  Owned by the caller. */
+    struct zerg_workspace *workspace;
+    const char *prev_run_id;   /* resume: the run id the state had */
     struct zerg_log *log;
     const struct zerg_clock *clock; /* required: wall time, costs */
     int workers;               /* pool size */
@@ -50,6 +76,11 @@ struct zerg_orch_opts {
                      int64_t now_mono_ns);
     void *frame_ctx;
     int64_t frame_ns;
+    /* --halt: end the rush early once enough tasks failed (NEVER: 0). */
+    struct zerg_halt halt;
+    /* rush.timeout_seconds / --timeout: wall budget from zerg_orch_new's
+     * `now`; 0 = none.  Past it the rush stops like --halt now. */
+    int64_t timeout_ns;
 };
 
 struct zerg_orch;

@@ -87,7 +87,9 @@ struct zerg_retry_in {
     int crash_count;
     int attempt;
     const char *failure;  /* "exit" | "verification" | "timeout" |
-                             "crash" | "heartbeat_stale" */
+                             "crash" | "heartbeat_stale" | "scope" */
+    const char *failure_class; /* DESIGN §14: "task" | "timeout" | "crash"
+                                  | "conflict"; NULL = from the kind */
     int exit_code;        /* -1 when none */
     int signal;           /* 0 when none */
 };
@@ -125,6 +127,25 @@ struct zerg_fix {
 int zerg_policy_reconcile(struct zerg_policy *p, const zerg_json *snapshot,
                           struct zerg_fix **fixes, size_t *nfixes,
                           zerg_json **why);
+
+/* scope.decide(task, paths, opts) -> "allow" | "warn" | "fail", reason
+ * (DESIGN §13): a task under worktree isolation changed paths outside its
+ * files.create and files.modify.  task = {id, title, level, files =
+ * {create, modify, read}}; paths = the out-of-scope paths (a list, sorted).
+ * The bundled policy says "warn".  An unknown answer or a failed policy
+ * falls back to the bundled decision.  *why as for the other hooks. */
+enum zerg_scope_verdict {
+    ZERG_SCOPE_ALLOW,
+    ZERG_SCOPE_WARN,
+    ZERG_SCOPE_FAIL,
+};
+struct zerg_task;
+enum zerg_scope_verdict zerg_policy_scope(struct zerg_policy *p,
+                                          const struct zerg_task *task,
+                                          const char *const *paths,
+                                          size_t npaths, char *reason,
+                                          size_t reason_size, zerg_json **why);
+const char *zerg_scope_verdict_name(enum zerg_scope_verdict v);
 
 /* The hooks the core calls, "backoff.delay", ... (NULL-terminated); the
  * wiring check compares them with what the policies define. */

@@ -32,12 +32,22 @@ struct zerg_err;
 
 #define ZERG_RUN_ID_MAX 40 /* with its NUL, as zerg_state.run_id */
 
+/* A git object id in hex (sha1 or sha256) plus NUL. */
+#define ZERG_OID_MAX 65
+
 struct zerg_assign {
     uint64_t epoch;
     char run_id[ZERG_RUN_ID_MAX];
     char task[ZERG_ID_MAX + 1]; /* "" = stay idle */
     int attempt;
     int stop;                   /* 1 = finish and exit */
+    char base[ZERG_OID_MAX];    /* worktree isolation: the integration tip
+                                   the attempt starts from, "" = none */
+    /* A retry: what went wrong last time, for the prompt ("" = first
+     * attempt or nothing known). */
+    char last_class[16];        /* failure class of the last attempt */
+    char last_error[256];       /* its one-line error */
+    char last_conflicts[400];   /* conflicting paths, space-separated */
 };
 
 struct zerg_heartbeat {
@@ -53,6 +63,8 @@ struct zerg_heartbeat {
     int progress_pct;           /* 0..100 */
     int pid;                    /* worker pid in its pid namespace */
     int task_pgid;              /* process group of the running task, 0 */
+    int64_t progress_seq;       /* +1 whenever the task's output grew (with
+                                   workers.output_is_progress) */
 };
 
 enum zerg_outcome {
@@ -73,6 +85,21 @@ struct zerg_result {
     int timed_out;              /* verification hit its timeout */
     int64_t duration_ms;
     char error[256];            /* one line, "" when complete */
+    char base[ZERG_OID_MAX];    /* worktree isolation: the tip it started
+                                   from, "" = none */
+    char commit[ZERG_OID_MAX];  /* its commit, "" = it changed nothing */
+    char patch[160];            /* leftovers of an earlier attempt saved
+                                   here (relative to the project), "" */
+    /* Failed: the failure class (DESIGN §14) and, for environment, the
+     * fix; rate_limit: when the limit resets (wall s, 0 = unknown). */
+    char cls[16];               /* "" = let the orchestrator decide */
+    char fix[256];
+    int64_t reset_at_s;
+    /* An agent executor's run (claude): "" / 0 when none. */
+    char session_id[64];
+    double cost_usd;
+    int64_t input_tokens, output_tokens;
+    int64_t num_turns;
 };
 
 /* The run directory of feature under state_dir (.zerg/state).  0 or

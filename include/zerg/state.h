@@ -58,7 +58,17 @@ struct zerg_task_state {
     char *error;  /* last error sentence, NULL = none */
     char *reason; /* "exit" | "verification" | "timeout" |
                      "crash_loop" | "blocked" | ..., NULL = none */
+    /* Worktree isolation (DESIGN §13): */
+    char commit[65];      /* its squashed commit on the integration
+                             branch, "" = not merged (or changed nothing) */
+    int conflict_count;   /* merge conflicts so far (own budget) */
+    char *conflict_paths; /* the last conflict's paths, space-separated */
+    /* Agent executors (DESIGN §14), summed over its attempts: */
+    double cost_usd;
+    int64_t input_tokens, output_tokens;
+    char session_id[64]; /* the last attempt's Claude Code session */
 };
+
 
 enum zerg_worker_status {
     ZERG_WORKER_STARTING, /* spawned, not ready */
@@ -121,10 +131,16 @@ struct zerg_state {
     struct zerg_metrics metrics;
     uint64_t next_epoch; /* epochs are never reused */
     int paused;
+    char git_base[65];   /* worktree isolation: the integration branch's
+                            base commit, "" = isolation none */
+    char git_branch[96]; /* zerg/{feature}/integration, "" = none */
     char *error;  /* run-level error, NULL = none */
     char *status; /* "running" | "complete" | "failed" |
                      "stopped" */
 };
+
+/* The run's agent spend: the sum of every task's cost_usd. */
+double zerg_state_cost_usd(const struct zerg_state *s);
 
 /* Fresh state for graph g: every task pending with its level. */
 int zerg_state_init(struct zerg_state *s, const struct zerg_graph *g,

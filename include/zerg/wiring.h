@@ -28,4 +28,11 @@ int zerg_wiring_check(const char *override_dir, FILE *out,
 int zerg_wiring_check_tree(const char *override_dir, const char *source_dir,
                            FILE *out, struct zerg_err *err);
 
+/* Only the bundled-policy checks, against another table of Lua sources
+ * (src/lua/embedded.h, ending with a NULL name): how a test shows that a
+ * policy file missing a hook the core calls is caught. */
+struct zerg_embedded;
+int zerg_wiring_check_bundled(const struct zerg_embedded *lua, FILE *out,
+                              struct zerg_err *err);
+
 #endif

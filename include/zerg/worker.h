@@ -37,6 +37,13 @@ struct zerg_worker_opts {
     int slot;       /* worker id */
     uint64_t epoch; /* this incarnation (fencing) */
     const char *run_id;
+    /* Worktree isolation (DESIGN §13): the worker's worktree, reset to the
+     * assignment's base before each attempt and committed after it
+     * passed; NULL = none (tasks run in the project).  workdir: where the
+     * stages run (the project's path inside the worktree), NULL = the
+     * worktree. */
+    const char *workspace;
+    const char *workdir;
     /* The orchestrator's pid when it can be checked (the CLI passes
      * $ZERG_ORCH_PID), 0 when not (container mode). */
     pid_t orch_pid;
@@ -83,7 +90,22 @@ enum zerg_assign_action zerg_worker_decide(const struct zerg_assign *a,
 /* The prompt handed to the executor for a task without `command`: title,
  * description, context, files to create/modify/read and the verification
  * command.  malloc'd (caller frees), NULL on out-of-memory. */
-char *zerg_worker_prompt(const struct zerg_task *t, const char *feature);
+/* What the prompt of a retry says about the attempt before it. */
+struct zerg_prompt_retry {
+    int attempt;             /* the failed attempt, 0 = not a retry */
+    const char *cls;         /* its failure class, or NULL */
+    const char *error;       /* its one-line error, or NULL */
+    const char *conflicts;   /* conflicting paths, or NULL */
+    const char *output_tail; /* the last lines of its output, or NULL */
+};
+char *zerg_worker_prompt(const struct zerg_task *t, const char *feature,
+                         const struct zerg_prompt_retry *retry);
+/* The argv of the Claude Code CLI for prompt (executor.kind: claude):
+ * CLAUDE --print --output-format stream-json --verbose
+ * --include-partial-messages --dangerously-skip-permissions ARGS... PROMPT.
+ * Copies, free with zerg_worker_argv_free; NULL on out-of-memory. */
+char **zerg_worker_claude_argv(const struct zerg_config *cfg,
+                               const char *prompt);
 
 /* executor argv (NULL-terminated) + prompt as its last argument, as a new
  * NULL-terminated vector of copies (free with zerg_worker_argv_free).

@@ -628,3 +628,49 @@ int zerg_fsio_remove_tree(const char *path)
         return unlink(path) < 0 ? -errno : 0;
     return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
 }
+
+/* ---- the end of a log ---------------------------------------------- */
+
+#define TAIL_MAX_BYTES 65536
+
+int zerg_fsio_read_tail(const char *path, size_t lines, char *buf, size_t size)
+{
+    if (size)
+        buf[0] = '\0';
+    int fd = zerg_fsio_open_read(path, ZERG_FSIO_NOFOLLOW, NULL);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    char *text = NULL;
+    ssize_t got = -1;
+    if (fstat(fd, &st) == 0) {
+        off_t from = st.st_size > TAIL_MAX_BYTES ? st.st_size - TAIL_MAX_BYTES
+                                                 : 0;
+        text = malloc((size_t)(st.st_size - from) + 1);
+        got = text ? pread(fd, text, (size_t)(st.st_size - from), from) : -1;
+    }
+    close(fd);
+    if (got < 0) {
+        free(text);
+        return -EIO;
+    }
+    size_t i = (size_t)got;
+    while (i > 0 && text[i - 1] == '\n')
+        i--;
+    size_t end = i;
+    while (i > 0 && !(text[i - 1] == '\n' && --lines == 0))
+        i--;
+    /* Keep the end when it does not fit: the last lines say what broke. */
+    if (end - i >= size)
+        i = end - (size - 1);
+    size_t k = 0;
+    for (; i < end && k + 1 < size; i++) {
+        unsigned char c = (unsigned char)text[i];
+        buf[k++] = c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f) ? (char)c
+                                                                      : '?';
+    }
+    if (size)
+        buf[k] = '\0';
+    free(text);
+    return 0;
+}

@@ -62,5 +62,6 @@ int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv);
 int zerg_cmd_lua(struct zerg_cli *cli, int argc, char **argv);
 int zerg_cmd_validate(struct zerg_cli *cli, int argc, char **argv);
 int zerg_cmd_worker(struct zerg_cli *cli, int argc, char **argv);
+int zerg_cmd_cleanup(struct zerg_cli *cli, int argc, char **argv);
 
 #endif

@@ -47,6 +47,8 @@ static const struct command {
     {"logs", zerg_cmd_logs, "read, filter and follow the monitor log"},
     {"lua", zerg_cmd_lua, "Lua REPL over state, graph, config, policies"},
     {"report", zerg_cmd_report, "write an HTML timeline and task table"},
+    {"cleanup", zerg_cmd_cleanup,
+     "remove worktrees, worker branches and leftovers of a feature"},
     {"validate", zerg_cmd_validate,
      "check config, task graph and policy overrides"},
     {"worker", zerg_cmd_worker, NULL},

@@ -5,6 +5,7 @@
  * all checked before the lock is taken and anything is spawned.  Then:
  * lock (exit 3 if held), clean up leftovers of an earlier orchestrator,
  * and hand over to the orchestrator's event loop. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,6 +26,7 @@
 #include "zerg/fsio.h"
 #include "zerg/graph.h"
 #include "zerg/launcher.h"
+#include "rush_ws.h"
 #include "zerg/lock.h"
 #include "zerg/log.h"
 #include "zerg/orchestrator.h"
@@ -35,6 +37,7 @@
 static const char usage[] =
     "usage: zerg rush [--feature F] [--workers N] [--mode MODE] [--resume]\n"
     "                 [--fresh] [--dry-run] [--executor CMD] [--no-progress]\n"
+    "                 [--halt now|soon,fail=N|N%] [--timeout SECONDS]\n"
     "\n"
     "Runs the feature's task graph level by level on N workers, recovering\n"
     "from spawn failures, crashes, hung tasks and stale workers on its own.\n"
@@ -42,9 +45,9 @@ static const char usage[] =
     "Options:\n"
     "  --feature F      feature to run (default: see `zerg --help`)\n"
     "  -w, --workers N  worker count (default: workers.max_concurrent)\n"
-    "  --mode MODE      subprocess | container | auto (default:\n"
+    "  --mode MODE      subprocess | container | slurm | auto (default:\n"
     "                   workers.mode); auto picks container when a runtime\n"
-    "                   really works\n"
+    "                   really works (never slurm)\n"
     "  --resume         continue the last run: completed tasks are kept,\n"
     "                   results finished meanwhile are applied\n"
     "  --fresh          start over even if an unfinished run exists\n"
@@ -52,6 +55,13 @@ static const char usage[] =
     "  --executor CMD   command that performs tasks without `command`\n"
     "                   (overrides workers.executor; the prompt is appended)\n"
     "  --no-progress    plain event lines even on a terminal (no live view)\n"
+    "  --halt WHEN,fail=N\n"
+    "                   end the rush once N tasks (or N% of them) failed for\n"
+    "                   good: soon lets running tasks finish and starts no\n"
+    "                   new one, now kills them; exit 1 (default: never)\n"
+    "  --timeout SECONDS  wall budget of this rush (overrides\n"
+    "                   rush.timeout_seconds; 0 = none); past it the running\n"
+    "                   tasks are stopped and --resume continues\n"
     "\n"
     "Exit codes: 0 all tasks complete; 1 failed/blocked tasks or a runtime\n"
     "failure; 2 usage, config, graph, policy or state error (nothing\n"
@@ -64,6 +74,9 @@ struct rush_opts {
     int mode_set;
     enum zerg_mode mode;
     const char *executor;
+    struct zerg_halt halt;
+    int timeout_set;
+    int64_t timeout_ns;
 };
 
 /* Everything one rush holds, released at the end of zerg_cmd_rush.  The
@@ -80,12 +93,31 @@ struct rush {
     struct zerg_log *log;
     struct zerg_policy *pol;
     int replaced_run; /* a finished or --fresh run's state is replaced */
+    struct zerg_workspace *ws; /* worktree isolation, NULL = none */
+    char prev_run_id[40];      /* the state's run id before this one */
 };
 
 /* prepare_state: every task is complete, nothing runs (exit 0). */
 #define RUSH_NOTHING_TO_DO (-100)
 
 /* ---- options -------------------------------------------------------- */
+
+/* --timeout SECONDS: fractions allowed, 0 = none, at most 7 days. */
+static int take_timeout(struct rush_opts *ro)
+{
+    char *end;
+    double v = strtod(optarg, &end);
+    if (end == optarg || *end || !(v >= 0 && v <= 604800)) {
+        zerg_cli_error("rush",
+                       "--timeout takes a number of seconds in 0..604800 "
+                       "(0 = no limit), not '%s'",
+                       optarg);
+        return ZERG_EXIT_USAGE;
+    }
+    ro->timeout_set = 1;
+    ro->timeout_ns = (int64_t)(v * 1e9 + 0.5);
+    return 0;
+}
 
 /* Applies one option.  0, -1 after --help, or an exit code. */
 static int take_opt(int c, struct rush_opts *ro)
@@ -102,8 +134,8 @@ static int take_opt(int c, struct rush_opts *ro)
     case 'm':
         if (zerg_mode_parse(optarg, &ro->mode) < 0) {
             zerg_cli_error("rush",
-                           "--mode takes subprocess, container "
-                           "or auto, not '%s'",
+                           "--mode takes subprocess, container, "
+                           "slurm or auto, not '%s'",
                            optarg);
             return ZERG_EXIT_USAGE;
         }
@@ -124,6 +156,18 @@ static int take_opt(int c, struct rush_opts *ro)
     case 'P':
         ro->no_progress = 1;
         return 0;
+    case 'H':
+        if (zerg_halt_parse(optarg, &ro->halt) < 0) {
+            zerg_cli_error("rush",
+                           "--halt takes never, now,fail=N, soon,fail=N, "
+                           "now,fail=N%% or soon,fail=N%% (N >= 1, a "
+                           "percentage up to 100), not '%s'",
+                           optarg);
+            return ZERG_EXIT_USAGE;
+        }
+        return 0;
+    case 'T':
+        return take_timeout(ro);
     case 'h':
         fputs(usage, stdout);
         return -1;
@@ -143,6 +187,8 @@ static int parse_opts(int argc, char **argv, struct rush_opts *ro)
         {"dry-run", no_argument, NULL, 'n'},
         {"executor", required_argument, NULL, 'e'},
         {"no-progress", no_argument, NULL, 'P'},
+        {"halt", required_argument, NULL, 'H'},
+        {"timeout", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -216,7 +262,7 @@ static int check_run_args(const struct rush *r)
     struct zerg_err err = {0};
     char allowed[256];
     enum zerg_mode mode = r->ro.mode_set ? r->ro.mode : r->cfg.workers_mode;
-    if (mode == ZERG_MODE_SUBPROCESS)
+    if (mode == ZERG_MODE_SUBPROCESS || mode == ZERG_MODE_SLURM)
         return 0;
     if (zerg_container_check_run_args(&r->cfg.container_run_args,
                                       getenv("ZERG_ALLOW_RUN_ARGS"), allowed,
@@ -370,6 +416,69 @@ static void set_logs_aside(const struct rush *r)
                 strerror(errno));
 }
 
+/* 1 when a rush of another feature of this project holds its lock: its
+ * workers write the same monitor files, and in container mode they write
+ * through bind mounts of the files' inodes, which a rotation would leave
+ * them writing into after the rename (monitor.log.1, no longer followed). */
+static int other_rush_running(const struct rush *r)
+{
+    char dir[PATH_MAX], path[PATH_MAX], own[ZERG_ID_MAX + 8];
+    struct dirent *e;
+    int found = 0;
+    if (zerg_cli_path(r->cli, dir, sizeof dir, ".zerg/state"))
+        return 1;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    snprintf(own, sizeof own, "%s.lock", r->feature);
+    while (!found && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".lock") ||
+            !strcmp(e->d_name, own) ||
+            zerg_fsio_path(path, sizeof path, "%s/%s", dir, e->d_name))
+            continue;
+        found = zerg_lock_probe(path, NULL) == 1;
+    }
+    closedir(d);
+    return found;
+}
+
+static int may_rotate(void *ud)
+{
+    return !other_rush_running(ud);
+}
+
+static struct zerg_log_rotation log_rotation(struct rush *r)
+{
+    return (struct zerg_log_rotation){.max_bytes = r->cfg.log_max_size_bytes,
+                                      .keep = r->cfg.log_keep,
+                                      .may_rotate = may_rotate,
+                                      .ud = r};
+}
+
+/* logging.max_size_mb at the start, before anything has the files open
+ * (nothing of ours runs yet: the lock is held). */
+static void rotate_at_start(struct rush *r, const char *zerg_dir)
+{
+    struct zerg_err err = {0};
+    struct zerg_log_rotation rot = log_rotation(r);
+    if (rot.max_bytes <= 0 || other_rush_running(r))
+        return;
+    if (zerg_log_rotate_files(zerg_dir, &rot, &err) < 0)
+        fprintf(stderr, "zerg rush: warning: %s\n", err.msg);
+}
+
+/* While running, only in subprocess mode: a subprocess worker reopens a
+ * rotated file at its next line, a container keeps writing the renamed
+ * one through its bind mount (launcher_container.c), so with containers
+ * the files rotate at rush start only. */
+static void rotate_while_running(struct rush *r, const struct zerg_launcher *l)
+{
+    struct zerg_log_rotation rot = log_rotation(r);
+    if (strcmp(l->ops->name, "subprocess") == 0)
+        zerg_log_set_rotation(r->log, &rot);
+}
+
 /* Takes the lock, opens the log and reloads the policies so that their
  * errors reach it.  0 or an exit code. */
 static int open_run(struct rush *r)
@@ -395,6 +504,7 @@ static int open_run(struct rush *r)
     if (r->replaced_run)
         set_logs_aside(r);
     zerg_cli_path(cli, path, sizeof path, ".zerg");
+    rotate_at_start(r, path);
     if (!(r->log = zerg_log_open(path, r->clock, &err))) {
         zerg_cli_error("rush", "%s", err.msg);
         return ZERG_EXIT_FAIL;
@@ -412,7 +522,8 @@ static int open_run(struct rush *r)
 
 static struct zerg_launcher *make_launcher(const struct zerg_config *cfg,
                                            enum zerg_mode mode,
-                                           struct zerg_log *log)
+                                           struct zerg_log *log,
+                                           const char *project)
 {
     struct zerg_err err = {0};
     char why[512];
@@ -426,6 +537,13 @@ static struct zerg_launcher *make_launcher(const struct zerg_config *cfg,
     }
     if (mode == ZERG_MODE_SUBPROCESS)
         return zerg_launcher_subprocess_new(cfg, log);
+    if (mode == ZERG_MODE_SLURM) {
+        struct zerg_launcher *sl =
+            zerg_launcher_slurm_new(cfg, log, project, &err);
+        if (!sl)
+            zerg_cli_error("rush", "slurm mode unavailable: %s", err.msg);
+        return sl;
+    }
     struct zerg_launcher *l = zerg_launcher_container_new(cfg, log, &err);
     if (!l)
         zerg_cli_error("rush", "container mode unavailable: %s", err.msg);
@@ -489,6 +607,8 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
         .state = &r->s,
         .policy = r->pol,
         .launcher = l,
+        .workspace = r->ws,
+        .prev_run_id = r->prev_run_id,
         .log = r->log,
         .clock = r->clock,
         .workers = workers,
@@ -496,6 +616,9 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
         .on_frame = view ? zerg_view_frame : NULL,
         .frame_ctx = view,
         .frame_ns = ZERG_VIEW_FRAME_NS,
+        .halt = r->ro.halt,
+        .timeout_ns = r->ro.timeout_set ? r->ro.timeout_ns
+                                        : r->cfg.rush_timeout_ns,
     };
     struct zerg_orch *o = zerg_orch_new(&oo, zerg_clock_mono(r->clock), &err);
     if (!o) {
@@ -510,6 +633,7 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
     if (!viewed) /* otherwise the view printed the rush_complete event */
         printf("%s %s\n",
                rc == ZERG_EXIT_OK ? "Rush complete:" : "Rush failed:", summary);
+    zerg_rush_ws_summary(stdout, r->cli, r->ws, r->feature);
     /* The real error where people look: each failed task's last output. */
     zerg_task_output_failures(stdout, r->cli, r->feature, r->g, &r->s);
     l->ops->cleanup(l, r->feature, "");
@@ -550,13 +674,15 @@ static int run(struct rush *r)
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0)
         self[n] = '\0';
+    snprintf(r->prev_run_id, sizeof r->prev_run_id, "%s", r->s.run_id);
     make_run_id(r->s.run_id, sizeof r->s.run_id);
     if (r->ro.executor)
         setenv("ZERG_EXECUTOR", r->ro.executor, 1);
-    struct zerg_launcher *l = make_launcher(&r->cfg, mode, r->log);
+    struct zerg_launcher *l = make_launcher(&r->cfg, mode, r->log, r->cli->project);
     if (!l)
         return ZERG_EXIT_FAIL;
     cleanup_leftovers(r->cli, r->feature, &r->s, l, r->log);
+    rotate_while_running(r, l);
     log_start(r, l, workers);
     int rc = orchestrate(r, l, workers, self);
     l->ops->free(l);
@@ -574,7 +700,9 @@ static int rush(struct rush *r)
     if ((rc = check_limits(r)) || (rc = check_run_args(r)) ||
         (rc = check_unlocked(r)) ||
         (rc = prepare_state(r)) ||
-        (rc = open_run(r)))
+        (rc = open_run(r)) ||
+        (rc = zerg_rush_ws_open(r->cli, &r->cfg, r->feature, &r->s,
+                                r->ro.resume, r->log, &r->ws)))
         return rc == RUSH_NOTHING_TO_DO ? ZERG_EXIT_OK : rc;
     return run(r);
 }
@@ -592,6 +720,7 @@ int zerg_cmd_rush(struct zerg_cli *cli, int argc, char **argv)
         return rc < 0 ? ZERG_EXIT_OK : rc;
     zerg_config_defaults(&r.cfg);
     rc = rush(&r);
+    zerg_rush_ws_close(r.ws);
     zerg_policy_free(r.pol);
     zerg_log_close(r.log);
     zerg_lock_release(&r.lk);

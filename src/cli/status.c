@@ -8,6 +8,7 @@
  *             raised an error
  *   ok        none of the above */
 #include "cli.h"
+#include "status_ws.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,6 +59,7 @@ static const char usage[] =
 
 /* Everything status shows, read once per redraw. */
 struct view {
+    const struct zerg_cli *cli;
     char feature[ZERG_ID_MAX + 1];
     struct zerg_graph *g;
     struct zerg_state s;
@@ -473,6 +475,7 @@ static void print_text(FILE *out, const struct view *v, int color)
     print_levels(out, v);
     print_counts(out, v);
     print_workers(out, v);
+    zerg_status_ws_print(out, v->cli, v->feature, &v->s, v->g);
     print_health(out, v, &h, color);
     print_unfinished(out, v);
     print_failed(out, v);
@@ -646,6 +649,8 @@ static zerg_json *json_view(const struct view *v)
         zerg_json_set(o, "workers",
                       zerg_json_dup(zerg_json_get(state, "workers"))) ||
         zerg_json_set(o, "heartbeats", json_heartbeats(v)) ||
+        zerg_json_set(o, "git",
+                      zerg_status_ws_json(v->cli, v->feature, &v->s, v->g)) ||
         zerg_json_set(o, "health", json_health(v)))
         goto fail;
     zerg_json_free(state);
@@ -758,7 +763,7 @@ int zerg_cmd_status(struct zerg_cli *cli, int argc, char **argv)
         return rc;
 
     struct zerg_err err = {0};
-    struct view v = {0};
+    struct view v = {.cli = cli};
     if (zerg_cli_feature(cli, v.feature, sizeof v.feature, &err)) {
         zerg_cli_error("status", "%s", err.msg);
         return ZERG_EXIT_USAGE;

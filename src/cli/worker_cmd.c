@@ -20,8 +20,11 @@
 
 static const char usage[] =
     "usage: zerg worker --slot N --epoch E --run-id R [--feature F]\n"
+    "                   [--workspace WORKTREE [--workdir DIR]]\n"
     "\n"
     "Runs one worker of a `zerg rush` (started by the orchestrator).\n"
+    "With --workspace, each attempt runs in that git worktree (in DIR\n"
+    "inside it), reset to the assignment's base first and committed after.\n"
     "Exit codes: 0 stopped, 1 runtime error, 2 usage, 3 config or task\n"
     "graph unreadable, 4 orchestrator gone.\n";
 
@@ -29,6 +32,7 @@ struct worker_args {
     long long slot;
     uint64_t epoch;
     const char *run_id;
+    const char *workspace, *workdir;
     int have_slot, have_epoch;
 };
 
@@ -95,6 +99,10 @@ static int parse_args(struct zerg_cli *cli, int argc, char **argv,
             wa->run_id = v;
         } else if ((v = opt_value(argv, argc, &i, "--feature", &missing))) {
             cli->feature_opt = v;
+        } else if ((v = opt_value(argv, argc, &i, "--workspace", &missing))) {
+            wa->workspace = v;
+        } else if ((v = opt_value(argv, argc, &i, "--workdir", &missing))) {
+            wa->workdir = v;
         } else {
             zerg_cli_error("worker",
                            missing ? "%s needs a value\n%s"
@@ -106,6 +114,13 @@ static int parse_args(struct zerg_cli *cli, int argc, char **argv,
     if (!wa->have_slot || !wa->have_epoch || !wa->run_id || !*wa->run_id) {
         zerg_cli_error("worker",
                        "--slot, --epoch and --run-id are required\n%s", usage);
+        return ZERG_WORKER_EXIT_USAGE;
+    }
+    if ((wa->workspace && wa->workspace[0] != '/') ||
+        (wa->workdir && (wa->workdir[0] != '/' || !wa->workspace))) {
+        zerg_cli_error("worker", "--workspace and --workdir take absolute "
+                                 "paths, and --workdir needs --workspace\n%s",
+                       usage);
         return ZERG_WORKER_EXIT_USAGE;
     }
     if (!zerg_id_valid(wa->run_id)) {
@@ -152,6 +167,8 @@ int zerg_cmd_worker(struct zerg_cli *cli, int argc, char **argv)
         .slot = (int)wa.slot,
         .epoch = wa.epoch,
         .run_id = wa.run_id,
+        .workspace = wa.workspace,
+        .workdir = wa.workdir,
         .orch_pid = orch_pid_from_env(),
     };
     rc = zerg_worker_run(&o, &err);

@@ -11,7 +11,8 @@
  * answer; on any failure log policy_error and ask the bundled hook; should
  * that fail too (it cannot, short of a bug) use the same rule written in
  * C.  The answer and its inputs go back to the caller as `why`.  The
- * hooks themselves: policy_hooks.c and policy_reconcile.c. */
+ * hooks themselves: policy_hooks.c, policy_reconcile.c and
+ * policy_scope.c. */
 #include "zerg/text.h"
 #include "zerg/policy.h"
 
@@ -31,17 +32,20 @@
 #include "zerg/fsio.h"
 #include "zerg/log.h"
 
-#define NPOLICY 5
+#define NPOLICY 6
 #define REG_OVERRIDES "zerg.overrides"
 #define OVERRIDE_MAX_BYTES (1u << 20)
 
 const char *const zerg_policy_names[] = {
-    "backoff", "stale", "respawn", "retry", "reconcile", NULL,
+    "backoff", "stale", "respawn", "retry", "reconcile", "scope", NULL,
 };
+_Static_assert(sizeof zerg_policy_names / sizeof *zerg_policy_names ==
+                   NPOLICY + 1,
+               "NPOLICY counts zerg_policy_names");
 
 const char *const zerg_policy_hooks[] = {
     "backoff.delay", "stale.task",      "stale.worker", "respawn.decide",
-    "retry.decide",  "reconcile.check", NULL,
+    "retry.decide",  "reconcile.check", "scope.decide", NULL,
 };
 
 struct override {
@@ -314,7 +318,8 @@ static int scan_override_dir(const char *dir, struct zerg_err *err)
         const char *hint = zerg_lua_suggest(name, zerg_policy_names);
         rc = zerg_err_set(err, ZERG_EPOLICY,
                           "%s/%s: no policy is called '%s' (policies: "
-                          "backoff, stale, respawn, retry, reconcile)%s%s%s",
+                          "backoff, stale, respawn, retry, reconcile, "
+                          "scope)%s%s%s",
                           dir, e->d_name, name, hint ? "; did you mean '" : "",
                           hint ? hint : "", hint ? ".lua'?" : "");
     }

@@ -370,6 +370,20 @@ struct retry_call {
     int clamped;
 };
 
+
+/* The failure class the retry policy sees (DESIGN §14): as the worker
+ * classified it, else from the kind. */
+static const char *retry_class(const struct zerg_retry_in *in)
+{
+    const char *k = in->failure ? in->failure : "exit";
+    if (in->failure_class && *in->failure_class)
+        return in->failure_class;
+    if (!strcmp(k, "timeout"))
+        return "timeout";
+    if (!strcmp(k, "crash") || !strcmp(k, "heartbeat_stale"))
+        return "crash";
+    return "task";
+}
 static int retry_push(lua_State *L, struct zerg_policy_call *c)
 {
     const struct zerg_retry_in *in = ((struct retry_call *)c)->in;
@@ -381,6 +395,7 @@ static int retry_push(lua_State *L, struct zerg_policy_call *c)
     set_int(L, "attempt", in->attempt);
     lua_createtable(L, 0, 3); /* task failure */
     set_str(L, "kind", in->failure ? in->failure : "exit");
+    set_str(L, "class", retry_class(in));
     if (in->exit_code >= 0)
         set_int(L, "exit_code", in->exit_code);
     if (in->signal > 0)

@@ -51,17 +51,21 @@ static int in_list(const char *s, const char *const *list)
 /* ---- bundled policies ------------------------------------------------ */
 
 struct hooks_ctx {
-    char policy[64];           /* "backoff" */
-    char names[MAX_HOOKS][80]; /* "backoff.delay", ... */
+    const struct zerg_embedded *e; /* the policy's source */
+    char policy[64];               /* "backoff" */
+    char names[MAX_HOOKS][80];     /* "backoff.delay", ... */
     int n;
 };
 
-/* Collects the function-valued keys of a bundled policy module. */
+/* Collects the function-valued keys of a bundled policy module, run from
+ * the very source being checked (require would find the binary's copy). */
 static int list_hooks(lua_State *L)
 {
     struct hooks_ctx *c = lua_touserdata(L, 1);
+    lua_pushfstring(L, "@%s", c->e->name);
+    zerg_vm_load(L, lua_tostring(L, -1), c->e->text, c->e->len);
     lua_pushfstring(L, "policies.%s", c->policy);
-    zerg_vm_require(L, lua_tostring(L, -1)); /* ud name module */
+    lua_call(L, 1, 1); /* ud chunkname module */
     if (!lua_istable(L, -1))
         return luaL_error(L, "policies/%s.lua returns a %s, not a table",
                           c->policy, luaL_typename(L, -1));
@@ -112,11 +116,12 @@ static int hook_defined(const char *hook, struct hooks_ctx *defs, int ndefs)
     return 0;
 }
 
-static void check_bundled(struct wiring *w, struct zerg_vm *vm)
+static void check_bundled(struct wiring *w, struct zerg_vm *vm,
+                          const struct zerg_embedded *lua)
 {
     static struct hooks_ctx defs[16];
     int ndefs = 0;
-    for (const struct zerg_embedded *e = zerg_embedded_lua; e->name; e++) {
+    for (const struct zerg_embedded *e = lua; e->name; e++) {
         struct zerg_err err = {0};
         struct compile_ctx cc = {e};
         if (zerg_vm_cpcall(vm, compile_bundled, &cc, &err) != 0) {
@@ -135,6 +140,7 @@ static void check_bundled(struct wiring *w, struct zerg_vm *vm)
             continue;
         struct hooks_ctx *c = &defs[ndefs];
         memset(c, 0, sizeof *c);
+        c->e = e;
         snprintf(c->policy, sizeof c->policy, "%s", name);
         if (zerg_vm_cpcall(vm, list_hooks, c, &err) != 0) {
             problem(w, "%s does not load: %s", e->name, err.msg);
@@ -171,7 +177,7 @@ static void check_override(struct wiring *w, struct zerg_vm *vm,
         const char *hint = zerg_lua_suggest(name, zerg_policy_names);
         problem(w,
                 "%s: no policy is called '%s' (policies: backoff, "
-                "stale, respawn, retry, reconcile)%s%s%s",
+                "stale, respawn, retry, reconcile, scope)%s%s%s",
                 path, name, hint ? "; did you mean '" : "", hint ? hint : "",
                 hint ? ".lua'?" : "");
         return;
@@ -270,24 +276,46 @@ int zerg_wiring_check(const char *override_dir, FILE *out, struct zerg_err *err)
     return zerg_wiring_check_tree(override_dir, NULL, out, err);
 }
 
-int zerg_wiring_check_tree(const char *override_dir, const char *source_dir,
-                           FILE *out, struct zerg_err *err)
+static struct zerg_vm *wiring_vm(struct zerg_err *err)
 {
     struct zerg_vm_opts o = {
         .mode = ZERG_VM_POLICY,
         .instruction_budget = 10 * 1000 * 1000, /* loading only */
         .memory_bytes = 64 << 20,
     };
-    struct zerg_vm *vm = zerg_vm_new(&o, err);
+    return zerg_vm_new(&o, err);
+}
+
+static int finish(struct wiring *w)
+{
+    if (w->problems == 0)
+        fprintf(w->out, "All modules properly wired\n");
+    return w->problems;
+}
+
+int zerg_wiring_check_tree(const char *override_dir, const char *source_dir,
+                           FILE *out, struct zerg_err *err)
+{
+    struct zerg_vm *vm = wiring_vm(err);
     if (!vm)
         return err ? err->code : ZERG_EPOLICY;
     struct wiring w = {.out = out};
-    check_bundled(&w, vm);
+    check_bundled(&w, vm, zerg_embedded_lua);
     if (override_dir)
         check_overrides(&w, vm, override_dir);
     check_sources(&w, source_dir ? source_dir : zerg_source_dir);
     zerg_vm_free(vm);
-    if (w.problems == 0)
-        fprintf(out, "All modules properly wired\n");
-    return w.problems;
+    return finish(&w);
+}
+
+int zerg_wiring_check_bundled(const struct zerg_embedded *lua, FILE *out,
+                              struct zerg_err *err)
+{
+    struct zerg_vm *vm = wiring_vm(err);
+    if (!vm)
+        return err ? err->code : ZERG_EPOLICY;
+    struct wiring w = {.out = out};
+    check_bundled(&w, vm, lua);
+    zerg_vm_free(vm);
+    return finish(&w);
 }

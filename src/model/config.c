@@ -33,12 +33,28 @@
       reconcile_interval_ns, 0, "60", DURATION_RANGE,                          \
       "How often the state document is checked against the tasks and "         \
       "workers and divergences are repaired.")                                 \
+    X("rush.isolation", ENUM, rush_isolation, 0, "auto", "auto|worktree|none", \
+      "worktree: each worker in its own git worktree, a commit per task, "    \
+      "merged into zerg/{feature}/integration; none: every worker in the "     \
+      "project tree; auto: worktree in a git repository with a commit.")       \
+    X("rush.base", STRING, rush_base, 0, "\"\"", "\"\" or a git revision",   \
+      "Where the integration branch starts on a fresh run; empty means HEAD " \
+      "when the rush starts.")                                                 \
+    X("rush.max_cost_usd", NUMBER, rush_max_cost_usd, 0, "0", "0..1000000",    \
+      "Stop claiming new tasks once the run's recorded agent spend reaches "  \
+      "this many US dollars (running tasks finish); 0 means no cap.")         \
+    X("rush.timeout_seconds", DURATION, rush_timeout_ns, 0, "0",               \
+      "0..604800",                                                             \
+      "Wall-clock budget of one zerg rush: when it runs out the running "     \
+      "tasks are stopped, the state is saved and the rush exits 1 (finish "    \
+      "with zerg rush --resume); 0 means no limit.")                           \
     X("workers.max_concurrent", INT, workers_max_concurrent, 0, "3", "1..256", \
       "Workers to run when zerg rush is given no --workers.")                  \
     X("workers.mode", ENUM, workers_mode, 0, "subprocess",                     \
-      "subprocess|container|auto",                                             \
+      "subprocess|container|auto|slurm",                                       \
       "Where workers run when zerg rush is given no --mode; auto uses "        \
-      "containers when a runtime answers and the image exists.")               \
+      "containers when a runtime answers and the image exists (never "         \
+      "slurm).")                                                               \
     X("workers.spawn_retry_attempts", INT, spawn_retry_attempts, 0, "3",       \
       "0..100",                                                                \
       "Retries after a failed worker spawn before the slot is retired "       \
@@ -88,6 +104,14 @@
     X("workers.max_task_crashes", INT, max_task_crashes, 0, "3", "1..100",     \
       "Worker crashes while running one task before that task fails as a "     \
       "crash loop.")                                                           \
+    X("workers.conflict_retry_attempts", INT, conflict_retry_attempts, 0, "2", \
+      "0..100",                                                                \
+      "Retries of a task whose commit conflicts with the integration branch " \
+      "(worktree isolation), counted apart from retry_attempts.")             \
+    X("workers.output_is_progress", BOOL, output_is_progress, 0, "true",       \
+      "true|false",                                                            \
+      "A task that keeps writing output is making progress: it is not "       \
+      "stale while its output grows.")                                         \
     X("workers.launch_prefix", ARGV, launch_prefix, 0, "[]",                   \
       "list of strings",                                                       \
       "Argv put in front of the worker command in subprocess mode, e.g. "      \
@@ -97,6 +121,16 @@
       "non-empty list of strings, or a string split on whitespace",            \
       "Command run for a task without a command field; the task prompt is "    \
       "appended as its last argument.")                                        \
+    X("executor.kind", ENUM, executor_kind, 0, "claude", "claude|command",     \
+      "How a task without a command runs: claude drives the Claude Code CLI " \
+      "(stream-json progress, cost, failure classes); command runs "          \
+      "workers.executor with the prompt appended.")                           \
+    X("executor.claude", STRING, executor_claude, F_NONEMPTY, "claude",        \
+      "command name or path", "The Claude Code CLI to run (executor.kind: "   \
+      "claude).")                                                              \
+    X("executor.args", ARGV, executor_args, 0, "[]", "list of strings",        \
+      "Extra arguments for the Claude Code CLI, e.g. [--model, sonnet], put " \
+      "before the prompt.")                                                    \
     X("container.runtime", STRING, container_runtime, F_NONEMPTY, "auto",      \
       "auto|docker|podman|PATH",                                               \
       "Container CLI: docker, podman, the path of a compatible CLI, or auto "  \
@@ -117,6 +151,28 @@
     X("container.pids_limit", INT, container_pids_limit, 0, "0", "0..4194304", \
       "Process limit per worker container (--pids-limit); 0 means no "         \
       "limit.")                                                                \
+    X("slurm.partition", STRING, slurm_partition, 0, "\"\"",                 \
+      "\"\" or a partition name",                                             \
+      "Partition of the worker jobs in slurm mode (srun --partition); "        \
+      "empty means the cluster's default.")                                    \
+    X("slurm.account", STRING, slurm_account, 0, "\"\"",                     \
+      "\"\" or an account name",                                              \
+      "Account the worker jobs are charged to (srun --account); empty "        \
+      "means the user's default.")                                             \
+    X("slurm.time_limit", STRING, slurm_time_limit, F_NOSPACE, "\"\"",       \
+      "\"\" or a Slurm time: MM, HH:MM:SS, D-HH",                             \
+      "Time limit of each worker job (srun --time); a worker that reaches "    \
+      "it is ended by Slurm and replaced like a crashed one.")                 \
+    X("slurm.extra_args", ARGV, slurm_extra_args, 0, "[]", "list of strings",  \
+      "Extra srun arguments, placed before -N1 -n1 and the worker command, "   \
+      "e.g. [--qos, high, --mem, 4G].")                                        \
+    X("state.watch", ENUM, state_watch, 0, "auto", "auto|inotify|poll",        \
+      "How the orchestrator notices workers' files: inotify, polling the "     \
+      "state directory, or auto (polling where statfs says it is on NFS, "     \
+      "CIFS, FUSE or another filesystem inotify cannot see remote writes "     \
+      "on).")                                                                  \
+    X("state.poll_interval_ms", INT, state_poll_interval_ms, 0, "100",         \
+      "10..5000", "How often the state directory is scanned when polling.")    \
     X("policies.instruction_budget", INT64, policy_instruction_budget, 0,      \
       "1000000", "1000..1000000000",                                           \
       "Lua VM instructions one policy call may run before it is stopped "      \
@@ -127,6 +183,12 @@
       "bundled decision is used.")                                             \
     X("policies.memory_mb", MIB, policy_memory_bytes, 0, "32", "1..4096",      \
       "Memory cap of each policy Lua VM, in MiB.")                             \
+    X("logging.max_size_mb", MIB, log_max_size_bytes, 0, "50", "0..1048576",   \
+      "monitor.log or monitor.jsonl past this size is renamed to NAME.1 and "  \
+      "started again (at rush start, and while a subprocess-mode rush "        \
+      "runs); 0 means never.")                                                 \
+    X("logging.keep", INT, log_keep, 0, "3", "1..100",                         \
+      "Rotated files kept per log (NAME.1 newest ... NAME.keep oldest).")      \
     X("logging.level", ENUM, log_level, 0, "info", "debug|info|warn|error",    \
       "Lowest level written to monitor.log and monitor.jsonl (warning is "     \
       "accepted for warn).")
@@ -167,7 +229,8 @@ _Static_assert(sizeof config_key_rows / sizeof config_key_rows[0] == NKEYS,
 CONFIG_KEYS(CHECK_ROW)
 
 static const char *const backoff_names[] = {"exponential", "linear", "fixed"};
-static const char *const mode_names[] = {"subprocess", "container", "auto"};
+static const char *const mode_names[] = {"subprocess", "container", "auto",
+                                          "slurm"};
 
 const char *zerg_backoff_name(enum zerg_backoff b)
 {
@@ -176,12 +239,12 @@ const char *zerg_backoff_name(enum zerg_backoff b)
 
 const char *zerg_mode_name(enum zerg_mode m)
 {
-    return (unsigned)m < 3 ? mode_names[m] : "?";
+    return (unsigned)m < 4 ? mode_names[m] : "?";
 }
 
 int zerg_mode_parse(const char *s, enum zerg_mode *out)
 {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (s && strcmp(s, mode_names[i]) == 0) {
             *out = (enum zerg_mode)i;
             return 0;
@@ -257,6 +320,7 @@ void zerg_config_free(struct zerg_config *c)
 {
     if (!c)
         return;
+    config_gates_free(c);
     for (size_t i = 0; i < NKEYS; i++) {
         if (config_key_binds[i].kind == K_STRING) {
             char **s = field_of(c, i);
@@ -271,6 +335,8 @@ void zerg_config_free(struct zerg_config *c)
 int config_copy(struct zerg_config *dst, const struct zerg_config *src)
 {
     *dst = *src;
+    dst->gates = NULL;
+    dst->ngates = 0;
     for (size_t i = 0; i < NKEYS; i++) {
         if (config_key_binds[i].kind == K_STRING)
             *(char **)field_of(dst, i) = NULL;
@@ -291,6 +357,10 @@ int config_copy(struct zerg_config *dst, const struct zerg_config *src)
             zerg_config_free(dst);
             return rc;
         }
+    }
+    if (config_gates_copy(dst, src) < 0) {
+        zerg_config_free(dst);
+        return -ENOMEM;
     }
     return 0;
 }
@@ -382,6 +452,9 @@ zerg_json *zerg_config_to_json(const struct zerg_config *c)
         if (!v || zerg_json_set(sec, leaf_of(i), v) < 0)
             goto fail;
     }
+    zerg_json *gates = config_gates_json(c);
+    if (!root || !gates || zerg_json_set(root, "quality_gates", gates) < 0)
+        goto fail;
     return root;
 fail:
     zerg_json_free(root);

@@ -46,7 +46,7 @@ struct key_bind {
 
 /* The rows of CONFIG_KEYS; the declarations below fix the count, so a row
  * added to the table without this number fails to compile. */
-#define NKEYS 31
+#define NKEYS 48
 extern const struct zerg_config_key config_key_rows[NKEYS];
 extern const struct key_bind config_key_binds[NKEYS];
 
@@ -108,6 +108,8 @@ struct loader {
     unsigned char key_seen[NKEYS], section_seen[NKEYS];
     yaml_mark_t key_mark[NKEYS], value_mark[NKEYS], section_mark[NKEYS];
     unsigned nwarn;
+    int gates_seen;
+    yaml_mark_t gates_mark;
 };
 
 /* Appends "FILE:LINE:COL: " (1-based) and the message to err; returns
@@ -127,6 +129,15 @@ void config_show_scalar(const yaml_node_t *v, char *buf, size_t size);
 const char *config_describe(const yaml_node_t *v, char *buf, size_t size);
 /* Checks v against row i and stores it in L->cfg. */
 int config_apply_value(struct loader *L, size_t i, const yaml_node_t *v);
+
+/* ---- quality gates (config_gates.c) ------------------------------------ */
+
+/* The top-level `quality_gates:` list into L->cfg. */
+int config_load_gates(struct loader *L, const yaml_node_t *k,
+                      const yaml_node_t *v);
+void config_gates_free(struct zerg_config *c);
+int config_gates_copy(struct zerg_config *dst, const struct zerg_config *src);
+zerg_json *config_gates_json(const struct zerg_config *c);
 
 /* ---- unknown keys (config_suggest.c) ---------------------------------- */
 

@@ -137,6 +137,9 @@ static int load_section(struct loader *L, const yaml_node_t *k,
         return config_failf(L, k->start_mark,
                             "top level: found %s, expected a section name",
                             config_describe(k, found, sizeof found));
+    if (k->data.scalar.length == 13 &&
+        !memcmp(k->data.scalar.value, "quality_gates", 13))
+        return config_load_gates(L, k, v);
     long first =
         section_find((const char *)k->data.scalar.value, k->data.scalar.length);
     if (first < 0) {
@@ -208,6 +211,15 @@ static const struct {
     {"workers.heartbeat_interval_seconds", "workers.heartbeat_stale_threshold",
      1},
 };
+
+/* The old workers.executor list names a command: written without
+ * executor.kind, it means kind command (upstream configs keep working). */
+static void executor_kind_default(struct loader *L)
+{
+    long ex = key_find("workers.executor"), kind = key_find("executor.kind");
+    if (L->key_seen[ex] && !L->key_seen[kind])
+        L->cfg.executor_kind = ZERG_EXECUTOR_COMMAND;
+}
 
 static int check_order(struct loader *L)
 {
@@ -371,6 +383,8 @@ int zerg_config_load_string(struct zerg_config *c, const char *name,
     int rc = load_document(&L);
     if (rc == 0)
         rc = check_order(&L);
+    if (rc == 0)
+        executor_kind_default(&L);
     if (rc == 0 && L.warn && L.nwarn > MAX_WARNINGS) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s: %u more unknown keys not shown", L.name,

@@ -16,7 +16,6 @@
 static const char *const upstream_keys[] = {
     "project",
     "ports",
-    "quality_gates",
     "mcp_servers",
     "resources",
     "security",

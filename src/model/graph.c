@@ -442,7 +442,9 @@ static int parse_task(struct parse_ctx *c, size_t i, const zerg_json *t)
         (rc = parse_cmd(c, i, t, "command", "command", &task->command)) < 0 ||
         (rc = parse_text(c, t, "title", &task->title)) < 0 ||
         (rc = parse_text(c, t, "description", &task->description)) < 0 ||
-        (rc = parse_text(c, t, "context", &task->context)) < 0)
+        (rc = parse_text(c, t, "context", &task->context)) < 0 ||
+        (rc = parse_strlist(c, i, t, "acceptance_criteria",
+                            "acceptance_criteria", &task->acceptance)) < 0)
         return rc;
     double est = zerg_json_as_num(zerg_json_get(t, "estimate_minutes"), 0);
     task->estimate_minutes = isfinite(est) && est > 0 ? est : 0;
@@ -581,6 +583,7 @@ static void task_free(struct zerg_task *t)
     strlist_free(&t->files_create);
     strlist_free(&t->files_modify);
     strlist_free(&t->files_read);
+    strlist_free(&t->acceptance);
     free(t->command);
     free(t->verify_command);
     free(t->description);

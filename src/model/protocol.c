@@ -138,6 +138,55 @@ static int get_id(const zerg_json *o, const char *key, int nullable,
     return rc;
 }
 
+/* Optional fields (absent in files of an older zerg): a string, an
+ * integer, a number; absent leaves the zero value. */
+static int opt_str(const zerg_json *o, const char *key, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    return zerg_json_get(o, key) ? get_str(o, key, 1, buf, n) : 0;
+}
+
+static int opt_i64(const zerg_json *o, const char *key, int64_t *out)
+{
+    *out = 0;
+    return zerg_json_get(o, key) ? get_i64(o, key, 0, INT64_MAX, out) : 0;
+}
+
+static int opt_num(const zerg_json *o, const char *key, double *out)
+{
+    const zerg_json *v = zerg_json_get(o, key);
+    *out = 0;
+    if (!v)
+        return 0;
+    double d = zerg_json_as_num(v, -1);
+    if (!zerg_json_is(v, ZERG_JSON_NUMBER) || !(d >= 0) || d > 1e12)
+        return ZERG_ECORRUPT;
+    *out = d;
+    return 0;
+}
+
+/* Sets key to s unless s is "" (optional fields stay out of the file). */
+static int put_str(zerg_json *o, const char *key, const char *s)
+{
+    return s[0] ? zerg_json_set_str(o, key, s) : 0;
+}
+
+/* A git object id: hex of 40 or 64 digits, or absent/null/"" = none. */
+static int get_oid(const zerg_json *o, const char *key, char buf[ZERG_OID_MAX])
+{
+    buf[0] = '\0';
+    if (!zerg_json_get(o, key))
+        return 0;
+    int rc = get_str(o, key, 1, buf, ZERG_OID_MAX);
+    size_t n = strlen(buf);
+    if (rc == 0 && n && n != 40 && n != 64)
+        rc = ZERG_ECORRUPT;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (!strchr("0123456789abcdef", buf[i]))
+            rc = ZERG_ECORRUPT;
+    return rc;
+}
+
 /* The writer's run id: a string of at most ZERG_RUN_ID_MAX - 1 bytes;
  * absent (files written by hand or by an older zerg) reads as "". */
 static int get_run_id(const zerg_json *o, char buf[ZERG_RUN_ID_MAX])
@@ -231,7 +280,11 @@ int zerg_proto_write_assign(const char *dir, int slot,
                     zerg_json_set_str(o, "run_id", a->run_id) ||
                     zerg_json_set_str(o, "task", a->task[0] ? a->task : NULL) ||
                     zerg_json_set_num(o, "attempt", a->attempt) ||
-                    zerg_json_set_bool(o, "stop", a->stop)
+                    zerg_json_set_bool(o, "stop", a->stop) ||
+                    put_str(o, "base", a->base) ||
+                    put_str(o, "last_class", a->last_class) ||
+                    put_str(o, "last_error", a->last_error) ||
+                    put_str(o, "last_conflicts", a->last_conflicts)
                 ? -ENOMEM
                 : 0;
     return write_doc(path, o, rc, ZERG_FSIO_NOSYNC, err);
@@ -250,7 +303,11 @@ int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)
     if (get_u64(o, "epoch", &v.epoch) || get_run_id(o, v.run_id) ||
         get_id(o, "task", 1, v.task) ||
         get_int(o, "attempt", 0, INT_MAX, &v.attempt) ||
-        get_bool(o, "stop", &v.stop))
+        get_bool(o, "stop", &v.stop) || get_oid(o, "base", v.base) ||
+        opt_str(o, "last_class", v.last_class, sizeof v.last_class) ||
+        opt_str(o, "last_error", v.last_error, sizeof v.last_error) ||
+        opt_str(o, "last_conflicts", v.last_conflicts,
+                sizeof v.last_conflicts))
         rc = ZERG_ECORRUPT;
     else
         *a = v;
@@ -281,7 +338,9 @@ int zerg_proto_write_heartbeat(const char *dir, const struct zerg_heartbeat *hb,
                      zerg_json_set_str(o, "step", hb->step) ||
                      zerg_json_set_num(o, "progress_pct", hb->progress_pct) ||
                      zerg_json_set_num(o, "pid", hb->pid) ||
-                     zerg_json_set_num(o, "task_pgid", hb->task_pgid)
+                     zerg_json_set_num(o, "task_pgid", hb->task_pgid) ||
+                     zerg_json_set_num(o, "progress_seq",
+                                       (double)hb->progress_seq)
                  ? -ENOMEM
                  : 0;
     return write_doc(path, o, rc, ZERG_FSIO_NOSYNC, err);
@@ -304,7 +363,8 @@ int zerg_proto_read_heartbeat(const char *path, struct zerg_heartbeat *hb)
         get_str(o, "step", 0, v.step, sizeof v.step) ||
         get_int(o, "progress_pct", 0, 100, &v.progress_pct) ||
         get_int(o, "pid", 0, INT_MAX, &v.pid) ||
-        get_int(o, "task_pgid", 0, INT_MAX, &v.task_pgid))
+        get_int(o, "task_pgid", 0, INT_MAX, &v.task_pgid) ||
+        opt_i64(o, "progress_seq", &v.progress_seq))
         rc = ZERG_ECORRUPT;
     else
         *hb = v;
@@ -329,6 +389,41 @@ static int outcome_parse(const zerg_json *o, enum zerg_outcome *out)
     else
         return ZERG_ECORRUPT;
     return 0;
+}
+
+/* The failure class and the agent's run, when there are any. */
+static int result_extra(zerg_json *o, const struct zerg_result *r)
+{
+    if (put_str(o, "class", r->cls) || put_str(o, "fix", r->fix) ||
+        (r->reset_at_s &&
+         zerg_json_set_num(o, "reset_at_s", (double)r->reset_at_s)))
+        return -1;
+    if (!r->session_id[0] && !r->cost_usd)
+        return 0;
+    return put_str(o, "session_id", r->session_id) ||
+                   zerg_json_set_num(o, "cost_usd", r->cost_usd) ||
+                   zerg_json_set_num(o, "input_tokens",
+                                     (double)r->input_tokens) ||
+                   zerg_json_set_num(o, "output_tokens",
+                                     (double)r->output_tokens) ||
+                   zerg_json_set_num(o, "num_turns", (double)r->num_turns)
+               ? -1
+               : 0;
+}
+
+static int read_result_extra(const zerg_json *o, struct zerg_result *v)
+{
+    return opt_str(o, "class", v->cls, sizeof v->cls) ||
+                   opt_str(o, "fix", v->fix, sizeof v->fix) ||
+                   opt_i64(o, "reset_at_s", &v->reset_at_s) ||
+                   opt_str(o, "session_id", v->session_id,
+                           sizeof v->session_id) ||
+                   opt_num(o, "cost_usd", &v->cost_usd) ||
+                   opt_i64(o, "input_tokens", &v->input_tokens) ||
+                   opt_i64(o, "output_tokens", &v->output_tokens) ||
+                   opt_i64(o, "num_turns", &v->num_turns)
+               ? ZERG_ECORRUPT
+               : 0;
 }
 
 int zerg_proto_write_result(const char *dir, const struct zerg_result *r,
@@ -357,7 +452,11 @@ int zerg_proto_write_result(const char *dir, const struct zerg_result *r,
                     zerg_json_set_bool(o, "timed_out", r->timed_out) ||
                     zerg_json_set_num(o, "duration_ms",
                                       (double)r->duration_ms) ||
-                    zerg_json_set_str(o, "error", r->error)
+                    zerg_json_set_str(o, "error", r->error) ||
+                    (r->base[0] && zerg_json_set_str(o, "base", r->base)) ||
+                    (r->commit[0] &&
+                     zerg_json_set_str(o, "commit", r->commit)) ||
+                    put_str(o, "patch", r->patch) || result_extra(o, r)
                 ? -ENOMEM
                 : 0;
     return write_doc(path, o, rc, ZERG_FSIO_DURABLE, err);
@@ -380,7 +479,10 @@ int zerg_proto_read_result(const char *path, struct zerg_result *r)
         get_int(o, "signal", 0, 128, &v.signal) ||
         get_bool(o, "timed_out", &v.timed_out) ||
         get_i64(o, "duration_ms", 0, INT64_MAX, &v.duration_ms) ||
-        get_str(o, "error", 1, v.error, sizeof v.error))
+        get_str(o, "error", 1, v.error, sizeof v.error) ||
+        get_oid(o, "base", v.base) || get_oid(o, "commit", v.commit) ||
+        opt_str(o, "patch", v.patch, sizeof v.patch) ||
+        read_result_extra(o, &v))
         rc = ZERG_ECORRUPT;
     else
         *r = v;

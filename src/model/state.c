@@ -166,6 +166,7 @@ void zerg_state_close(struct zerg_state *s)
     for (size_t i = 0; s->tasks && i < s->ntasks; i++) {
         free(s->tasks[i].error);
         free(s->tasks[i].reason);
+        free(s->tasks[i].conflict_paths);
     }
     free(s->tasks);
     free(s->workers);
@@ -286,4 +287,12 @@ int zerg_state_level_done(const struct zerg_state *s,
 void zerg_state_count(const struct zerg_state *s, size_t counts[7])
 {
     zerg_task_count(s->tasks, NULL, s->ntasks, counts);
+}
+
+double zerg_state_cost_usd(const struct zerg_state *s)
+{
+    double sum = 0;
+    for (size_t i = 0; s && i < s->ntasks; i++)
+        sum += s->tasks[i].cost_usd;
+    return sum;
 }

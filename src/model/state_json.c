@@ -83,7 +83,7 @@ static int add_int(zerg_json *o, const char *key, int64_t v, int64_t none)
 
 static zerg_json *task_to_json(const struct zerg_task_state *t)
 {
-    zerg_json *o = obj_sized(14);
+    zerg_json *o = obj_sized(21);
     if (!o || add_str(o, "status", zerg_task_status_name(t->status)) ||
         add_int(o, "level", t->level, 0) ||
         add_int(o, "worker_id", t->worker_id, -1) ||
@@ -96,7 +96,17 @@ static zerg_json *task_to_json(const struct zerg_task_state *t)
         add_ts(o, "completed_at", t->completed_at_wall_ns) ||
         add_ts(o, "retry_at", t->retry_at_wall_ns) ||
         add_num(o, "duration_ms", (double)t->duration_ms) ||
-        add_str(o, "error", t->error) || add_str(o, "reason", t->reason)) {
+        add_str(o, "error", t->error) || add_str(o, "reason", t->reason) ||
+        (t->commit[0] && add_str(o, "commit", t->commit)) ||
+        (t->conflict_count &&
+         add_num(o, "conflict_count", t->conflict_count)) ||
+        (t->conflict_paths &&
+         add_str(o, "conflict_paths", t->conflict_paths)) ||
+        (t->cost_usd > 0 && add_num(o, "cost_usd", t->cost_usd)) ||
+        (t->input_tokens && add_num(o, "input_tokens", (double)t->input_tokens)) ||
+        (t->output_tokens &&
+         add_num(o, "output_tokens", (double)t->output_tokens)) ||
+        (t->session_id[0] && add_str(o, "session_id", t->session_id))) {
         zerg_json_free(o);
         return NULL;
     }
@@ -192,12 +202,26 @@ static zerg_json *metrics_to_json(const struct zerg_metrics *m)
     return o;
 }
 
+/* {base, branch} under worktree isolation, else null. */
+static zerg_json *git_to_json(const struct zerg_state *s)
+{
+    if (!s->git_base[0])
+        return zerg_json_null();
+    zerg_json *o = obj_sized(2);
+    if (!o || add_str(o, "base", s->git_base) ||
+        add_str(o, "branch", s->git_branch[0] ? s->git_branch : NULL)) {
+        zerg_json_free(o);
+        return NULL;
+    }
+    return o;
+}
+
 zerg_json *zerg_state_to_json(const struct zerg_state *s,
                               const struct zerg_graph *g)
 {
     if (s->ntasks != g->ntasks)
         return NULL;
-    zerg_json *doc = obj_sized(14);
+    zerg_json *doc = obj_sized(15);
     if (!doc || add_num(doc, "version", s->version) ||
         add_str(doc, "feature", s->feature) ||
         add_str(doc, "run_id", s->run_id[0] ? s->run_id : NULL) ||
@@ -211,7 +235,7 @@ zerg_json *zerg_state_to_json(const struct zerg_state *s,
         add(doc, "metrics", metrics_to_json(&s->metrics)) ||
         add_num(doc, "next_epoch", (double)s->next_epoch) ||
         add(doc, "paused", zerg_json_bool(s->paused)) ||
-        add_str(doc, "error", s->error)) {
+        add(doc, "git", git_to_json(s)) || add_str(doc, "error", s->error)) {
         zerg_json_free(doc);
         return NULL;
     }

@@ -166,6 +166,69 @@ static int rd_str(const struct rd *r, const char *key, char **out)
     return *out ? 0 : zerg_err_set(r->err, -ENOMEM, "out of memory");
 }
 
+/* A git object id (40 or 64 lowercase hex digits), or null/missing = "". */
+static int rd_oid(const struct rd *r, const char *key, char out[65])
+{
+    const zerg_json *v = zerg_json_get(r->obj, key);
+    out[0] = '\0';
+    if (!v || v->type == ZERG_JSON_NULL)
+        return 0;
+    size_t n = v->type == ZERG_JSON_STRING ? v->u.str.len : 0;
+    int ok = n == 40 || n == 64;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = strchr("0123456789abcdef", v->u.str.s[i]) != NULL;
+    if (!ok)
+        return bad_type(r, key, "a git object id (hex) or null", v);
+    memcpy(out, v->u.str.s, n + 1);
+    return 0;
+}
+
+/* A task's recorded agent spend in USD: a finite number >= 0. */
+static int rd_cost(const struct rd *r, double *out)
+{
+    const zerg_json *v = zerg_json_get(r->obj, "cost_usd");
+    if (!v || v->type == ZERG_JSON_NULL)
+        return 0;
+    double d = zerg_json_as_num(v, -1);
+    if (v->type != ZERG_JSON_NUMBER || !(d >= 0) || d > 1e12)
+        return bad_type(r, "cost_usd", "a number of dollars >= 0", v);
+    *out = d;
+    return 0;
+}
+
+static int rd_session(const struct rd *r, char *out, size_t n)
+{
+    char *s = NULL;
+    int rc = rd_str(r, "session_id", &s);
+    if (!rc && s)
+        snprintf(out, n, "%s", s);
+    free(s);
+    return rc;
+}
+
+/* The run's git object {base, branch} (worktree isolation), or null. */
+static int rd_git(const struct rd *top, struct zerg_state *s)
+{
+    const zerg_json *v = zerg_json_get(top->obj, "git");
+    if (!v || v->type == ZERG_JSON_NULL)
+        return 0;
+    if (v->type != ZERG_JSON_OBJECT)
+        return bad_type(top, "git", "an object or null", v);
+    struct rd r = {v, "git", top->err};
+    char *branch = NULL;
+    int rc = rd_oid(&r, "base", s->git_base);
+    if (!rc)
+        rc = rd_str(&r, "branch", &branch);
+    if (!rc && branch && strlen(branch) >= sizeof s->git_branch)
+        rc = bad(&r, "branch", "longer than %zu characters",
+                 sizeof s->git_branch - 1);
+    if (!rc)
+        snprintf(s->git_branch, sizeof s->git_branch, "%s",
+                 branch ? branch : "");
+    free(branch);
+    return rc;
+}
+
 /* A required status from names[]. */
 static int rd_status(const struct rd *r, const char *const *names, size_t n,
                      int *out)
@@ -241,7 +304,14 @@ static int read_task(struct zerg_task_state *t, const char *id,
         (rc = rd_ts(&r, "retry_at", &t->retry_at_wall_ns)) ||
         (rc = rd_i64(&r, "duration_ms", &t->duration_ms)) ||
         (rc = rd_str(&r, "error", &t->error)) ||
-        (rc = rd_str(&r, "reason", &t->reason)))
+        (rc = rd_str(&r, "reason", &t->reason)) ||
+        (rc = rd_oid(&r, "commit", t->commit)) ||
+        (rc = rd_i(&r, "conflict_count", 0, 0, &t->conflict_count)) ||
+        (rc = rd_str(&r, "conflict_paths", &t->conflict_paths)) ||
+        (rc = rd_i64(&r, "input_tokens", &t->input_tokens)) ||
+        (rc = rd_i64(&r, "output_tokens", &t->output_tokens)) ||
+        (rc = rd_cost(&r, &t->cost_usd)) ||
+        (rc = rd_session(&r, t->session_id, sizeof t->session_id)))
         return rc;
     return 0;
 }
@@ -449,7 +519,7 @@ static int read_header(struct zerg_state *s, const zerg_json *doc,
         (rc = rd_i(&r, "current_level", 0, NO_NULL, &s->current_level)) ||
         (rc = rd_str(&r, "status", &s->status)) ||
         (rc = rd_u64(&r, "next_epoch", &s->next_epoch)) ||
-        (rc = rd_str(&r, "error", &s->error)))
+        (rc = rd_str(&r, "error", &s->error)) || (rc = rd_git(&r, s)))
         return rc;
     paused = zerg_json_get(doc, "paused");
     if (paused && paused->type != ZERG_JSON_BOOL)

@@ -103,8 +103,10 @@ static void hb_task(struct zerg_orch *o, struct slot *sl,
     if (strcmp(hb->task_id, orch_tid(o, t)) ||
         hb->attempt != orch_ts(o, t)->attempt)
         return;
-    if (strcmp(hb->step, sl->hb_step) || hb->progress_pct != sl->hb_pct) {
+    if (strcmp(hb->step, sl->hb_step) || hb->progress_pct != sl->hb_pct ||
+        hb->progress_seq != sl->hb_progress_seq) {
         sl->progress_at_mono_ns = now;
+        sl->hb_progress_seq = hb->progress_seq;
         snprintf(sl->hb_step, sizeof sl->hb_step, "%s", hb->step);
         sl->hb_pct = hb->progress_pct;
     }
@@ -200,9 +202,12 @@ static int live_attempt(struct zerg_orch *o, size_t t,
 }
 
 static void result_complete(struct zerg_orch *o, size_t t,
-                            const struct zerg_result *r)
+                            const struct zerg_result *r, int64_t now)
 {
     struct zerg_task_move m = {.now_wall_ns = orch_wall_ns(o)};
+    /* Under worktree isolation complete means merged. */
+    if (orch_merge_result(o, t, r, now) != 1)
+        return;
     if (orch_task_move(o, t, ZERG_TASK_EV_COMPLETE, &m) != 0)
         return;
     zerg_json *data = zerg_json_obj();
@@ -219,6 +224,8 @@ static void result_complete(struct zerg_orch *o, size_t t,
 static void result_failed(struct zerg_orch *o, size_t t,
                           const struct zerg_result *r, int64_t now)
 {
+    if (orch_pool_failure(o, t, r, now))
+        return; /* environment or rate limit: the pool's, not the task's */
     const char *kind = r->timed_out ? "timeout" : r->stage;
     if (strcmp(kind, "verification") && strcmp(kind, "timeout"))
         kind = "exit";
@@ -226,7 +233,8 @@ static void result_failed(struct zerg_orch *o, size_t t,
     snprintf(err, sizeof err, "%s %s: %s", r->stage,
              r->timed_out ? "timed out" : "failed",
              r->error[0] ? r->error : "no detail");
-    orch_task_failure(o, t, kind, r->exit_code, r->signal, err, now);
+    orch_task_failure_cls(o, t, kind, r->cls[0] ? r->cls : NULL, r->exit_code,
+                          r->signal, err, now);
 }
 
 /* Applies a result if it belongs to the live assignment.  Returns 1 when
@@ -262,6 +270,7 @@ int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now)
         orch_slot_runs(o, r.worker_id, t) ? &o->slots[r.worker_id] : NULL;
     orch_ts(o, t)->duration_ms = r.duration_ms;
     o->applied_attempt[t] = r.attempt;
+    orch_pool_add_cost(o, t, &r);
     defer_unlink(o, path);
     /* A task that failed because we were killing its worker (stop, stale
      * heartbeat, timeout) is not the task's failure: the worker's exit
@@ -270,7 +279,7 @@ int orch_apply_result(struct zerg_orch *o, const char *path, int64_t now)
         (o->stopping || (sl && sl->state == SLOT_KILLING)))
         return 0;
     if (r.outcome == ZERG_OUTCOME_COMPLETE)
-        result_complete(o, t, &r);
+        result_complete(o, t, &r, now);
     else
         result_failed(o, t, &r, now);
     if (sl)
@@ -319,6 +328,7 @@ int orch_scan_results(struct zerg_orch *o, int64_t now)
  * gone -- uncharged -- through a thorough reconciliation. */
 void orch_resume_results(struct zerg_orch *o, int64_t now)
 {
+    orch_merge_resume(o, now); /* what git holds is never done twice */
     o->replaying = 1;
     int n = orch_scan_results(o, now);
     o->replaying = 0;

@@ -92,6 +92,7 @@ struct slot {
     int64_t hb_change_at_mono_ns; /* last time the seq changed */
     char hb_step[24];
     int hb_pct;
+    int64_t hb_progress_seq; /* the worker's output-progress counter */
     int hb_task_pgid;
     int64_t assigned_at_mono_ns;      /* task assigned */
     int64_t progress_at_mono_ns;      /* task start or last progress */
@@ -157,6 +158,22 @@ struct zerg_orch {
     int finished;   /* final state written */
     int failed_run; /* runtime failure (no workers left, ...) */
     char run_error[512];
+
+    char ws_tip[ZERG_OID_MAX]; /* worktree isolation: the integration tip */
+    int budget_exhausted;      /* rush.max_cost_usd reached */
+    int rate_limits;           /* rate limits seen (the backoff grows) */
+    int64_t pool_paused_until_mono_ns; /* 0 = not paused */
+    pid_t gate_pid;            /* the running quality gate, 0 = none */
+    size_t gate_idx;           /* next gate of gate_level to run */
+    int gate_level;
+    int gate_failed;           /* a required gate failed: the run ends */
+    int64_t gate_started_mono_ns, gate_deadline_mono_ns;
+
+    /* orch_halt.c: --halt and rush.timeout_seconds */
+    int halt_verdict;        /* enum orch_halt_verdict reached so far */
+    int halt_armed;          /* halt_failed_base was taken */
+    size_t halt_failed_base; /* tasks already failed when the rush began */
+    size_t halt_failed;      /* failed in this rush when it halted */
 };
 
 static inline struct zerg_task_state *orch_ts(struct zerg_orch *o, size_t t)
@@ -185,9 +202,21 @@ int orch_task_move(struct zerg_orch *o, size_t t, enum zerg_task_event ev,
 /* A failure of running task t: asks retry.decide and applies it. */
 void orch_task_failure(struct zerg_orch *o, size_t t, const char *kind,
                        int exit_code, int sig, const char *error, int64_t now);
+/* The same with the failure class the worker found (NULL = from kind). */
+void orch_task_failure_cls(struct zerg_orch *o, size_t t, const char *kind,
+                           const char *cls, int exit_code, int sig,
+                           const char *error, int64_t now);
 /* Back to pending without charging anything (crash, stop, reconcile). */
 void orch_requeue(struct zerg_orch *o, size_t t, const char *why);
 void orch_task_complete(struct zerg_orch *o, size_t t);
+/* Fails task t at once, without asking retry.decide (a conflict budget
+ * spent, a broken repository). */
+void orch_task_fail_now(struct zerg_orch *o, size_t t, const char *reason,
+                        const char *error);
+/* Resume: task t's work is known to be done (merged, or committed and
+ * merged now): complete, whatever the state last said. */
+void orch_task_adopt_complete(struct zerg_orch *o, size_t t, int attempt,
+                              const char *why);
 void orch_task_started(struct zerg_orch *o, size_t t, int worker, int pgid);
 /* Blocks every queued task with a failed or blocked dependency. */
 void orch_block_dependents(struct zerg_orch *o);
@@ -219,6 +248,44 @@ int orch_slot_runs(const struct zerg_orch *o, int w, size_t t);
 int orch_slot_table_markdown(char *buf, size_t size);
 const char *orch_slot_state_name(enum slot_state s);
 
+/* ---- orch_merge.c: the merge queue (worktree isolation) --------------- */
+
+/* All no-ops without a workspace. */
+int orch_ws_refresh_tip(struct zerg_orch *o, struct zerg_err *err);
+void orch_ws_assign_base(const struct zerg_orch *o, struct zerg_assign *a);
+int orch_ws_worktree(struct zerg_orch *o, int slot, char *dir, size_t n,
+                     char *cwd, size_t cwd_n, struct zerg_err *err);
+/* A passing result with a commit: scope, then merge.  1 = merged (or
+ * nothing to merge): complete it; 0 = handled here (conflict, scope
+ * failure, broken repository). */
+int orch_merge_result(struct zerg_orch *o, size_t t,
+                      const struct zerg_result *r, int64_t now);
+/* --resume: what the integration branch and the worker branches say. */
+void orch_merge_resume(struct zerg_orch *o, int64_t now);
+
+/* ---- orch_pool.c: environment failures, rate limits, spend ------------ */
+
+/* Adds a result's spend to task t; may exhaust rush.max_cost_usd. */
+void orch_pool_add_cost(struct zerg_orch *o, size_t t,
+                        const struct zerg_result *r);
+/* A failed result of class environment (stop the rush) or rate_limit
+ * (pause the pool): 1 when handled here, uncharged. */
+int orch_pool_failure(struct zerg_orch *o, size_t t,
+                      const struct zerg_result *r, int64_t now);
+/* 1 while no task may be claimed (paused, or the spend cap reached);
+ * *wake lowered to the pause's end. */
+int orch_pool_closed(struct zerg_orch *o, int64_t now, int64_t *wake);
+
+/* ---- orch_gate.c: quality gates after each merged level --------------- */
+
+/* 1 when level lvl's gates all passed (or there are none); 0 while one
+ * runs (wake lowered to poll it) or after a required one failed (the run
+ * is stopping). */
+int orch_gates_passed(struct zerg_orch *o, int lvl, int64_t now,
+                      int64_t *wake);
+/* Kills a running gate (the rush is stopping). */
+void orch_gate_abort(struct zerg_orch *o);
+
 /* ---- orch_reconcile.c ------------------------------------------------- */
 
 /* Light (periodic) or thorough (level transition, resume) reconciliation;
@@ -248,5 +315,31 @@ void orch_flush_unlinks(struct zerg_orch *o);
 /* ---- orchestrator.c --------------------------------------------------- */
 
 void orch_checkpoint(struct zerg_orch *o, int64_t now, int force);
+
+/* ---- orch_halt.c: --halt and rush.timeout_seconds ---------------------- */
+
+/* Ordered: a later verdict overrides an earlier one (a draining SOON can
+ * still run out of time). */
+enum orch_halt_verdict {
+    ORCH_HALT_GO,      /* keep running */
+    ORCH_HALT_SOON,    /* no new claims; stop once nothing runs */
+    ORCH_HALT_NOW,     /* stop now, killing the running tasks */
+    ORCH_HALT_TIMEOUT, /* the wall budget is spent: stop now */
+};
+/* Failed tasks that trigger h on a graph of ntasks (0 for NEVER). */
+size_t orch_halt_threshold(const struct zerg_halt *h, size_t ntasks);
+/* The pure decision: `failed` tasks failed in this rush, `elapsed_ns` since
+ * it began, timeout_ns 0 = none. */
+enum orch_halt_verdict orch_halt_decide(const struct zerg_halt *h,
+                                        size_t failed, size_t ntasks,
+                                        int64_t elapsed_ns,
+                                        int64_t timeout_ns);
+/* Called by the tick before dispatch: applies the decision (logs
+ * rush_halt / rush_timeout, stops through zerg_orch_request_stop) and
+ * lowers *wake to the timeout.  1 when no task may be claimed now. */
+int orch_halt_tick(struct zerg_orch *o, int64_t now, int64_t *wake);
+/* The summary's sentence about a halt or a timeout; 0 (nothing written)
+ * when the rush was not ended by either. */
+int orch_halt_summary(const struct zerg_orch *o, char *buf, size_t size);
 
 #endif

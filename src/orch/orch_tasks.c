@@ -159,6 +159,37 @@ static void fail_permanently(struct zerg_orch *o, size_t t, const char *reason,
         orch_block_dependents(o);
 }
 
+void orch_task_fail_now(struct zerg_orch *o, size_t t, const char *reason,
+                        const char *error)
+{
+    int worker = orch_ts(o, t)->worker_id;
+    fail_permanently(o, t, reason, error);
+    zerg_log_event(o->o.log, worker, ZERG_LOG_ERROR, "task_failed",
+                   orch_tid(o, t), NULL, "Task %s failed permanently (%s): %s",
+                   orch_tid(o, t), reason, error);
+}
+
+void orch_task_adopt_complete(struct zerg_orch *o, size_t t, int attempt,
+                              const char *why)
+{
+    struct zerg_task_state *st = orch_ts(o, t);
+    struct zerg_task_move m = {.attempt = attempt > st->attempt ? attempt
+                                                                : st->attempt,
+                               .epoch = st->epoch,
+                               .now_wall_ns = orch_wall_ns(o)};
+    if (!orch_task_running(st->status) &&
+        orch_task_move(o, t, ZERG_TASK_EV_ADOPT, &m) != 0)
+        return;
+    if (orch_task_move(o, t, ZERG_TASK_EV_COMPLETE, &m) != 0)
+        return;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "attempt", attempt);
+    zerg_json_set_bool(data, "replayed", 1);
+    zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "task_complete",
+                   orch_tid(o, t), data, "Task %s complete: %s",
+                   orch_tid(o, t), why);
+}
+
 static void retry_charged(struct zerg_orch *o, size_t t, const char *kind,
                           const char *error, const struct zerg_retry_out *out,
                           zerg_json *why, int64_t now)
@@ -267,6 +298,13 @@ static int apply_ceilings(struct zerg_orch *o, size_t t, const char *kind,
 void orch_task_failure(struct zerg_orch *o, size_t t, const char *kind,
                        int exit_code, int sig, const char *error, int64_t now)
 {
+    orch_task_failure_cls(o, t, kind, NULL, exit_code, sig, error, now);
+}
+
+void orch_task_failure_cls(struct zerg_orch *o, size_t t, const char *kind,
+                           const char *cls, int exit_code, int sig,
+                           const char *error, int64_t now)
+{
     struct zerg_task_state *st = orch_ts(o, t);
     struct zerg_retry_in in = {
         .task_id = orch_tid(o, t),
@@ -274,6 +312,7 @@ void orch_task_failure(struct zerg_orch *o, size_t t, const char *kind,
         .crash_count = st->crash_count,
         .attempt = st->attempt,
         .failure = kind,
+        .failure_class = cls,
         .exit_code = exit_code,
         .signal = sig,
     };

@@ -133,6 +133,7 @@ static int assign(struct zerg_orch *o, struct slot *sl, size_t t, int64_t now)
 
     snprintf(a.task, sizeof a.task, "%s", orch_tid(o, t));
     snprintf(a.run_id, sizeof a.run_id, "%s", o->s->run_id);
+    orch_ws_assign_base(o, &a);
     if (zerg_proto_write_assign(o->run_dir, sl->id, &a, &err) < 0) {
         zerg_log_event(o->o.log, sl->id, ZERG_LOG_ERROR, "assign_failed",
                        orch_tid(o, t), NULL, "Cannot assign %s: %s",
@@ -232,7 +233,7 @@ static int close_level(struct zerg_orch *o, int lvl, int64_t now)
 
 /* Moves current_level forward while the current one is complete, judged
  * from task states (never a counter) after a thorough reconciliation. */
-static void advance_levels(struct zerg_orch *o, int64_t now)
+static void advance_levels(struct zerg_orch *o, int64_t now, int64_t *wake)
 {
     struct zerg_state *s = o->s;
 
@@ -249,6 +250,8 @@ static void advance_levels(struct zerg_orch *o, int64_t now)
             }
             if (!close_level(o, lvl, now))
                 continue;
+            if (!orch_gates_passed(o, lvl, now, wake))
+                return;
         }
         s->current_level++;
         orch_mark_dirty(o);
@@ -284,6 +287,7 @@ void zerg_orch_request_stop(struct zerg_orch *o, int force, int64_t now)
         return;
     o->stopping = force ? 2 : 1;
     o->stop_deadline_mono_ns = now + 5 * ZERG_NS_PER_S;
+    orch_gate_abort(o);
     zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "rush_stop", NULL,
                    NULL, "Stop requested%s: stopping workers",
                    force ? " (forced)" : "");
@@ -305,7 +309,9 @@ static void finish(struct zerg_orch *o, int64_t now)
 
     zerg_task_count(o->s->tasks, NULL, o->g->ntasks, c);
     int ok = c[ZERG_TASK_COMPLETE] == o->g->ntasks && !o->failed_run;
-    set_run_status(o, o->stopping ? "stopped" : ok ? "complete" : "failed");
+    set_run_status(o, o->stopping && !o->failed_run ? "stopped"
+                      : ok                          ? "complete"
+                                                    : "failed");
     if (o->run_error[0]) {
         free(o->s->error);
         o->s->error = strdup(o->run_error);
@@ -330,6 +336,25 @@ static void finish(struct zerg_orch *o, int64_t now)
                    : ok        ? "complete"
                                : "failed",
                    ORCH_SEC(now - o->started_mono_ns), summary);
+}
+
+/* rush.max_cost_usd reached and nothing runs any more: end, resumable. */
+static void budget_stop(struct zerg_orch *o, int64_t now)
+{
+    o->failed_run = 1;
+    snprintf(o->run_error, sizeof o->run_error,
+             "rush.max_cost_usd ($%.2f) reached: $%.2f spent; raise it and "
+             "continue with `zerg rush --resume`",
+             o->cfg->rush_max_cost_usd, zerg_state_cost_usd(o->s));
+    zerg_orch_request_stop(o, 0, now);
+}
+
+static int orch_running_tasks(const struct zerg_orch *o)
+{
+    for (int i = 0; i < o->nslots; i++)
+        if (o->slots[i].state == SLOT_BUSY)
+            return 1;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -404,7 +429,7 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
     if (o->stopping || o->finishing)
         return tick_ending(o, now, wake);
     wake = tick_periodic(o, now, wake);
-    advance_levels(o, now);
+    advance_levels(o, now, &wake);
     /* Past the last level every task is terminal (each level was found
      * done on the way), so this needs no scan of the tasks. */
     if (o->s->current_level > o->g->nlevels) {
@@ -421,7 +446,11 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
         o->finishing = 1;
         return now;
     }
-    dispatch(o, now, &wake);
+    if (!orch_halt_tick(o, now, &wake) && /* --halt, rush.timeout_seconds */
+        !orch_pool_closed(o, now, &wake))  /* rate limit, spend cap */
+        dispatch(o, now, &wake);
+    else if (o->budget_exhausted && !orch_running_tasks(o))
+        budget_stop(o, now);
     orch_checkpoint(o, now, 0);
     if (o->dirty)
         lower(&wake, o->last_save_mono_ns + checkpoint_gap(o));
@@ -462,7 +491,16 @@ static const char *plural(int64_t n, const char *one, const char *many)
 static void summary_next(const struct zerg_orch *o, size_t complete, char *buf,
                          size_t size)
 {
-    if (o->stopping)
+    if (orch_halt_summary(o, buf, size))
+        return;
+    if (o->gate_failed)
+        snprintf(buf, size,
+                 " Stopped: %s\nFix it, then `zerg rush --resume` runs the "
+                 "gate again.",
+                 o->run_error);
+    else if (o->stopping && o->failed_run)
+        snprintf(buf, size, " Stopped: %s.", o->run_error);
+    else if (o->stopping)
         snprintf(buf, size, " Stopped: continue with `zerg rush --resume`.");
     else if (o->run_error[0])
         snprintf(buf, size,
@@ -574,7 +612,7 @@ struct zerg_orch *zerg_orch_new(const struct zerg_orch_opts *opts, int64_t now,
     o->started_mono_ns = now;
     o->next_reconcile_mono_ns = now + o->cfg->reconcile_interval_ns;
     set_run_status(o, "running");
-    if (orch_prepare_dir(o, err) < 0)
+    if (orch_prepare_dir(o, err) < 0 || orch_ws_refresh_tip(o, err) < 0)
         goto fail;
     if (opts->resume)
         orch_resume_results(o, now);

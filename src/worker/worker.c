@@ -11,6 +11,7 @@
  * exits (worker_wait.c). */
 #include "worker_run.h"
 #include "worker_wait.h"
+#include "worker_ws.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -152,6 +153,8 @@ static int load_inputs(struct worker *w)
                          warn_stderr, NULL, &e);
     if (rc < 0)
         return zerg_err_set(w->err, rc, "%s", e.msg);
+    if (getenv("ZERG_EXECUTOR") && *getenv("ZERG_EXECUTOR"))
+        w->cfg.executor_kind = ZERG_EXECUTOR_COMMAND; /* --executor CMD */
     if (executor_override(&w->cfg.executor) < 0)
         return zerg_err_set(w->err, -ENOMEM, "out of memory");
     const char *gp = o->graph_path ? o->graph_path : graph_path;
@@ -235,6 +238,8 @@ static int worker_setup(struct worker *w)
         return ZERG_WORKER_EXIT_SETUP;
     if (setup_state(w) < 0)
         return ZERG_WORKER_EXIT_ERROR;
+    if (wk_ws_setup(w) < 0)
+        return ZERG_WORKER_EXIT_SETUP;
     setup_timing(w);
     open_log(w);
     w->hb = (struct zerg_heartbeat){
@@ -283,6 +288,7 @@ int zerg_worker_run(const struct zerg_worker_opts *o, struct zerg_err *err)
         .sigfd = -1,
         .inofd = -1,
         .task_wd = -1,
+        .out_fd = -1,
         .exit_code = -1,
         .was_subreaper = -1,
         .progress_last = -1,

@@ -17,6 +17,8 @@
  * While a stage runs the worker waits in worker_wait.c (heartbeats and the
  * lease go on); nothing here calls back into worker.c. */
 #include "worker_run.h"
+#include "worker_agent.h"
+#include "worker_ws.h"
 #include "worker_wait.h"
 
 #include <errno.h>
@@ -72,8 +74,8 @@ static void stage_child(const struct worker *w, int sync_fd, int log_fd,
     while (n < 0 && errno == EINTR);
     if (n != 1)
         _exit(127);
-    if (chdir(w->o->project) < 0) {
-        dprintf(2, "zerg: cannot enter %s: %s\n", w->o->project,
+    if (chdir(w->workdir) < 0) {
+        dprintf(2, "zerg: cannot enter %s: %s\n", w->workdir,
                 strerror(errno));
         _exit(127);
     }
@@ -270,6 +272,7 @@ static int run_open(struct worker *w, struct task_run *run,
 
 static void run_close(struct worker *w, struct task_run *run)
 {
+    w->out_fd = -1;
     if (w->task_wd >= 0)
         inotify_rm_watch(w->inofd, w->task_wd);
     w->task_wd = -1;
@@ -279,23 +282,40 @@ static void run_close(struct worker *w, struct task_run *run)
     zerg_worker_argv_free(run->envp);
 }
 
+/* Output counts as progress from here (every event of an agent). */
+static void watch_output(struct worker *w, const struct task_run *run,
+                         int agent)
+{
+    struct stat st;
+    w->out_fd = agent || w->cfg.output_is_progress ? run->log_fd : -1;
+    w->out_size = w->out_fd >= 0 && fstat(w->out_fd, &st) == 0 ? st.st_size : 0;
+}
+
 /* Stage 1: the task's command, else the executor with the prompt. */
 static int run_command(struct worker *w, struct task_run *run,
-                       struct zerg_result *r)
+                       const struct zerg_assign *a, struct zerg_result *r)
 {
     const struct zerg_task *t = run->task;
+    int rc = -1;
     if (t->command) {
         char *argv[] = {"/bin/sh", "-c", t->command, NULL};
-        return stage_run(w, run, "command", argv, 0, 10, 0, r);
+        watch_output(w, run, 0);
+        rc = stage_run(w, run, "command", argv, 0, 10, 0, r);
+        wk_agent_finish(w, run->log_fd, 0, rc < 0, r);
+        return rc;
     }
-    char *prompt = zerg_worker_prompt(t, w->o->feature);
-    char **argv = zerg_worker_executor_argv(&w->cfg.executor, prompt);
-    int rc = -1;
-    if (argv)
+    char *prompt = wk_agent_prompt(w, t, a, run->log_dir);
+    char **argv = prompt ? wk_agent_argv(w, prompt) : NULL;
+    if (prompt)
+        wk_agent_save_prompt(run->log_dir, run->attempt, prompt);
+    watch_output(w, run, 1);
+    if (argv) {
         rc = stage_run(w, run, "command", argv, 1, 10, 0, r);
-    else
+        wk_agent_finish(w, run->log_fd, 1, rc < 0, r);
+    } else {
         snprintf(r->error, sizeof r->error,
                  "task has no command and workers.executor is empty");
+    }
     zerg_worker_argv_free(argv);
     free(prompt);
     return rc;
@@ -306,22 +326,29 @@ static int run_verification(struct worker *w, struct task_run *run,
 {
     const struct zerg_task *t = run->task;
     char *argv[] = {"/bin/sh", "-c", t->verify_command, NULL};
-    return stage_run(w, run, "verification", argv, 0, 80, t->verify_timeout_ns,
-                     r);
+    watch_output(w, run, 0);
+    int rc = stage_run(w, run, "verification", argv, 0, 80,
+                       t->verify_timeout_ns, r);
+    if (rc < 0)
+        wk_agent_finish(w, run->log_fd, 0, 1, r);
+    return rc;
 }
 
-/* Runs both stages of one attempt and fills r. */
-static void run_stages(struct worker *w, const struct zerg_task *t, int attempt,
-                       struct zerg_result *r)
+/* Runs both stages of one attempt (in its worktree, set up before and
+ * committed after, under worktree isolation) and fills r. */
+static void run_stages(struct worker *w, const struct zerg_task *t,
+                       const struct zerg_assign *a, struct zerg_result *r)
 {
-    struct task_run run = {.task = t, .attempt = attempt, .log_fd = -1};
+    struct task_run run = {.task = t, .attempt = a->attempt, .log_fd = -1};
     snprintf(r->stage, sizeof r->stage, "setup");
-    if (run_open(w, &run, r) < 0)
+    if (wk_ws_before(w, a, r) < 0 || run_open(w, &run, r) < 0)
         goto out;
-    if (run_command(w, &run, r) < 0 || w->exit_code >= 0)
+    if (run_command(w, &run, a, r) < 0 || w->exit_code >= 0)
         goto out;
     if (t->verify_command && *t->verify_command &&
         run_verification(w, &run, r) < 0)
+        goto out;
+    if (wk_ws_after(w, t, a->attempt, r) < 0)
         goto out;
     r->outcome = ZERG_OUTCOME_COMPLETE;
 out:
@@ -351,7 +378,7 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
         snprintf(r.error, sizeof r.error, "task %s is not in the task graph",
                  a->task);
     } else {
-        run_stages(w, &w->graph->tasks[idx], a->attempt, &r);
+        run_stages(w, &w->graph->tasks[idx], a, &r);
     }
     if (w->exit_code >= 0)
         return; /* interrupted: the orchestrator sees the worker exit */

@@ -18,6 +18,7 @@
 #include "zerg/clock.h"
 #include "zerg/config.h"
 #include "zerg/err.h"
+#include "zerg/git.h"
 #include "zerg/graph.h"
 #include "zerg/log.h"
 #include "zerg/protocol.h"
@@ -60,6 +61,15 @@ struct worker {
 
     int lease_seen;
     int64_t lease_seq, lease_changed_ns;
+
+    struct zerg_git git; /* worktree isolation only (have_git) */
+    int have_git;
+    char workdir[PATH_MAX]; /* where stages run */
+
+    /* Output as progress: the running attempt's log and its size last
+     * seen; growth bumps hb.progress_seq.  out_fd -1 when not counted. */
+    int out_fd;
+    off_t out_size;
 
     struct stage *stage; /* the running stage, NULL when idle */
     char progress_path[PATH_MAX];

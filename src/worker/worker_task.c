@@ -31,42 +31,80 @@ enum zerg_assign_action zerg_worker_decide(const struct zerg_assign *a,
 static void put_section(FILE *f, const char *heading, const char *text)
 {
     if (text && *text)
-        fprintf(f, "\n%s:\n%s\n", heading, text);
+        fprintf(f, "\n## %s\n%s\n", heading, text);
 }
 
-static void put_files(FILE *f, const char *heading,
-                      const struct zerg_strlist *l)
+static void put_list(FILE *f, const char *label, const struct zerg_strlist *l,
+                     const char *bullet)
 {
     if (!l->n)
         return;
-    fprintf(f, "\n%s:\n", heading);
+    if (label)
+        fprintf(f, "%s\n", label);
     for (size_t i = 0; i < l->n; i++)
-        fprintf(f, "  - %s\n", l->v[i]);
+        fprintf(f, "%s%s\n", bullet, l->v[i]);
 }
 
-char *zerg_worker_prompt(const struct zerg_task *t, const char *feature)
+static void put_files(FILE *f, const struct zerg_task *t)
+{
+    if (!t->files_create.n && !t->files_modify.n && !t->files_read.n)
+        return;
+    fprintf(f, "\n## Files\n");
+    put_list(f, "Create:", &t->files_create, "  - ");
+    put_list(f, "Modify:", &t->files_modify, "  - ");
+    put_list(f, "Read (do not change them):", &t->files_read, "  - ");
+}
+
+/* What went wrong last time: the class, the error, the conflicting paths
+ * and the end of the failing output, so a retry does not repeat it. */
+static void put_retry(FILE *f, const struct zerg_prompt_retry *r)
+{
+    if (!r || r->attempt < 1)
+        return;
+    fprintf(f, "\n## What went wrong last time\nAttempt %d failed", r->attempt);
+    if (r->cls && *r->cls)
+        fprintf(f, " (%s)", r->cls);
+    fprintf(f, "%s%s.\n", r->error && *r->error ? ": " : "",
+            r->error ? r->error : "");
+    if (r->conflicts && *r->conflicts)
+        fprintf(f,
+                "Its changes conflicted with work merged meanwhile in: %s\n"
+                "Start from the current files; keep what others added.\n",
+                r->conflicts);
+    if (r->output_tail && *r->output_tail)
+        fprintf(f, "The last lines of its output:\n%s\n", r->output_tail);
+}
+
+char *zerg_worker_prompt(const struct zerg_task *t, const char *feature,
+                         const struct zerg_prompt_retry *retry)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return NULL;
-    fprintf(f, "You are implementing task %s of the feature \"%s\".\n\n", t->id,
+    fprintf(f, "You are implementing task %s of the feature \"%s\".\n", t->id,
             feature ? feature : "");
-    fprintf(f, "Task %s: %s\n", t->id,
+    if (t->context && *t->context)
+        fprintf(f, "\n%s\n", t->context);
+    fprintf(f, "\n# Task: %s\n\nTask %s: %s\n",
+            t->title && *t->title ? t->title : "(untitled)", t->id,
             t->title && *t->title ? t->title : "(untitled)");
     put_section(f, "Description", t->description);
-    put_section(f, "Context", t->context);
-    put_files(f, "Files to create", &t->files_create);
-    put_files(f, "Files to modify", &t->files_modify);
-    put_files(f, "Files to read (do not change them)", &t->files_read);
+    put_files(f, t);
+    if (t->acceptance.n) {
+        fprintf(f, "\n## Acceptance criteria\n");
+        put_list(f, NULL, &t->acceptance, "- ");
+    }
     if (t->verify_command && *t->verify_command)
         fprintf(f,
-                "\nVerification: when you are done, this command must exit 0 "
-                "when run from the project root:\n  %s\n",
+                "\n## Verification\nWhen you are done, this command must exit "
+                "0 when run from the project root:\n  %s\n",
                 t->verify_command);
-    fprintf(f, "\nWork only on this task: change only the files it names, and "
-               "finish with the work complete and the verification passing.\n");
+    fprintf(f, "\n## Instructions\nWork only on this task: change only the "
+               "files it names, and finish with the work complete and the "
+               "verification passing.\n");
+    put_retry(f, retry);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         free(buf);
@@ -99,6 +137,41 @@ char **zerg_worker_executor_argv(const struct zerg_argv *executor,
             goto oom;
     }
     if (!(v[executor->n] = strdup(prompt)))
+        goto oom;
+    return v;
+oom:
+    zerg_worker_argv_free(v);
+    return NULL;
+}
+
+/* The fixed part of a Claude Code run: print mode, one JSON line per
+ * event (partial messages too, so a long answer streaming in is progress)
+ * and no permission prompts (nobody is there to answer them). */
+static const char *const claude_fixed[] = {
+    "--print",        "--output-format",
+    "stream-json",    "--verbose",
+    "--include-partial-messages",
+    "--dangerously-skip-permissions",
+};
+#define CLAUDE_FIXED_N (sizeof claude_fixed / sizeof *claude_fixed)
+
+char **zerg_worker_claude_argv(const struct zerg_config *cfg,
+                               const char *prompt)
+{
+    size_t n = 0, extra = cfg->executor_args.n;
+    char **v = calloc(CLAUDE_FIXED_N + extra + 3, sizeof *v);
+    if (!v || !prompt)
+        goto oom;
+    if (!(v[n++] = strdup(cfg->executor_claude ? cfg->executor_claude
+                                               : "claude")))
+        goto oom;
+    for (size_t i = 0; i < CLAUDE_FIXED_N; i++)
+        if (!(v[n++] = strdup(claude_fixed[i])))
+            goto oom;
+    for (size_t i = 0; i < extra; i++)
+        if (!(v[n++] = strdup(cfg->executor_args.v[i])))
+            goto oom;
+    if (!(v[n++] = strdup(prompt)))
         goto oom;
     return v;
 oom:

@@ -42,6 +42,8 @@
 /* Stray sweeps: children killed per pass, passes at most. */
 #define STRAY_BATCH 256
 #define STRAY_ROUNDS 64
+/* How long a stage killed by a stop signal waits for the worker's own. */
+#define STOP_SIGNAL_GRACE_MS 200
 
 /* ---- heartbeat ------------------------------------------------------ */
 
@@ -148,10 +150,24 @@ static void check_assign_stat(struct worker *w)
         w->assign_dirty = 1;
 }
 
+/* Output is progress (workers.output_is_progress, and every stream event
+ * of an agent): a log that grew since the last look moves progress_seq,
+ * which the next heartbeat carries. */
+static void check_output(struct worker *w)
+{
+    struct stat st;
+    if (w->out_fd < 0 || fstat(w->out_fd, &st) != 0 || st.st_size <= w->out_size)
+        return;
+    w->out_size = st.st_size;
+    w->hb.progress_seq++;
+}
+
 static void check_progress(struct worker *w)
 {
     char *text = NULL;
     size_t len;
+    if (w->stage)
+        check_output(w);
     if (!w->stage || !w->progress_path[0])
         return;
     if (zerg_fsio_read_all(w->progress_path, PROGRESS_MAX_BYTES, &text, &len,
@@ -279,6 +295,32 @@ static void housekeeping(struct worker *w, int64_t now)
         wk_beat(w);
 }
 
+/* A stage ended: a stop signal that came with it is taken first.  Slurm
+ * (scancel, preemption, a lost node's cleanup) and `kill` of a process
+ * group signal the task and the worker together; the task's death must
+ * then read as the worker being stopped (no result: the orchestrator
+ * requeues the task uncharged), not as the task failing. */
+static int child_event(struct worker *w, const struct stage *st)
+{
+    siginfo_t si = {0};
+    struct pollfd pfd = {.fd = w->sigfd, .events = POLLIN};
+    int grace_ms = 0;
+    /* Killed by a stop signal (or a shell saying so, 128+n): the one for
+     * us may be a moment behind (slurmstepd signals the step's processes
+     * one by one). */
+    if (waitid(P_PID, (id_t)st->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        si.si_pid == st->pid) {
+        int sig = si.si_code == CLD_EXITED ? si.si_status - 128 : si.si_status;
+        if (si.si_code != CLD_EXITED || si.si_status > 128)
+            if (sig == SIGTERM || sig == SIGKILL || sig == SIGINT ||
+                sig == SIGHUP)
+                grace_ms = STOP_SIGNAL_GRACE_MS;
+    }
+    if (poll(&pfd, 1, grace_ms) > 0 && (pfd.revents & POLLIN))
+        read_signal(w);
+    return EV_CHILD;
+}
+
 static int64_t min64(int64_t a, int64_t b)
 {
     return a < b ? a : b;
@@ -295,7 +337,7 @@ int wk_wait(struct worker *w, int64_t deadline_ns)
         if (w->exit_code >= 0)
             return EV_EXIT;
         if (st && st->pidfd < 0 && stage_exited(st))
-            return EV_CHILD;
+            return child_event(w, st);
         if (!st && w->assign_dirty)
             return EV_ASSIGN;
         if (now >= deadline_ns)
@@ -323,6 +365,6 @@ int wk_wait(struct worker *w, int64_t deadline_ns)
         if (pfd[1].revents & POLLIN)
             read_inotify(w);
         if (w->exit_code < 0 && (pfd[2].revents & (POLLIN | POLLHUP)))
-            return EV_CHILD;
+            return child_event(w, st);
     }
 }

@@ -372,10 +372,11 @@ static void test_hooks_list(void **state)
                                        "respawn.decide",
                                        "retry.decide",
                                        "reconcile.check",
+                                       "scope.decide",
                                        NULL};
     for (int i = 0; want[i]; i++)
         assert_string_equal(zerg_policy_hooks[i], want[i]);
-    assert_null(zerg_policy_hooks[6]);
+    assert_null(zerg_policy_hooks[7]);
 }
 
 int main(void)

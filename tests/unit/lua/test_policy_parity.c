@@ -11,7 +11,8 @@
  * alters a decision fails here.  Rows are generated over the config
  * and inputs the core passes (src/orch/), with their edges: attempt
  * 0/1/huge, ages a nanosecond either side of a threshold, counts under,
- * at and over a cap, each failure kind, each reconcile divergence. */
+ * at and over a cap, each failure kind, each reconcile divergence, scope
+ * path lists around the number a reason names and its cut. */
 #include "testutil.h"
 
 #include <limits.h>
@@ -23,6 +24,7 @@
 #include "zerg/clock.h"
 #include "zerg/config.h"
 #include "zerg/err.h"
+#include "zerg/graph.h"
 #include "zerg/json.h"
 #include "zerg/policy.h"
 
@@ -689,6 +691,70 @@ static void test_reconcile_generated(void **state)
     assert_true(fixes_made >= 1000);
 }
 
+/* ---- scope.decide ---------------------------------------------------- */
+
+#define SCOPE_ROWS 10
+
+/* Path i of a list of kind k: plain, long enough to cut the reason, and
+ * multi-byte at every offset the cut can fall on. */
+static void scope_path(char *buf, size_t size, int k, size_t i)
+{
+    static const char *const plain[] = {"Makefile", "a b, c", "", "x/y.c"};
+    if (k == 0) {
+        snprintf(buf, size, "%s", plain[i % N(plain)]);
+    } else if (k == 1) {
+        memset(buf, 'a' + (int)i, size - 1);
+        buf[size - 1] = '\0';
+    } else {
+        int n =
+            snprintf(buf, size, "%.*s", (int)(i + (size_t)k) % 7, "zzzzzzz");
+        for (; n + 4 < (int)size; n += 3)
+            memcpy(buf + n, "\xe2\x82\xac", 4); /* the euro sign */
+    }
+}
+
+static void scope_row(const struct zerg_task *t, const char *const *paths,
+                      size_t n, size_t reason_size)
+{
+    zerg_json *wl = NULL, *wc = NULL;
+    char rl[256], rc[256];
+    zerg_policy_force_builtin(pol, 0);
+    int lua = zerg_policy_scope(pol, t, paths, n, rl, reason_size, &wl);
+    zerg_policy_force_builtin(pol, 1);
+    int c = zerg_policy_scope(pol, t, paths, n, rc, reason_size, &wc);
+    zerg_policy_force_builtin(pol, 0);
+    same_int("verdict", lua, c);
+    same_str("reason", rl, rc);
+    same_why(wl, wc);
+}
+
+static void test_scope(void **state)
+{
+    (void)state;
+    static char *files[] = {"src/a.c", "src/b.c"};
+    static char buf[SCOPE_ROWS][300];
+    const struct zerg_task task = {.id = "S-L1-001",
+                                   .title = "scope",
+                                   .level = 1,
+                                   .files_create = {files, 2},
+                                   .files_modify = {files, 1}};
+    const char *paths[SCOPE_ROWS];
+    static const size_t sizes[] = {256, 64, 23, 1};
+    for (int k = 0; k < 2 + 7; k++)
+        for (size_t n = 0; n <= SCOPE_ROWS; n++)
+            for (size_t z = 0; z < N(sizes); z++) {
+                for (size_t i = 0; i < n; i++) {
+                    scope_path(buf[i], k == 1 ? 100 + 20 * i : 120, k, i);
+                    paths[i] = buf[i];
+                }
+                snprintf(row, sizeof row, "scope kind %d paths %zu size %zu", k,
+                         n, sizes[z]);
+                scope_row(k == 2 ? NULL : &task, paths, n, sizes[z]);
+            }
+    assert_int_equal(zerg_policy_error_count(pol), 0);
+    assert_parity(9 * 11 * 4);
+}
+
 /* ---- the seam itself ------------------------------------------------- */
 
 /* Forcing the C rule is visible, counts no error, and turns off again. */
@@ -723,6 +789,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_generated, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_scope, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -575,7 +575,8 @@ static const struct bad_case bad_cases[] = {
      "- workers\n- logging\n",
      0,
      {"t.yaml:1:1: top level: found a list, expected a mapping of sections "
-      "(resilience, workers, container, policies, logging)"},
+      "(resilience, rush, workers, executor, container, slurm, state, "
+      "policies, logging)"},
      NULL},
     {"scalar at top level",
      "workers\n",
@@ -761,7 +762,7 @@ static void test_unknown_keys_warn_with_suggestion(void **state)
                           "resilience:\n"
                           "  heartbeat_interval_seconds: 10\n"
                           "max_concurrent: 4\n"
-                          "quality_gates:\n"
+                          "mcp_servers:\n"
                           "  - name: lint\n"
                           "container:\n"
                           "  pids: 10\n",
@@ -789,7 +790,7 @@ static void test_unknown_keys_warn_with_suggestion(void **state)
                                   "'max_concurrent' (did you mean "
                                   "'workers.max_concurrent'?)");
     assert_string_equal(w.msg[7], "t.yaml:11:1: unknown key "
-                                  "'quality_gates' (a ZERG setting that "
+                                  "'mcp_servers' (a ZERG setting that "
                                   "zerg does not use)");
     /* 'cpus' is more than one edit away: too far for a 4-letter name. */
     assert_string_equal(w.msg[8], "t.yaml:14:3: unknown key "
@@ -827,7 +828,7 @@ static void test_keys_table(void **state)
     (void)state;
     size_t n = 0;
     const struct zerg_config_key *k = zerg_config_keys(&n);
-    assert_int_equal(n, 31);
+    assert_int_equal(n, 48);
     const char *types = "|bool|int|duration|enum|string|argv|number|";
     for (size_t i = 0; i < n; i++) {
         char t[32];
@@ -883,10 +884,12 @@ static void test_to_json(void **state)
                      0);
     zerg_json *j = zerg_config_to_json(&c);
     assert_non_null(j);
-    assert_int_equal(zerg_json_len(j), 5);
+    /* The 9 sections and the top-level quality_gates list. */
+    assert_int_equal(zerg_json_len(j), 10);
     assert_string_equal(zerg_json_key_at(j, 0), "resilience");
+    assert_int_equal(zerg_json_get(j, "quality_gates")->type, ZERG_JSON_ARRAY);
     const zerg_json *wk = zerg_json_get(j, "workers");
-    assert_int_equal(zerg_json_len(wk), 19);
+    assert_int_equal(zerg_json_len(wk), 21);
     assert_true(zerg_json_as_num(
                     zerg_json_get(wk, "spawn_backoff_base_seconds"), 0) == 0.2);
     assert_true(zerg_json_as_num(zerg_json_get(wk, "heartbeat_stale_threshold"),
@@ -945,6 +948,11 @@ static size_t yaml_paths(const char *text, char paths[][96], size_t max)
          s < root->data.mapping.pairs.top; s++) {
         yaml_node_t *sk = yaml_document_get_node(&doc, s->key);
         yaml_node_t *sv = yaml_document_get_node(&doc, s->value);
+        /* quality_gates is the one top-level list (config_gates.c). */
+        if (!strcmp((const char *)sk->data.scalar.value, "quality_gates")) {
+            assert_int_equal(sv->type, YAML_SEQUENCE_NODE);
+            continue;
+        }
         assert_int_equal(sv->type, YAML_MAPPING_NODE);
         for (yaml_node_pair_t *k = sv->data.mapping.pairs.start;
              k < sv->data.mapping.pairs.top && n < max; k++) {

@@ -81,31 +81,99 @@ static void test_prompt(void **state)
         "file.\",\"context\":\"Uses "
         "libyaml.\",\"files\":{\"create\":[\"src/p.c\"],\"modify\":[\"src/"
         "m.c\"],\"read\":[\"docs/"
-        "spec.md\"]},\"verification\":{\"command\":\"make test-p\"}}");
-    char *p = zerg_worker_prompt(&g->tasks[0], "feat");
+        "spec.md\"]},\"acceptance_criteria\":[\"parses a.yaml\",\"rejects "
+        "tabs\"],\"verification\":{\"command\":\"make test-p\"}}");
+    char *p = zerg_worker_prompt(&g->tasks[0], "feat", NULL);
     assert_non_null(p);
     assert_true(tu_contains(p, "task F-L1-001 of the feature \"feat\""));
+    assert_true(tu_contains(p, "\nUses libyaml.\n\n# Task: Add the parser\n"));
     assert_true(tu_contains(p, "Task F-L1-001: Add the parser"));
-    assert_true(tu_contains(p, "Description:\nParse the config file."));
-    assert_true(tu_contains(p, "Context:\nUses libyaml."));
-    assert_true(tu_contains(p, "Files to create:\n  - src/p.c"));
-    assert_true(tu_contains(p, "Files to modify:\n  - src/m.c"));
-    assert_true(tu_contains(
-        p, "Files to read (do not change them):\n  - docs/spec.md"));
+    assert_true(tu_contains(p, "## Description\nParse the config file."));
+    assert_true(tu_contains(p, "## Files\nCreate:\n  - src/p.c\nModify:\n"
+                               "  - src/m.c\nRead (do not change them):\n"
+                               "  - docs/spec.md\n"));
+    assert_true(tu_contains(p, "## Acceptance criteria\n- parses a.yaml\n"
+                               "- rejects tabs\n"));
     assert_true(tu_contains(
         p, "must exit 0 when run from the project root:\n  make test-p"));
+    assert_true(tu_contains(p, "## Instructions\n"));
+    assert_null(strstr(p, "What went wrong"));
+    free(p);
+
+    /* A retry says what went wrong last time. */
+    struct zerg_prompt_retry r = {.attempt = 2,
+                                  .cls = "task",
+                                  .error = "verification exited with code 1",
+                                  .conflicts = "src/m.c docs/x.md",
+                                  .output_tail = "FAIL: test_p expected 3"};
+    p = zerg_worker_prompt(&g->tasks[0], "feat", &r);
+    assert_true(tu_contains(p, "## What went wrong last time\nAttempt 2 "
+                               "failed (task): verification exited with "
+                               "code 1.\n"));
+    assert_true(tu_contains(p, "merged meanwhile in: src/m.c docs/x.md"));
+    assert_true(tu_contains(p, "The last lines of its output:\nFAIL: test_p "
+                               "expected 3\n"));
     free(p);
     zerg_graph_free(g);
 
     /* absent parts leave no empty headings */
     g = parse_graph("{\"id\":\"T\",\"level\":1}");
-    p = zerg_worker_prompt(&g->tasks[0], "feat");
+    p = zerg_worker_prompt(&g->tasks[0], "feat", NULL);
     assert_true(tu_contains(p, "Task T: (untitled)"));
-    assert_null(strstr(p, "Description:"));
-    assert_null(strstr(p, "Files to"));
+    assert_null(strstr(p, "Description"));
+    assert_null(strstr(p, "## Files"));
+    assert_null(strstr(p, "Acceptance"));
     assert_null(strstr(p, "Verification"));
     free(p);
     zerg_graph_free(g);
+}
+
+static void test_claude_argv(void **state)
+{
+    (void)state;
+    struct zerg_config cfg;
+    zerg_config_defaults(&cfg);
+    assert_int_equal(cfg.executor_kind, ZERG_EXECUTOR_CLAUDE);
+    char **v = zerg_worker_claude_argv(&cfg, "do it");
+    const char *want[] = {"claude",
+                          "--print",
+                          "--output-format",
+                          "stream-json",
+                          "--verbose",
+                          "--include-partial-messages",
+                          "--dangerously-skip-permissions",
+                          "do it",
+                          NULL};
+    for (size_t i = 0; want[i]; i++)
+        assert_string_equal(v[i], want[i]);
+    assert_null(v[8]);
+    zerg_worker_argv_free(v);
+    zerg_config_free(&cfg);
+
+    /* executor.args go before the prompt; the old workers.executor list
+     * alone means kind command. */
+    struct zerg_err err = {0};
+    const char *yaml = "executor:\n  claude: /opt/claude\n  args: [--model, "
+                       "sonnet]\n";
+    zerg_config_defaults(&cfg);
+    assert_int_equal(zerg_config_load_string(&cfg, "t", yaml, strlen(yaml),
+                                             NULL, NULL, &err),
+                     0);
+    v = zerg_worker_claude_argv(&cfg, "p");
+    assert_string_equal(v[0], "/opt/claude");
+    assert_string_equal(v[7], "--model");
+    assert_string_equal(v[8], "sonnet");
+    assert_string_equal(v[9], "p");
+    assert_null(v[10]);
+    zerg_worker_argv_free(v);
+    zerg_config_free(&cfg);
+    yaml = "workers:\n  executor: [my-agent, --fast]\n";
+    zerg_config_defaults(&cfg);
+    assert_int_equal(zerg_config_load_string(&cfg, "t", yaml, strlen(yaml),
+                                             NULL, NULL, &err),
+                     0);
+    assert_int_equal(cfg.executor_kind, ZERG_EXECUTOR_COMMAND);
+    zerg_config_free(&cfg);
 }
 
 static void test_executor_argv(void **state)
@@ -799,8 +867,13 @@ static void test_executor_gets_prompt(void **state)
     assert_int_equal(r.outcome, ZERG_OUTCOME_COMPLETE);
     char *p = project_file(f, "prompt.txt");
     assert_true(tu_contains(p, "Task T1: Write the prompt"));
-    assert_true(tu_contains(p, "Description:\nEcho it back."));
+    assert_true(tu_contains(p, "## Description\nEcho it back."));
     assert_true(tu_contains(p, "test -s prompt.txt"));
+    /* The prompt is kept beside the attempt's log. */
+    char *saved = project_file(f, ".zerg/logs/feat/tasks/T1/attempt-1.prompt");
+    assert_non_null(saved);
+    assert_string_equal(saved, p);
+    free(saved);
     free(p);
 }
 
@@ -849,6 +922,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decide),
         cmocka_unit_test(test_prompt),
+        cmocka_unit_test(test_claude_argv),
         cmocka_unit_test(test_executor_argv),
         cmocka_unit_test(test_task_env),
         cmocka_unit_test(test_parse_progress),

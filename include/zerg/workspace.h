@@ -1,0 +1,197 @@
+/* workspace.h - isolation of workers in git worktrees (DESIGN §13).
+ *
+ * The model: an integration branch zerg/{feature}/integration that only
+ * the orchestrator moves (compare-and-swap update-ref), a worktree per
+ * worker slot at .zerg-worktrees/{feature}/worker-{n} on branch
+ * zerg/{feature}/worker-{n}, a commit per passing task made by the worker
+ * in its worktree, and a squashed merge of that commit into the
+ * integration branch by the orchestrator, without a checkout.
+ *
+ * Two halves:
+ *   - the orchestrator's, an ops table (struct zerg_workspace) so the
+ *     orchestrator knows no git and its unit tests can fake it;
+ *   - the worker's, plain functions run in the worktree before and after
+ *     each attempt. */
+#ifndef ZERG_WORKSPACE_H
+#define ZERG_WORKSPACE_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "zerg/git.h"
+
+struct zerg_err;
+struct zerg_log;
+
+/* ---- names ------------------------------------------------------------ */
+
+/* "zerg/{feature}/integration", "zerg/{feature}/worker-{n}",
+ * ".zerg-worktrees/{feature}" (relative to the repository top),
+ * "refs/zerg/{feature}/conflicts/{id}/{attempt}".  0 or -ENAMETOOLONG. */
+int zerg_ws_integration_branch(char *buf, size_t n, const char *feature);
+int zerg_ws_worker_branch(char *buf, size_t n, const char *feature, int slot);
+int zerg_ws_conflict_ref(char *buf, size_t n, const char *feature,
+                         const char *task, int attempt);
+
+/* The commit message of a task: "ZERG [W{n}]: {title}\n\nTask-ID: {id}\n
+ * Attempt: {a}\nZerg-Run: {run}\n".  malloc'd, NULL on ENOMEM. */
+char *zerg_ws_commit_message(int worker, const char *title, const char *task,
+                             int attempt, const char *run_id);
+
+/* ---- the orchestrator's half ------------------------------------------ */
+
+struct zerg_merge_req {
+    const char *task_id;
+    int attempt;
+    int worker;
+    const char *title;
+    const char *run_id;
+    const char *commit; /* the attempt's commit on its worker branch */
+};
+
+enum zerg_merge_status {
+    ZERG_MERGE_DONE,     /* squashed onto the integration branch */
+    ZERG_MERGE_ALREADY,  /* this task's attempt is already on it (resume) */
+    ZERG_MERGE_CONFLICT, /* nothing merged; conflicts lists the paths */
+};
+
+struct zerg_merge_out {
+    enum zerg_merge_status status;
+    char tip[ZERG_GIT_OID_MAX]; /* the integration tip after */
+    char *conflicts;            /* CONFLICT: malloc'd, one path a line */
+};
+
+/* One task commit found on the integration branch or a worker branch. */
+struct zerg_ws_found {
+    const char *task_id;
+    int attempt;
+    const char *run_id;
+    const char *oid;
+};
+typedef void (*zerg_ws_found_fn)(void *ud, const struct zerg_ws_found *f);
+
+struct zerg_workspace;
+struct zerg_workspace_ops {
+    /* The integration tip. */
+    int (*tip)(struct zerg_workspace *w, char oid[ZERG_GIT_OID_MAX],
+               struct zerg_err *err);
+    /* The worktree of slot (host path), created or repaired if missing:
+     * fills buf.  Also the directory tasks run in (the project's path
+     * inside it for a monorepo) in cwd when cwd != NULL. */
+    int (*worktree)(struct zerg_workspace *w, int slot, char *buf, size_t n,
+                    char *cwd, size_t cwd_n, struct zerg_err *err);
+    /* Paths the commit changed against its first-parent base (one a line,
+     * malloc'd). */
+    int (*changed)(struct zerg_workspace *w, const char *commit,
+                   const char *base, char **paths, struct zerg_err *err);
+    /* Squashes commit onto the integration branch.  Transient git errors
+     * are retried inside; a negative return is permanent. */
+    int (*merge)(struct zerg_workspace *w, const struct zerg_merge_req *req,
+                 struct zerg_merge_out *out, struct zerg_err *err);
+    /* Keeps a conflicting commit at its conflict ref. */
+    int (*keep)(struct zerg_workspace *w, const char *task, int attempt,
+                const char *commit, struct zerg_err *err);
+    /* Calls fn for every task commit on the integration branch since the
+     * base (resume: what is merged already). */
+    int (*merged)(struct zerg_workspace *w, zerg_ws_found_fn fn, void *ud,
+                  struct zerg_err *err);
+    /* The task commit at the tip of slot's worker branch, if its head is
+     * one (resume: committed but not merged).  0 found, ZERG_ENOTFOUND. */
+    int (*worker_head)(struct zerg_workspace *w, int slot, zerg_ws_found_fn fn,
+                       void *ud, struct zerg_err *err);
+    /* A worktree of its own at the integration tip for the quality gates
+     * (detached); fills buf with the directory to run them in. */
+    int (*gate_tree)(struct zerg_workspace *w, char *buf, size_t n,
+                     struct zerg_err *err);
+    void (*free)(struct zerg_workspace *w);
+};
+
+struct zerg_workspace {
+    const struct zerg_workspace_ops *ops;
+    char base[ZERG_GIT_OID_MAX];   /* git.base of the run */
+    char branch[PATH_MAX];         /* zerg/{feature}/integration */
+    char renamed[PATH_MAX];        /* the old integration branch was moved
+                                      here at open, "" when not */
+};
+
+struct zerg_ws_opts {
+    const char *project;       /* absolute project root */
+    const char *feature;
+    const char *run_id;
+    const char *base;          /* rush.base; NULL or "" = HEAD */
+    const char *recorded_base; /* state's git.base on resume, else NULL */
+    int fresh;                 /* a new run (not --resume) */
+    int nslots;                /* worktrees made up front */
+    struct zerg_log *log;      /* worktree_ready, ... ; may be NULL */
+};
+
+/* Opens the workspace of a rush: checks git, the repository and base,
+ * creates or reuses the integration branch (renaming one that holds
+ * commits outside the base on a fresh run), adds .zerg/ and
+ * .zerg-worktrees/ to .git/info/exclude and makes the worktrees.  NULL
+ * with err set: ZERG_EGIT_* or ZERG_EINVAL_INPUT (a base that does not
+ * exist, a branch name clash), the fix in the message. */
+struct zerg_workspace *zerg_ws_open(const struct zerg_ws_opts *o,
+                                    struct zerg_err *err);
+
+/* 1 when isolation `auto` means worktree for dir: a git repository with
+ * at least one commit (and a usable git). */
+int zerg_ws_auto_applies(const char *dir);
+
+/* ---- cleanup and status (CLI) ------------------------------------------ */
+
+typedef void (*zerg_ws_say_fn)(void *ud, const char *line);
+
+/* Removes the feature's worktrees (saving uncommitted work as patches
+ * under logs_dir) and worker branches; with all, also its integration
+ * and conflict refs.  dry_run: only says what it would do.  Each action
+ * is reported through say.  Returns the number of actions or negative. */
+int zerg_ws_cleanup(const char *project, const char *feature,
+                    const char *logs_dir, int all, int dry_run,
+                    zerg_ws_say_fn say, void *ud, struct zerg_err *err);
+
+struct zerg_ws_info {
+    int exists;                /* the integration branch exists */
+    char branch[PATH_MAX];
+    char tip[ZERG_GIT_OID_MAX];
+    int commits;               /* on the branch since base */
+    int nworktrees;
+    struct {
+        int slot;
+        char path[PATH_MAX];
+        char head[ZERG_GIT_OID_MAX];
+        int dirty;
+    } wt[64];
+};
+int zerg_ws_describe(const char *project, const char *feature,
+                     const char *base, struct zerg_ws_info *out,
+                     struct zerg_err *err);
+
+/* ---- the worker's half ------------------------------------------------- */
+
+/* Before an attempt: if the worktree holds uncommitted changes (tracked or
+ * untracked, not ignored), saves them as a patch under logs_dir
+ * (tasks/{id}/attempt-{n}.patch of the attempt that left them, recorded
+ * in the worktree's git dir) and fills patch (else ""); then resets the
+ * worktree and its branch to base, removes untracked files and records
+ * task/attempt as the running attempt. */
+int zerg_ws_attempt_prepare(const struct zerg_git *g, const char *worktree,
+                            const char *base, const char *logs_dir,
+                            const char *task, int attempt, char *patch,
+                            size_t patch_n, struct zerg_err *err);
+
+/* After an attempt passed: commits everything changed (git add -A; the
+ * excludes keep .zerg out) with message on top of whatever the agent
+ * committed itself.  oid = the branch head when it differs from base,
+ * "" when the task changed nothing. */
+int zerg_ws_attempt_commit(const struct zerg_git *g, const char *worktree,
+                           const char *base, const char *message,
+                           char oid[ZERG_GIT_OID_MAX], struct zerg_err *err);
+
+/* Saves uncommitted changes of dir as a patch file (tracked and untracked
+ * files, binary-safe) without touching the worktree or its index.  1 when
+ * written, 0 when there was nothing to save. */
+int zerg_ws_save_patch(const struct zerg_git *g, const char *dir,
+                       const char *path, struct zerg_err *err);
+
+#endif

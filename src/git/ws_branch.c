@@ -1,0 +1,242 @@
+/* ws_branch.c - the integration branch at open and the excludes.
+ *
+ * zerg/{feature}/integration is created at the base, reused on resume,
+ * reset to the base on a fresh run when it holds nothing else, and
+ * renamed to zerg/{feature}/integration.{old_run_id} on a fresh run when
+ * it holds commits outside the base: zerg never deletes work it made.
+ * .zerg/ and .zerg-worktrees/ go to $COMMON_DIR/info/exclude (never the
+ * user's .gitignore) so `git add -A` in a worktree never commits them. */
+#include "git/git_internal.h"
+#include "git/ws_internal.h"
+#include "zerg/clock.h"
+#include "zerg/err.h"
+#include "zerg/fsio.h"
+#include "zerg/json.h"
+#include "zerg/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static int is_clash(const char *ref, const char *feature)
+{
+    char own[PATH_MAX], ns[PATH_MAX], integ[PATH_MAX];
+    snprintf(own, sizeof own, "refs/heads/zerg/%s", feature);
+    snprintf(ns, sizeof ns, "refs/zerg/%s", feature);
+    snprintf(integ, sizeof integ, "refs/heads/zerg/%s/integration/", feature);
+    return !strcmp(ref, "refs/heads/zerg") || !strcmp(ref, own) ||
+           !strcmp(ref, "refs/zerg") || !strcmp(ref, ns) ||
+           !strncmp(ref, integ, strlen(integ));
+}
+
+/* A branch `zerg` or `zerg/{feature}` would block the namespace zerg's
+ * branches live in (git stores refs as paths). */
+static int check_clash(struct ws_host *h, struct zerg_err *err)
+{
+    const char *args[] = {"for-each-ref", "--format=%(refname)",
+                          "refs/heads/zerg", "refs/zerg", NULL};
+    struct zerg_git_call call = {.retries = WS_RETRIES};
+    char *out = NULL, *save = NULL;
+    int rc = zerg_git_run(&h->g, &call, args, &out, err);
+    if (rc < 0)
+        return rc;
+    for (char *l = strtok_r(out, "\n", &save); l && !rc;
+         l = strtok_r(NULL, "\n", &save))
+        if (is_clash(l, h->feature))
+            rc = zerg_err_set(err, ZERG_EINVAL_INPUT,
+                              "the ref %s is in the way of zerg's branches "
+                              "zerg/%s/...: rename it (git branch -m) or "
+                              "use another feature name",
+                              l, h->feature);
+    free(out);
+    return rc;
+}
+
+static int count_ahead(struct ws_host *h, long *ahead, struct zerg_err *err)
+{
+    char range[2 * PATH_MAX], buf[32];
+    snprintf(range, sizeof range, "%s..%s", h->pub.base, h->ref);
+    const char *args[] = {"rev-list", "--count", "--end-of-options", range,
+                          NULL};
+    int rc = git_line(&h->g, NULL, args, buf, sizeof buf, err);
+    *ahead = rc ? 0 : strtol(buf, NULL, 10);
+    return rc;
+}
+
+static int update_ref(struct ws_host *h, const char *ref, const char *new_oid,
+                      const char *old_oid, struct zerg_err *err)
+{
+    const char *set[] = {"update-ref", ref, new_oid, old_oid, NULL};
+    const char *del[] = {"update-ref", "-d", ref, old_oid, NULL};
+    struct zerg_git_call call = {.retries = WS_RETRIES};
+    int rc = zerg_git_run(&h->g, &call, new_oid ? set : del, NULL, err);
+    return rc < 0 ? rc : 0;
+}
+
+/* The old run's id from its newest commit, else a timestamp. */
+static void old_run_id(struct ws_host *h, char *buf, size_t n)
+{
+    const char *args[] = {
+        "log",
+        "-1",
+        "--no-show-signature",
+        "--format=%(trailers:key=Zerg-Run,valueonly,separator=%x2c)",
+        h->ref,
+        NULL};
+    struct zerg_err ignored = {0};
+    if (!git_line(&h->g, NULL, args, buf, n, &ignored)) {
+        buf[strcspn(buf, ",")] = '\0';
+        if (ws_name_valid(buf))
+            return;
+    }
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(buf, n, "%Y%m%dT%H%M%SZ", gmtime_r(&now, &tm));
+}
+
+static void log_renamed(struct ws_host *h, const char *to)
+{
+    zerg_json *data = zerg_json_obj();
+    if (data) {
+        zerg_json_set_str(data, "from", h->pub.branch);
+        zerg_json_set_str(data, "to", to);
+    }
+    zerg_log_event(h->log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "integration_renamed",
+                   NULL, data, "%s held commits of an earlier run: kept as %s",
+                   h->pub.branch, to);
+}
+
+static int rename_old(struct ws_host *h, const char *tip, struct zerg_err *err)
+{
+    char id[96], name[PATH_MAX], ref[PATH_MAX + 16];
+    old_run_id(h, id, sizeof id);
+    snprintf(name, sizeof name, "%.3000s.%s", h->pub.branch, id);
+    snprintf(ref, sizeof ref, "refs/heads/%s", name);
+    int rc = ws_ref_exists(&h->g, ref, err);
+    if (rc > 0) {
+        time_t now = time(NULL);
+        snprintf(name, sizeof name, "%.3000s.%s-%lld", h->pub.branch, id,
+                 (long long)now);
+        snprintf(ref, sizeof ref, "refs/heads/%s", name);
+    }
+    if (rc >= 0)
+        rc = update_ref(h, ref, tip, "", err);
+    if (!rc)
+        rc = update_ref(h, h->ref, NULL, tip, err);
+    if (rc)
+        return rc;
+    snprintf(h->pub.renamed, sizeof h->pub.renamed, "%s", name);
+    log_renamed(h, name);
+    return 0;
+}
+
+/* A fresh run over an existing branch: moved aside if it holds work,
+ * else set back to the base. */
+static int fresh_over(struct ws_host *h, struct zerg_err *err)
+{
+    char tip[ZERG_GIT_OID_MAX];
+    long ahead = 0;
+    int rc = zerg_git_resolve(&h->g, NULL, h->ref, tip, err);
+    if (!rc)
+        rc = count_ahead(h, &ahead, err);
+    if (rc)
+        return rc;
+    if (ahead > 0) {
+        rc = rename_old(h, tip, err);
+        return rc ? rc : update_ref(h, h->ref, h->pub.base, "", err);
+    }
+    if (strcmp(tip, h->pub.base))
+        return update_ref(h, h->ref, h->pub.base, tip, err);
+    return 0;
+}
+
+int ws_setup_branch(struct ws_host *h, const struct zerg_ws_opts *o,
+                    struct zerg_err *err)
+{
+    int rc = check_clash(h, err);
+    if (rc)
+        return rc;
+    int exists = ws_ref_exists(&h->g, h->ref, err);
+    if (exists < 0)
+        return exists;
+    if (!exists)
+        return update_ref(h, h->ref, h->pub.base, "", err);
+    return o->fresh ? fresh_over(h, err) : 0;
+}
+
+/* "/<prefix>/.zerg/" with the glob characters of gitignore escaped. */
+static void prefixed_line(const char *prefix, char *buf, size_t n)
+{
+    size_t off = 0;
+    buf[off++] = '/';
+    for (const char *p = prefix; *p && off + 10 < n; p++) {
+        if (strchr("*?[\\", *p))
+            buf[off++] = '\\';
+        buf[off++] = *p;
+    }
+    snprintf(buf + off, n - off, "/.zerg/");
+}
+
+static int has_line(const char *text, const char *line)
+{
+    size_t len = strlen(line);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+        if (!strncmp(p, line, len) && (p[len] == '\n' || p[len] == '\0'))
+            return 1;
+    return 0;
+}
+
+static int write_excludes(const char *path, const char *old,
+                          const char *const *want, struct zerg_err *err)
+{
+    size_t cap = strlen(old) + 4 * PATH_MAX + 64, off = 0;
+    char *text = malloc(cap);
+    int added = 0;
+    if (!text)
+        return zerg_err_set(err, -ENOMEM, "out of memory");
+    off = (size_t)snprintf(text, cap, "%s", old);
+    if (off && text[off - 1] != '\n')
+        text[off++] = '\n', text[off] = '\0';
+    for (size_t i = 0; want[i]; i++)
+        if (!has_line(old, want[i])) {
+            off += (size_t)snprintf(text + off, cap - off, "%s\n", want[i]);
+            added = 1;
+        }
+    int rc =
+        added ? zerg_fsio_write_atomic(path, text, off, ZERG_FSIO_DURABLE, err)
+              : 0;
+    free(text);
+    return rc;
+}
+
+int ws_add_excludes(const struct zerg_git *g, struct zerg_err *err)
+{
+    char path[PATH_MAX + 16], pre[2 * PATH_MAX];
+    struct stat st;
+    int rc = zerg_fsio_mkdirs_under(g->common_dir, "info", 0755, err);
+    if (rc)
+        return rc;
+    snprintf(path, sizeof path, "%s/info/exclude", g->common_dir);
+    if (!lstat(path, &st) && !S_ISREG(st.st_mode))
+        return zerg_err_set(err, ZERG_ESYMLINK,
+                            "%s is %s, not a file: zerg writes no file "
+                            "through a link; replace it with a plain file",
+                            path, zerg_fsio_kind(st.st_mode));
+    char *old = NULL;
+    size_t len = 0;
+    rc =
+        zerg_fsio_read_file(path, 1 << 20, ZERG_FSIO_NOFOLLOW, &old, &len, err);
+    if (rc == -ENOENT)
+        old = strdup(""), rc = old ? 0 : -ENOMEM;
+    if (rc)
+        return rc;
+    prefixed_line(g->prefix, pre, sizeof pre);
+    const char *want[] = {"/.zerg/", "/" WS_DIR "/", g->prefix[0] ? pre : NULL,
+                          NULL};
+    rc = write_excludes(path, old, want, err);
+    free(old);
+    return rc;
+}

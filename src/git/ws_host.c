@@ -1,0 +1,212 @@
+/* ws_host.c - the orchestrator's workspace (zerg_ws_open and the ops
+ * table): git and the repository checked, the base resolved, the
+ * integration branch and the excludes set up, the worker worktrees made;
+ * then the tip, the worktree of a slot and the gate's worktree on demand.
+ * The merge queue's ops are in ws_merge.c. */
+#include "git/git_internal.h"
+#include "git/ws_internal.h"
+#include "zerg/err.h"
+#include "zerg/fsio.h"
+#include "zerg/json.h"
+#include "zerg/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static struct ws_host *host(struct zerg_workspace *w)
+{
+    return (struct ws_host *)w;
+}
+
+static int op_tip(struct zerg_workspace *w, char oid[ZERG_GIT_OID_MAX],
+                  struct zerg_err *err)
+{
+    return zerg_git_resolve(&host(w)->g, NULL, host(w)->ref, oid, err);
+}
+
+/* The directory tasks run in: the worktree plus the monorepo prefix. */
+static int with_prefix(const struct zerg_git *g, const char *path, char *cwd,
+                       size_t cwd_n)
+{
+    if (!cwd)
+        return 0;
+    if (g->prefix[0])
+        return zerg_fsio_path(cwd, cwd_n, "%s/%s", path, g->prefix);
+    return zerg_fsio_path(cwd, cwd_n, "%s", path);
+}
+
+static void log_ready(struct ws_host *h, int slot, const char *path,
+                      const char *branch)
+{
+    zerg_json *data = zerg_json_obj();
+    if (data) {
+        zerg_json_set_str(data, "path", path);
+        zerg_json_set_str(data, "branch", branch);
+    }
+    zerg_log_event(h->log, slot, ZERG_LOG_INFO, "worktree_ready", NULL, data,
+                   "Worktree %s ready on %s", path, branch);
+}
+
+static int slot_tree(struct ws_host *h, int slot, char *path, size_t n,
+                     struct zerg_err *err)
+{
+    char name[32], branch[PATH_MAX];
+    struct stat st;
+    snprintf(name, sizeof name, "worker-%d", slot);
+    if (slot < 0 || ws_tree_path(&h->g, h->feature, name, path, n) ||
+        zerg_ws_worker_branch(branch, sizeof branch, h->feature, slot))
+        return zerg_err_set(err, ZERG_EINVAL_INPUT, "no worktree for slot %d",
+                            slot);
+    char dotgit[PATH_MAX + 8];
+    snprintf(dotgit, sizeof dotgit, "%s/.git", path);
+    /* A worktree whose .git file is there is used as it is; git is only
+     * asked when it is missing or broken. */
+    if (!lstat(dotgit, &st) && S_ISREG(st.st_mode))
+        return 0;
+    int rc =
+        ws_ensure_worktree(&h->g, h->feature, path, branch, h->pub.base, err);
+    if (rc < 0)
+        return rc;
+    log_ready(h, slot, path, branch);
+    return 0;
+}
+
+static int op_worktree(struct zerg_workspace *w, int slot, char *buf, size_t n,
+                       char *cwd, size_t cwd_n, struct zerg_err *err)
+{
+    struct ws_host *h = host(w);
+    int rc = slot_tree(h, slot, buf, n, err);
+    if (!rc && with_prefix(&h->g, buf, cwd, cwd_n))
+        rc = zerg_err_set(err, -ENAMETOOLONG, "worktree path too long");
+    return rc;
+}
+
+/* The gate's worktree, detached at the tip; a reused one is reset and
+ * cleaned so a gate never sees what the last one left. */
+static int op_gate_tree(struct zerg_workspace *w, char *buf, size_t n,
+                        struct zerg_err *err)
+{
+    struct ws_host *h = host(w);
+    char tip[ZERG_GIT_OID_MAX], path[PATH_MAX];
+    int rc = op_tip(w, tip, err);
+    if (!rc && ws_tree_path(&h->g, h->feature, "gate", path, sizeof path))
+        rc = zerg_err_set(err, -ENAMETOOLONG, "gate path too long");
+    if (!rc)
+        rc = ws_ensure_worktree(&h->g, h->feature, path, NULL, tip, err);
+    if (rc == 0) {
+        const char *reset[] = {"reset", "-q", "--hard", tip, NULL};
+        const char *clean[] = {"clean", "-ffdq", NULL};
+        struct zerg_git_call call = {.dir = path, .retries = WS_RETRIES};
+        rc = zerg_git_run(&h->g, &call, reset, NULL, err);
+        if (rc >= 0)
+            rc = zerg_git_run(&h->g, &call, clean, NULL, err);
+    }
+    if (rc < 0)
+        return rc;
+    if (with_prefix(&h->g, path, buf, n))
+        return zerg_err_set(err, -ENAMETOOLONG, "gate path too long");
+    return 0;
+}
+
+static void op_free(struct zerg_workspace *w)
+{
+    struct ws_host *h = host(w);
+    if (!h)
+        return;
+    for (size_t i = 0; i < h->ndone; i++)
+        free(h->done[i]);
+    free(h->done);
+    free(h);
+}
+
+static const struct zerg_workspace_ops HOST_OPS = {
+    .tip = op_tip,
+    .worktree = op_worktree,
+    .changed = ws_op_changed,
+    .merge = ws_op_merge,
+    .keep = ws_op_keep,
+    .merged = ws_op_merged,
+    .worker_head = ws_op_worker_head,
+    .gate_tree = op_gate_tree,
+    .free = op_free,
+};
+
+/* The run's base: the recorded one on resume, else rush.base or HEAD. */
+static int resolve_base(struct ws_host *h, const struct zerg_ws_opts *o,
+                        struct zerg_err *err)
+{
+    const char *rev = o->recorded_base && *o->recorded_base ? o->recorded_base
+                      : o->base && *o->base                 ? o->base
+                                                            : "HEAD";
+    int rc = zerg_git_resolve(&h->g, NULL, rev, h->pub.base, err);
+    if (rc != ZERG_ENOTFOUND)
+        return rc;
+    if (rev == o->base || rev == o->recorded_base)
+        return zerg_err_set(err, ZERG_EINVAL_INPUT,
+                            "%s %s is not a commit of %s: fix rush.base or "
+                            "name an existing branch, tag or commit",
+                            rev == o->base ? "rush.base" : "the recorded base",
+                            rev, h->g.top);
+    return zerg_err_set(err, ZERG_EGIT_NOREPO,
+                        "%s has no commit yet (HEAD is unborn): make a first "
+                        "commit or set rush.isolation: none",
+                        h->g.top);
+}
+
+static int open_checks(struct ws_host *h, const struct zerg_ws_opts *o,
+                       struct zerg_err *err)
+{
+    int rc = ws_check_name("feature", o->feature, err);
+    if (!rc)
+        rc = zerg_git_open(&h->g, o->project, NULL, err);
+    if (!rc)
+        rc = resolve_base(h, o, err);
+    if (rc)
+        return rc;
+    snprintf(h->feature, sizeof h->feature, "%s", o->feature);
+    snprintf(h->run_id, sizeof h->run_id, "%s", o->run_id ? o->run_id : "");
+    zerg_ws_integration_branch(h->pub.branch, sizeof h->pub.branch, o->feature);
+    snprintf(h->ref, sizeof h->ref, "refs/heads/%s", h->pub.branch);
+    return 0;
+}
+
+static int make_slots(struct ws_host *h, struct zerg_err *err)
+{
+    char path[PATH_MAX];
+    for (int slot = 0; slot < h->nslots; slot++) {
+        int rc = slot_tree(h, slot, path, sizeof path, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+struct zerg_workspace *zerg_ws_open(const struct zerg_ws_opts *o,
+                                    struct zerg_err *err)
+{
+    struct ws_host *h = calloc(1, sizeof *h);
+    if (!h) {
+        zerg_err_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    h->pub.ops = &HOST_OPS;
+    h->nslots = o->nslots;
+    h->log = o->log;
+    int rc = open_checks(h, o, err);
+    if (!rc)
+        rc = ws_setup_branch(h, o, err);
+    if (!rc)
+        rc = ws_add_excludes(&h->g, err);
+    if (!rc)
+        rc = ws_done_load(h, err);
+    if (!rc)
+        rc = make_slots(h, err);
+    if (rc) {
+        op_free(&h->pub);
+        return NULL;
+    }
+    return &h->pub;
+}

@@ -1,0 +1,100 @@
+/* ws_internal.h - what the workspace files of src/git share: the
+ * orchestrator's workspace object behind the ops table, the worktree
+ * listing, the trailer reader and the patch maker. */
+#ifndef ZERG_WS_INTERNAL_H
+#define ZERG_WS_INTERNAL_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "zerg/git.h"
+#include "zerg/workspace.h"
+
+struct zerg_err;
+struct zerg_log;
+
+#define WS_DIR ".zerg-worktrees"
+#define WS_FEATURE_MAX 200
+#define WS_RETRIES 5     /* transient git errors of one call */
+#define WS_CAS_TRIES 100 /* merge rounds lost to a moved tip */
+
+/* The orchestrator's workspace; pub first so the ops cast back. */
+struct ws_host {
+    struct zerg_workspace pub;
+    struct zerg_git g;
+    char feature[WS_FEATURE_MAX + 1];
+    char run_id[128];
+    char ref[PATH_MAX + 16]; /* refs/heads/zerg/{feature}/integration */
+    int nslots;
+    struct zerg_log *log;
+    char **done; /* "task\x1f" "attempt\x1f" "run" merged since base */
+    size_t ndone, done_cap;
+};
+
+/* Called between reading the tip and the compare-and-swap of a merge;
+ * tests set it to move the tip behind the merge's back.  NULL normally. */
+extern void (*ws_merge_race_hook)(struct ws_host *h);
+
+/* ws_names.c */
+int ws_name_valid(const char *s);
+int ws_check_name(const char *what, const char *s, struct zerg_err *err);
+
+/* ws_tree.c: `git worktree list --porcelain -z`, one entry each. */
+struct ws_wt {
+    char path[PATH_MAX];
+    char head[ZERG_GIT_OID_MAX];
+    char branch[PATH_MAX]; /* refs/heads/..., "" when detached */
+    int prunable;
+};
+int ws_list_worktrees(const struct zerg_git *g, struct ws_wt **wts, size_t *n,
+                      struct zerg_err *err);
+/* <top>/.zerg-worktrees/{feature}/{name} */
+int ws_tree_path(const struct zerg_git *g, const char *feature,
+                 const char *name, char *buf, size_t n);
+/* Makes path a worktree of g on branch (created at rev when missing) or,
+ * branch NULL, detached at rev; reuses a valid one, re-adds one whose
+ * directory vanished.  1 when made, 0 when reused, negative on error. */
+int ws_ensure_worktree(const struct zerg_git *g, const char *feature,
+                       const char *path, const char *branch, const char *rev,
+                       struct zerg_err *err);
+/* 1 when ref (full name) exists, 0 when not, negative on error. */
+int ws_ref_exists(const struct zerg_git *g, const char *ref,
+                  struct zerg_err *err);
+
+/* ws_trailers.c: the task commits of `git log args...`, fn per commit
+ * with a Task-ID trailer (oldest first when args say --reverse). */
+int ws_log_tasks(const struct zerg_git *g, const char *const *range,
+                 zerg_ws_found_fn fn, void *ud, struct zerg_err *err);
+/* "task\x1fattempt\x1frun", malloc'd. */
+char *ws_done_key(const char *task, int attempt, const char *run);
+int ws_done_has(const struct ws_host *h, const char *key);
+int ws_done_add(struct ws_host *h, char *key); /* takes key */
+int ws_done_load(struct ws_host *h, struct zerg_err *err);
+
+/* ws_merge.c: the ops of the merge queue. */
+int ws_op_changed(struct zerg_workspace *w, const char *commit,
+                  const char *base, char **paths, struct zerg_err *err);
+int ws_op_merge(struct zerg_workspace *w, const struct zerg_merge_req *req,
+                struct zerg_merge_out *out, struct zerg_err *err);
+int ws_op_keep(struct zerg_workspace *w, const char *task, int attempt,
+               const char *commit, struct zerg_err *err);
+int ws_op_merged(struct zerg_workspace *w, zerg_ws_found_fn fn, void *ud,
+                 struct zerg_err *err);
+int ws_op_worker_head(struct zerg_workspace *w, int slot, zerg_ws_found_fn fn,
+                      void *ud, struct zerg_err *err);
+
+/* ws_branch.c: the integration branch at open. */
+int ws_setup_branch(struct ws_host *h, const struct zerg_ws_opts *o,
+                    struct zerg_err *err);
+int ws_add_excludes(const struct zerg_git *g, struct zerg_err *err);
+
+/* ws_patch.c: the uncommitted changes of dir against HEAD as a binary
+ * patch (*data malloc'd, *len 0 when clean), through a temporary index
+ * so the real one is untouched. */
+int ws_patch_make(const struct zerg_git *g, const char *dir, char **data,
+                  size_t *len, struct zerg_err *err);
+/* The worktree's own git dir (absolute). */
+int ws_git_dir(const struct zerg_git *g, const char *dir, char *buf, size_t n,
+               struct zerg_err *err);
+
+#endif

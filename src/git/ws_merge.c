@@ -1,0 +1,242 @@
+/* ws_merge.c - the merge queue's side of the workspace: a task's commit
+ * squashed onto the integration branch without a checkout
+ * (merge-tree --write-tree, commit-tree, update-ref with the old value),
+ * the conflict ref, and what is on the branches already (resume).
+ *
+ * The compare-and-swap: the tip is read, the merge computed against it,
+ * and update-ref moves the branch only if it still points there.  A lost
+ * race or a locked ref starts the round again from reading the tip, so a
+ * commit that landed meanwhile is never lost. */
+#include "git/git_internal.h"
+#include "git/ws_internal.h"
+#include "zerg/err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void (*ws_merge_race_hook)(struct ws_host *h);
+
+static struct ws_host *host(struct zerg_workspace *w)
+{
+    return (struct ws_host *)w;
+}
+
+/* NUL-separated paths (from -z) to one path a line, malloc'd. */
+static char *lines_of(const char *z, size_t len)
+{
+    char *out = malloc(len + 2);
+    size_t off = 0;
+    if (!out)
+        return NULL;
+    for (const char *p = z; p < z + len; p += strlen(p) + 1)
+        if (*p)
+            off += (size_t)sprintf(out + off, "%s\n", p);
+    out[off] = '\0';
+    return out;
+}
+
+int ws_op_changed(struct zerg_workspace *w, const char *commit,
+                  const char *base, char **paths, struct zerg_err *err)
+{
+    char parent[ZERG_GIT_OID_MAX + 4];
+    snprintf(parent, sizeof parent, "%s^", commit);
+    const char *args[] = {"diff-tree",
+                          "-r",
+                          "--name-only",
+                          "-z",
+                          "--no-renames",
+                          "--no-ext-diff",
+                          "--no-textconv",
+                          "--end-of-options",
+                          base && *base ? base : parent,
+                          commit,
+                          NULL};
+    struct zerg_git_call call = {.retries = WS_RETRIES};
+    char *out = NULL;
+    size_t len = 0;
+    int rc = git_run_ex(&host(w)->g, &call, 0, args, &out, &len, err);
+    if (rc < 0)
+        return rc;
+    *paths = lines_of(out, len);
+    free(out);
+    return *paths ? 0 : zerg_err_set(err, -ENOMEM, "out of memory");
+}
+
+/* merge-tree of tip and commit: the tree in tree, or 1 with the
+ * conflicting paths in *conflicts. */
+static int merge_tree(struct ws_host *h, const char *tip, const char *commit,
+                      char tree[ZERG_GIT_OID_MAX], char **conflicts,
+                      struct zerg_err *err)
+{
+    const char *args[] = {"merge-tree",
+                          "--write-tree",
+                          "--no-messages",
+                          "--name-only",
+                          "-z",
+                          tip,
+                          commit,
+                          NULL};
+    struct zerg_git_call call = {.ok_status = 1, .retries = WS_RETRIES};
+    char *out = NULL;
+    size_t len = 0;
+    int rc = git_run_ex(&h->g, &call, 0, args, &out, &len, err);
+    if (rc < 0)
+        return rc;
+    size_t tl = strlen(out);
+    if (tl == 0 || tl >= ZERG_GIT_OID_MAX) {
+        free(out);
+        return zerg_err_set(err, ZERG_EGIT_FAILED,
+                            "git merge-tree gave no tree for %s", commit);
+    }
+    memcpy(tree, out, tl + 1);
+    if (rc == 1 && !(*conflicts = lines_of(out + tl + 1, len - tl - 1)))
+        rc = zerg_err_set(err, -ENOMEM, "out of memory");
+    free(out);
+    return rc;
+}
+
+static int commit_tree(struct ws_host *h, const char *tree, const char *tip,
+                       const struct zerg_merge_req *req,
+                       char oid[ZERG_GIT_OID_MAX], struct zerg_err *err)
+{
+    char *msg = zerg_ws_commit_message(req->worker, req->title, req->task_id,
+                                       req->attempt, req->run_id);
+    if (!msg)
+        return zerg_err_set(err, -ENOMEM, "out of memory");
+    const char *args[] = {"commit-tree", tree, "-p", tip, "-F", "-", NULL};
+    struct zerg_git_call call = {
+        .input = msg, .input_len = strlen(msg), .retries = WS_RETRIES};
+    char *out = NULL;
+    int rc = zerg_git_run(&h->g, &call, args, &out, err);
+    free(msg);
+    if (rc < 0)
+        return rc;
+    size_t len = strcspn(out, "\n");
+    if (len == 0 || len >= ZERG_GIT_OID_MAX)
+        rc = zerg_err_set(err, ZERG_EGIT_FAILED, "git commit-tree gave no id");
+    else
+        memcpy(oid, out, len), oid[len] = '\0';
+    free(out);
+    return rc;
+}
+
+/* One round: DONE, CONFLICT, or ZERG_EGIT_TRANSIENT when the tip moved. */
+static int merge_round(struct ws_host *h, const struct zerg_merge_req *req,
+                       struct zerg_merge_out *out, struct zerg_err *err)
+{
+    char tip[ZERG_GIT_OID_MAX], tree[ZERG_GIT_OID_MAX], next[ZERG_GIT_OID_MAX];
+    int rc = zerg_git_resolve(&h->g, NULL, h->ref, tip, err);
+    if (!rc)
+        rc = merge_tree(h, tip, req->commit, tree, &out->conflicts, err);
+    if (rc == 1) {
+        out->status = ZERG_MERGE_CONFLICT;
+        snprintf(out->tip, sizeof out->tip, "%s", tip);
+        return 0;
+    }
+    if (!rc)
+        rc = commit_tree(h, tree, tip, req, next, err);
+    if (rc)
+        return rc;
+    if (ws_merge_race_hook)
+        ws_merge_race_hook(h);
+    /* No retries here: a failed swap must re-read the tip. */
+    const char *args[] = {"update-ref", h->ref, next, tip, NULL};
+    struct zerg_git_call call = {0};
+    rc = zerg_git_run(&h->g, &call, args, NULL, err);
+    if (rc < 0)
+        return rc;
+    out->status = ZERG_MERGE_DONE;
+    snprintf(out->tip, sizeof out->tip, "%s", next);
+    return 0;
+}
+
+int ws_op_merge(struct zerg_workspace *w, const struct zerg_merge_req *req,
+                struct zerg_merge_out *out, struct zerg_err *err)
+{
+    struct ws_host *h = host(w);
+    memset(out, 0, sizeof *out);
+    char *key = ws_done_key(req->task_id, req->attempt, req->run_id);
+    if (!key)
+        return zerg_err_set(err, -ENOMEM, "out of memory");
+    if (ws_done_has(h, key)) {
+        free(key);
+        out->status = ZERG_MERGE_ALREADY;
+        return zerg_git_resolve(&h->g, NULL, h->ref, out->tip, err);
+    }
+    int rc = ZERG_EGIT_TRANSIENT;
+    for (int round = 0; rc == ZERG_EGIT_TRANSIENT && round < WS_CAS_TRIES;
+         round++) {
+        if (round)
+            git_pause(round - 1);
+        rc = merge_round(h, req, out, err);
+    }
+    if (!rc && out->status == ZERG_MERGE_DONE)
+        return ws_done_add(h, key) ? zerg_err_set(err, -ENOMEM, "no memory")
+                                   : 0;
+    free(key);
+    return rc;
+}
+
+int ws_op_keep(struct zerg_workspace *w, const char *task, int attempt,
+               const char *commit, struct zerg_err *err)
+{
+    struct ws_host *h = host(w);
+    char ref[PATH_MAX];
+    int rc = ws_check_name("task id", task, err);
+    if (rc)
+        return rc;
+    if (zerg_ws_conflict_ref(ref, sizeof ref, h->feature, task, attempt))
+        return zerg_err_set(err, -ENAMETOOLONG, "conflict ref too long");
+    const char *args[] = {"update-ref", ref, commit, NULL};
+    struct zerg_git_call call = {.retries = WS_RETRIES};
+    rc = zerg_git_run(&h->g, &call, args, NULL, err);
+    return rc < 0 ? rc : 0;
+}
+
+int ws_op_merged(struct zerg_workspace *w, zerg_ws_found_fn fn, void *ud,
+                 struct zerg_err *err)
+{
+    struct ws_host *h = host(w);
+    char range[2 * PATH_MAX];
+    snprintf(range, sizeof range, "%s..%s", h->pub.base, h->ref);
+    const char *args[] = {"--reverse", "--end-of-options", range, NULL};
+    return ws_log_tasks(&h->g, args, fn, ud, err);
+}
+
+struct head_ctx {
+    zerg_ws_found_fn fn;
+    void *ud;
+    int found;
+};
+
+static void head_one(void *ud, const struct zerg_ws_found *f)
+{
+    struct head_ctx *c = ud;
+    c->found = 1;
+    c->fn(c->ud, f);
+}
+
+/* The worker branch's head counts only when the integration branch does
+ * not hold it: after a reset the head is the tip's own squash commit. */
+int ws_op_worker_head(struct zerg_workspace *w, int slot, zerg_ws_found_fn fn,
+                      void *ud, struct zerg_err *err)
+{
+    struct ws_host *h = host(w);
+    char branch[PATH_MAX], ref[PATH_MAX + 16];
+    zerg_ws_worker_branch(branch, sizeof branch, h->feature, slot);
+    snprintf(ref, sizeof ref, "refs/heads/%s", branch);
+    int rc = ws_ref_exists(&h->g, ref, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : ZERG_ENOTFOUND;
+    const char *anc[] = {"merge-base", "--is-ancestor", ref, h->ref, NULL};
+    struct zerg_git_call call = {.ok_status = 1, .retries = WS_RETRIES};
+    rc = zerg_git_run(&h->g, &call, anc, NULL, err);
+    if (rc != 1)
+        return rc < 0 ? rc : ZERG_ENOTFOUND;
+    const char *args[] = {"-1", "--end-of-options", ref, NULL};
+    struct head_ctx c = {fn, ud, 0};
+    rc = ws_log_tasks(&h->g, args, head_one, &c, err);
+    return rc ? rc : c.found ? 0 : ZERG_ENOTFOUND;
+}

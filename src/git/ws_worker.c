@@ -1,0 +1,255 @@
+/* ws_worker.c - the worker's half of the workspace, run in its worktree
+ * around each attempt: before, the leftovers of a dead attempt saved as a
+ * patch and discarded, the tree reset to the base, the attempt recorded
+ * (<worktree git dir>/zerg-attempt: "task\nattempt\n"); after, one commit
+ * of everything the attempt changed, on top of what the agent committed. */
+#include "git/git_internal.h"
+#include "git/ws_internal.h"
+#include "zerg/clock.h"
+#include "zerg/err.h"
+#include "zerg/fsio.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define ATTEMPT_FILE "zerg-attempt"
+
+/* The top of the worktree holding dir.  A planted core.worktree is not
+ * followed in a linked worktree, and whatever git answers must hold dir:
+ * zerg's add -A and reset are only ever run at a worktree's top. */
+static int worktree_top(const struct zerg_git *g, const char *dir, char *top,
+                        size_t n, struct zerg_err *err)
+{
+    const char *args[] = {"rev-parse", "--show-toplevel", NULL};
+    struct zerg_git_call call = {.dir = dir, .retries = WS_RETRIES};
+    char *out = NULL, real[PATH_MAX];
+    int rc = git_run_ex(g, &call, GIT_RUN_NO_WORKTREE, args, &out, NULL, err);
+    if (rc < 0)
+        return rc;
+    out[strcspn(out, "\n")] = '\0';
+    size_t tl = strlen(out);
+    if (!realpath(dir, real) || strncmp(real, out, tl) ||
+        (real[tl] && real[tl] != '/') || tl >= n)
+        rc = zerg_err_set(err, ZERG_EGIT_FAILED,
+                          "git puts the work tree of %s at %s: a "
+                          "core.worktree setting points elsewhere; remove it",
+                          dir, out);
+    else
+        memcpy(top, out, tl + 1);
+    free(out);
+    return rc;
+}
+
+int zerg_ws_save_patch(const struct zerg_git *g, const char *dir,
+                       const char *path, struct zerg_err *err)
+{
+    char top[PATH_MAX], parent[PATH_MAX], *data = NULL;
+    size_t len = 0;
+    int rc = worktree_top(g, dir, top, sizeof top, err);
+    if (!rc)
+        rc = ws_patch_make(g, top, &data, &len, err);
+    if (rc || len == 0) {
+        free(data);
+        return rc;
+    }
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        rc = zerg_fsio_mkdirs(parent, 0755);
+        if (rc)
+            zerg_err_set(err, rc, "cannot create %s: %s", parent,
+                         strerror(-rc));
+    }
+    if (!rc)
+        rc = zerg_fsio_write_atomic(path, data, len, ZERG_FSIO_DURABLE, err);
+    free(data);
+    return rc ? rc : 1;
+}
+
+/* The attempt recorded by the last prepare: 0 and task/attempt, or
+ * ZERG_ENOTFOUND when there is none (or it is not zerg's). */
+static int read_record(const char *gitdir, char *task, size_t n, int *attempt)
+{
+    char path[PATH_MAX + 32], *data = NULL;
+    size_t len = 0;
+    struct zerg_err ignored = {0};
+    snprintf(path, sizeof path, "%s/" ATTEMPT_FILE, gitdir);
+    if (zerg_fsio_read_file(path, 4096, ZERG_FSIO_NOFOLLOW, &data, &len,
+                            &ignored))
+        return ZERG_ENOTFOUND;
+    char *nl = strchr(data, '\n');
+    int ok = nl && (size_t)(nl - data) < n;
+    if (ok) {
+        *nl = '\0';
+        snprintf(task, n, "%s", data);
+        *attempt = atoi(nl + 1);
+        ok = ws_name_valid(task);
+    }
+    free(data);
+    return ok ? 0 : ZERG_ENOTFOUND;
+}
+
+/* Where the leftovers go: tasks/{id}/attempt-{n}.patch of the recorded
+ * attempt, else worktrees/{worktree}-{timestamp}.patch. */
+static int leftover_place(const char *gitdir, const char *top, char *rel,
+                          size_t reln, char *name, size_t namen)
+{
+    char task[256];
+    int attempt = 0;
+    if (!read_record(gitdir, task, sizeof task, &attempt)) {
+        snprintf(name, namen, "attempt-%d.patch", attempt);
+        return zerg_fsio_path(rel, reln, "tasks/%s", task);
+    }
+    char ts[ZERG_TS_MAX];
+    const char *base = strrchr(top, '/');
+    zerg_clock_iso8601(zerg_clock_wall(&zerg_clock_system), ts);
+    for (char *p = ts; *p; p++)
+        *p = *p == ':' ? '-' : *p;
+    snprintf(name, namen, "%s-%s.patch", base ? base + 1 : "worktree", ts);
+    return zerg_fsio_path(rel, reln, "worktrees");
+}
+
+/* Saves the leftovers under logs_dir: fills patch with the file, "" when
+ * the worktree was clean. */
+static int save_leftovers(const struct zerg_git *g, const char *top,
+                          const char *gitdir, const char *logs_dir, char *patch,
+                          size_t patch_n, struct zerg_err *err)
+{
+    char rel[PATH_MAX], name[128], path[2 * PATH_MAX], *data = NULL;
+    size_t len = 0;
+    int rc = ws_patch_make(g, top, &data, &len, err);
+    if (rc || len == 0) {
+        free(data);
+        return rc;
+    }
+    if (leftover_place(gitdir, top, rel, sizeof rel, name, sizeof name))
+        rc = zerg_err_set(err, -ENAMETOOLONG, "patch path too long");
+    if (!rc)
+        rc = zerg_fsio_mkdirs_own(logs_dir, rel, 0755, err);
+    if (!rc)
+        snprintf(path, sizeof path, "%s/%s/%s", logs_dir, rel, name);
+    if (!rc)
+        rc = zerg_fsio_write_atomic(path, data, len, ZERG_FSIO_DURABLE, err);
+    if (!rc && patch)
+        snprintf(patch, patch_n, "%s", path);
+    free(data);
+    return rc;
+}
+
+static int reset_to(const struct zerg_git *g, const char *top, const char *base,
+                    struct zerg_err *err)
+{
+    const char *reset[] = {"reset", "-q", "--hard", base, NULL};
+    /* Not -x: ignored files (build caches) stay, and so does .zerg. */
+    const char *clean[] = {"clean", "-ffdq", NULL};
+    struct zerg_git_call call = {.dir = top, .retries = WS_RETRIES};
+    int rc = zerg_git_run(g, &call, reset, NULL, err);
+    if (rc >= 0)
+        rc = zerg_git_run(g, &call, clean, NULL, err);
+    return rc < 0 ? rc : 0;
+}
+
+static int write_record(const char *gitdir, const char *task, int attempt,
+                        struct zerg_err *err)
+{
+    char path[PATH_MAX + 32], text[512];
+    snprintf(path, sizeof path, "%s/" ATTEMPT_FILE, gitdir);
+    int len = snprintf(text, sizeof text, "%s\n%d\n", task, attempt);
+    return zerg_fsio_write_atomic(path, text, (size_t)len, ZERG_FSIO_NOSYNC,
+                                  err);
+}
+
+int zerg_ws_attempt_prepare(const struct zerg_git *g, const char *worktree,
+                            const char *base, const char *logs_dir,
+                            const char *task, int attempt, char *patch,
+                            size_t patch_n, struct zerg_err *err)
+{
+    char top[PATH_MAX], gitdir[PATH_MAX];
+    if (patch && patch_n)
+        patch[0] = '\0';
+    int rc = ws_check_name("task id", task, err);
+    if (!rc)
+        rc = worktree_top(g, worktree, top, sizeof top, err);
+    if (!rc)
+        rc = ws_git_dir(g, top, gitdir, sizeof gitdir, err);
+    if (!rc)
+        rc = save_leftovers(g, top, gitdir, logs_dir, patch, patch_n, err);
+    if (!rc)
+        rc = reset_to(g, top, base, err);
+    if (!rc)
+        rc = write_record(gitdir, task, attempt, err);
+    return rc;
+}
+
+/* 1 when the index (after add -A) differs from HEAD. */
+static int staged_changes(const struct zerg_git *g, const char *top,
+                          struct zerg_err *err)
+{
+    const char *args[] = {"diff-index",    "--cached", "--quiet",
+                          "--no-ext-diff", "HEAD",     NULL};
+    struct zerg_git_call call = {
+        .dir = top, .ok_status = 1, .retries = WS_RETRIES};
+    return zerg_git_run(g, &call, args, NULL, err);
+}
+
+static int commit_index(const struct zerg_git *g, const char *top,
+                        const char *head, const char *message,
+                        struct zerg_err *err)
+{
+    char tree[ZERG_GIT_OID_MAX], next[ZERG_GIT_OID_MAX];
+    const char *wt[] = {"write-tree", NULL};
+    const char *ct[] = {"commit-tree", tree, "-p", head, "-F", "-", NULL};
+    const char *ur[] = {"update-ref", "HEAD", next, head, NULL};
+    struct zerg_git_call call = {.dir = top, .retries = WS_RETRIES};
+    int rc = git_line(g, top, wt, tree, sizeof tree, err);
+    if (rc)
+        return rc;
+    call.input = message, call.input_len = strlen(message);
+    char *out = NULL;
+    rc = zerg_git_run(g, &call, ct, &out, err);
+    if (rc < 0)
+        return rc;
+    snprintf(next, sizeof next, "%.*s", (int)strcspn(out, "\n"), out);
+    free(out);
+    call.input = NULL, call.input_len = 0;
+    rc = zerg_git_run(g, &call, ur, NULL, err);
+    return rc < 0 ? rc : 0;
+}
+
+int zerg_ws_attempt_commit(const struct zerg_git *g, const char *worktree,
+                           const char *base, const char *message,
+                           char oid[ZERG_GIT_OID_MAX], struct zerg_err *err)
+{
+    char top[PATH_MAX], head[ZERG_GIT_OID_MAX], base_oid[ZERG_GIT_OID_MAX];
+    const char *add[] = {"add", "-A", "--", ".", NULL};
+    oid[0] = '\0';
+    int rc = worktree_top(g, worktree, top, sizeof top, err);
+    if (!rc)
+        rc = zerg_git_resolve(g, top, base, base_oid, err);
+    if (!rc) {
+        struct zerg_git_call call = {.dir = top, .retries = WS_RETRIES};
+        rc = zerg_git_run(g, &call, add, NULL, err);
+        rc = rc < 0 ? rc : 0;
+    }
+    if (!rc)
+        rc = zerg_git_resolve(g, top, "HEAD", head, err);
+    if (!rc)
+        rc = staged_changes(g, top, err);
+    /* Commits the agent made are kept; a zerg commit on top carries the
+     * trailers even when they left nothing uncommitted (resume reads the
+     * worker branch's head). */
+    if (rc == 1 || (rc == 0 && strcmp(head, base_oid)))
+        rc = commit_index(g, top, head, message, err);
+    if (!rc)
+        rc = zerg_git_resolve(g, top, "HEAD", head, err);
+    if (rc)
+        return rc < 0 ? rc : ZERG_EGIT_FAILED;
+    if (strcmp(head, base_oid))
+        snprintf(oid, ZERG_GIT_OID_MAX, "%s", head);
+    return 0;
+}

@@ -1,0 +1,322 @@
+/* orch_merge.c - the merge queue of worktree isolation (DESIGN §13).
+ *
+ * A passing result carries the commit its worker made in its worktree.
+ * Results are applied one at a time, so merging each as it is applied is
+ * the queue: the commit's paths go through the scope policy, then the
+ * commit is squashed onto the integration branch (src/git, through the
+ * workspace ops table: this file knows no git).  Only then is the task
+ * complete, so "level N complete" means "level N merged" and the next
+ * level starts from a tip holding all of it.  A conflict is an outcome:
+ * the commit is kept on a ref and the task runs again on the new tip,
+ * charged to its own budget (workers.conflict_retry_attempts).
+ *
+ * On --resume the branch is read back: a task whose commit is on it is
+ * complete (never merged twice), and a task whose commit sits unmerged at
+ * the head of a worker branch is merged, not run again. */
+#include "orch_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zerg/err.h"
+#include "zerg/workspace.h"
+
+static struct zerg_workspace *ws(const struct zerg_orch *o)
+{
+    return o->o.workspace;
+}
+
+/* ---- the tip and the worktrees ---------------------------------------- */
+
+int orch_ws_refresh_tip(struct zerg_orch *o, struct zerg_err *err)
+{
+    if (!ws(o))
+        return 0;
+    return ws(o)->ops->tip(ws(o), o->ws_tip, err);
+}
+
+void orch_ws_assign_base(const struct zerg_orch *o, struct zerg_assign *a)
+{
+    if (ws(o))
+        snprintf(a->base, sizeof a->base, "%s", o->ws_tip);
+}
+
+int orch_ws_worktree(struct zerg_orch *o, int slot, char *dir, size_t n,
+                     char *cwd, size_t cwd_n, struct zerg_err *err)
+{
+    if (!ws(o))
+        return 0;
+    return ws(o)->ops->worktree(ws(o), slot, dir, n, cwd, cwd_n, err);
+}
+
+/* ---- scope ------------------------------------------------------------ */
+
+static int listed(const struct zerg_strlist *l, const char *path)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const char *f = l->v[i];
+        size_t n = strlen(f);
+        if (!strcmp(f, path) || (n && f[n - 1] == '/' && !strncmp(f, path, n)))
+            return 1;
+    }
+    return 0;
+}
+
+/* Splits paths (one a line) in place into the ones outside the task's
+ * files.create and files.modify; returns how many, at most max. */
+static size_t out_of_scope(const struct zerg_task *tk, char *paths,
+                           const char **out, size_t max)
+{
+    size_t n = 0;
+    for (char *p = paths, *nl; p && *p && n < max; p = nl) {
+        nl = strchr(p, '\n');
+        if (nl)
+            *nl++ = '\0';
+        if (*p && !listed(&tk->files_create, p) && !listed(&tk->files_modify, p))
+            out[n++] = p;
+    }
+    return n;
+}
+
+/* 1 when the task may be merged, 0 when the scope policy failed it. */
+static int scope_check(struct zerg_orch *o, size_t t,
+                       const struct zerg_result *r, int64_t now)
+{
+    const struct zerg_task *tk = &o->g->tasks[t];
+    char *paths = NULL, reason[200] = "";
+    const char *out[64];
+    struct zerg_err err = {0};
+    if (!tk->files_create.n && !tk->files_modify.n)
+        return 1; /* a task that names no files has no scope to leave */
+    if (!r->base[0])
+        return 1; /* found at a branch head on resume: no known base */
+    if (ws(o)->ops->changed(ws(o), r->commit, r->base, &paths, &err) < 0) {
+        zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_WARN, "scope_violation",
+                       r->task, NULL, "Task %s: cannot list its changes: %s",
+                       r->task, err.msg);
+        return 1;
+    }
+    size_t n = out_of_scope(tk, paths, out, sizeof out / sizeof *out);
+    int ok = 1;
+    if (n) {
+        zerg_json *why = NULL;
+        enum zerg_scope_verdict v = zerg_policy_scope(
+            o->o.policy, tk, out, n, reason, sizeof reason, &why);
+        if (v != ZERG_SCOPE_ALLOW) {
+            zerg_log_event(o->o.log, r->worker_id,
+                           v == ZERG_SCOPE_FAIL ? ZERG_LOG_ERROR : ZERG_LOG_WARN,
+                           "scope_violation", r->task, why,
+                           "Task %s changed %zu path%s outside its files "
+                           "(%s%s): %s",
+                           r->task, n, n == 1 ? "" : "s", out[0],
+                           n > 1 ? ", ..." : "", reason);
+            why = NULL;
+        }
+        zerg_json_free(why);
+        if (v == ZERG_SCOPE_FAIL) {
+            char e[400];
+            snprintf(e, sizeof e, "changed %s outside its files: %s", out[0],
+                     reason);
+            orch_task_failure(o, t, "scope", 0, 0, e, now);
+            ok = 0;
+        }
+    }
+    free(paths);
+    return ok;
+}
+
+/* ---- merging ---------------------------------------------------------- */
+
+static void merged_log(struct zerg_orch *o, const struct zerg_result *r,
+                       const struct zerg_merge_out *m)
+{
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_str(data, "commit", m->tip);
+    zerg_json_set_str(data, "from", r->commit);
+    zerg_json_set_num(data, "attempt", r->attempt);
+    zerg_json_set_str(data, "branch", ws(o)->branch);
+    if (m->status == ZERG_MERGE_ALREADY)
+        zerg_json_set_bool(data, "already", 1);
+    zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_INFO, "merge_complete",
+                   r->task, data, "Task %s merged into %s as %.12s%s", r->task,
+                   ws(o)->branch, m->tip,
+                   m->status == ZERG_MERGE_ALREADY ? " (already there)" : "");
+}
+
+/* Keeps the commit, then retries on the new tip or fails the task. */
+static void conflicted(struct zerg_orch *o, size_t t,
+                       const struct zerg_result *r, char *paths, int64_t now)
+{
+    struct zerg_task_state *st = orch_ts(o, t);
+    struct zerg_err err = {0};
+    char ref[PATH_MAX] = "";
+    if (ws(o)->ops->keep(ws(o), r->task, r->attempt, r->commit, &err) == 0)
+        zerg_ws_conflict_ref(ref, sizeof ref, o->o.feature, r->task,
+                             r->attempt);
+    for (char *c = paths; c && *c; c++)
+        if (*c == '\n' && c[1])
+            *c = ' ';
+    size_t pl = paths ? strcspn(paths, "\n") : 0;
+    if (paths)
+        paths[pl] = '\0';
+    free(st->conflict_paths);
+    st->conflict_paths = paths ? strdup(paths) : NULL;
+    st->conflict_count++;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_str(data, "paths", paths ? paths : "");
+    zerg_json_set_str(data, "ref", ref);
+    zerg_json_set_num(data, "conflicts", st->conflict_count);
+    zerg_json_set_num(data, "attempt", r->attempt);
+    zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_WARN, "merge_conflict",
+                   r->task, data,
+                   "Task %s conflicts with %s on %s; its commit is kept at %s",
+                   r->task, ws(o)->branch, paths ? paths : "?", ref);
+    char e[512];
+    snprintf(e, sizeof e, "merge conflict on %.300s", paths ? paths : "?");
+    if (st->conflict_count > o->cfg->conflict_retry_attempts) {
+        snprintf(e + strlen(e), sizeof e - strlen(e),
+                 " after %d conflict retr%s (workers.conflict_retry_attempts)",
+                 o->cfg->conflict_retry_attempts,
+                 o->cfg->conflict_retry_attempts == 1 ? "y" : "ies");
+        orch_task_fail_now(o, t, "conflict", e);
+    } else {
+        orch_requeue(o, t, "conflict");
+    }
+    (void)now;
+}
+
+/* The run cannot go on: git itself failed for good. */
+static void merge_broken(struct zerg_orch *o, size_t t, const char *msg,
+                         int64_t now)
+{
+    char e[512];
+    snprintf(e, sizeof e, "cannot merge into %.100s: %.380s", ws(o)->branch,
+             msg);
+    orch_task_fail_now(o, t, "merge_error", e);
+    o->failed_run = 1;
+    snprintf(o->run_error, sizeof o->run_error, "%s", e);
+    zerg_orch_request_stop(o, 0, now);
+}
+
+int orch_merge_result(struct zerg_orch *o, size_t t,
+                      const struct zerg_result *r, int64_t now)
+{
+    if (!ws(o) || !r->commit[0])
+        return 1; /* isolation none, or a task that changed nothing */
+    if (!scope_check(o, t, r, now))
+        return 0;
+    const struct zerg_task *tk = &o->g->tasks[t];
+    struct zerg_merge_req req = {.task_id = r->task,
+                                 .attempt = r->attempt,
+                                 .worker = r->worker_id,
+                                 .title = tk->title ? tk->title : "",
+                                 .run_id = o->s->run_id,
+                                 .commit = r->commit};
+    struct zerg_merge_out m = {0};
+    struct zerg_err err = {0};
+    if (ws(o)->ops->merge(ws(o), &req, &m, &err) < 0) {
+        merge_broken(o, t, err.msg, now);
+        return 0;
+    }
+    if (m.status == ZERG_MERGE_CONFLICT) {
+        conflicted(o, t, r, m.conflicts, now);
+        free(m.conflicts);
+        return 0;
+    }
+    free(m.conflicts);
+    snprintf(o->ws_tip, sizeof o->ws_tip, "%s", m.tip);
+    snprintf(orch_ts(o, t)->commit, sizeof orch_ts(o, t)->commit, "%s", m.tip);
+    merged_log(o, r, &m);
+    return 1;
+}
+
+/* ---- resume ----------------------------------------------------------- */
+
+struct found_ctx {
+    struct zerg_orch *o;
+    int64_t now;
+    int slot; /* worker_head: the slot read, -1 for the branch scan */
+    /* The invocations of this feature run that git shows (the previous
+     * one, and every one with a merge): a worker branch's head from
+     * another run is stale, not work to merge. */
+    char runs[16][ZERG_RUN_ID_MAX];
+    int nruns;
+};
+
+static int known_run(const struct found_ctx *c, const char *id)
+{
+    for (int i = 0; i < c->nruns; i++)
+        if (!strcmp(c->runs[i], id))
+            return 1;
+    return 0;
+}
+
+static void add_run(struct found_ctx *c, const char *id)
+{
+    if (id && *id && !known_run(c, id) &&
+        c->nruns < (int)(sizeof c->runs / sizeof *c->runs))
+        snprintf(c->runs[c->nruns++], sizeof c->runs[0], "%s", id);
+}
+
+/* A task commit on the integration branch: that task is complete. */
+static void on_merged(void *ud, const struct zerg_ws_found *f)
+{
+    struct found_ctx *c = ud;
+    struct zerg_orch *o = c->o;
+    ssize_t i = zerg_graph_find(o->g, f->task_id);
+    add_run(c, f->run_id);
+    /* The branch is this feature run's (a fresh run renames an older
+     * one), so every task commit on it counts, whichever invocation. */
+    if (i < 0)
+        return;
+    struct zerg_task_state *st = orch_ts(o, (size_t)i);
+    snprintf(st->commit, sizeof st->commit, "%s", f->oid);
+    if (st->status == ZERG_TASK_COMPLETE)
+        return;
+    orch_task_adopt_complete(o, (size_t)i, f->attempt, "merged before the "
+                                                       "restart");
+}
+
+/* A task commit at a worker branch's head that is not merged yet. */
+static void on_head(void *ud, const struct zerg_ws_found *f)
+{
+    struct found_ctx *c = ud;
+    struct zerg_orch *o = c->o;
+    ssize_t i = zerg_graph_find(o->g, f->task_id);
+    if (i < 0 || !f->run_id || !known_run(c, f->run_id))
+        return;
+    size_t t = (size_t)i;
+    struct zerg_task_state *st = orch_ts(o, t);
+    /* Only an attempt whose result was never applied: one that was judged
+     * (a conflict, a scope failure, a failed task) keeps its commit at
+     * the head until the next attempt resets it, and is not work to
+     * merge. */
+    if (!orch_task_running(st->status) || f->attempt != st->attempt)
+        return;
+    struct zerg_result r = {.worker_id = c->slot, .attempt = f->attempt};
+    snprintf(r.task, sizeof r.task, "%s", f->task_id);
+    snprintf(r.commit, sizeof r.commit, "%s", f->oid);
+    if (orch_merge_result(o, t, &r, c->now) == 1)
+        orch_task_adopt_complete(o, t, f->attempt,
+                                 "committed before the restart");
+}
+
+void orch_merge_resume(struct zerg_orch *o, int64_t now)
+{
+    if (!ws(o))
+        return;
+    struct found_ctx c = {.o = o, .now = now, .slot = -1};
+    struct zerg_err err = {0};
+    add_run(&c, o->o.prev_run_id);
+    if (ws(o)->ops->merged(ws(o), on_merged, &c, &err) < 0)
+        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN,
+                       "reconcile_error", NULL, NULL,
+                       "Cannot read %s back: %s", ws(o)->branch, err.msg);
+    for (int s = 0; s < o->nslots; s++) {
+        c.slot = s;
+        ws(o)->ops->worker_head(ws(o), s, on_head, &c, &err);
+    }
+    orch_ws_refresh_tip(o, &err);
+}

@@ -1,0 +1,116 @@
+/* worker_ws.c - an attempt's worktree under worktree isolation (DESIGN
+ * §13): before the attempt, the worktree is set to the integration tip
+ * the orchestrator named (leftovers of a dead attempt saved as a patch
+ * first); after it passed, everything it changed becomes one commit with
+ * the task's trailers.  The git work itself is src/git/ws_worker.c. */
+#include "worker_ws.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zerg/fsio.h"
+#include "zerg/workspace.h"
+
+int wk_ws_setup(struct worker *w)
+{
+    const struct zerg_worker_opts *o = w->o;
+    const char *dir = o->workdir ? o->workdir : o->workspace;
+    if (zerg_fsio_path(w->workdir, sizeof w->workdir, "%s",
+                       dir ? dir : o->project) < 0)
+        return zerg_err_set(w->err, -ENAMETOOLONG, "path too long: %s", dir);
+    if (!o->workspace)
+        return 0;
+    struct zerg_err e = {0};
+    /* NULL: core.hooksPath=/dev/null for our own git calls; no hook can
+     * exist below a non-directory, whatever the shared .git holds. */
+    int rc = zerg_git_open(&w->git, o->workspace, NULL, &e);
+    if (rc < 0)
+        return zerg_err_set(w->err, rc, "worktree %s: %s", o->workspace,
+                            e.msg);
+    w->have_git = 1;
+    return 0;
+}
+
+static void logs_dir(const struct worker *w, char *buf, size_t n)
+{
+    zerg_fsio_path(buf, n, "%s/.zerg/logs/%s", w->o->project, w->o->feature);
+}
+
+/* The patch path relative to the project, for the result and the log. */
+static void patch_rel(const struct worker *w, const char *abs, char *buf,
+                      size_t n)
+{
+    size_t pn = strlen(w->o->project);
+    if (!strncmp(abs, w->o->project, pn) && abs[pn] == '/')
+        abs += pn + 1;
+    snprintf(buf, n, "%s", abs);
+}
+
+int wk_ws_before(struct worker *w, const struct zerg_assign *a,
+                 struct zerg_result *r)
+{
+    if (!w->have_git)
+        return 0;
+    char logs[PATH_MAX], patch[PATH_MAX] = "";
+    struct zerg_err e = {0};
+    logs_dir(w, logs, sizeof logs);
+    if (!a->base[0]) {
+        snprintf(r->error, sizeof r->error,
+                 "the assignment names no base commit for the worktree");
+        return -EINVAL;
+    }
+    int rc = zerg_ws_attempt_prepare(&w->git, w->o->workspace, a->base, logs,
+                                     a->task, a->attempt, patch, sizeof patch,
+                                     &e);
+    if (patch[0]) {
+        patch_rel(w, patch, r->patch, sizeof r->patch);
+        zerg_json *data = zerg_json_obj();
+        zerg_json_set_str(data, "patch", r->patch);
+        zerg_log_event(w->log, w->o->slot, ZERG_LOG_WARN, "attempt_discarded",
+                       a->task, data,
+                       "Worker %d saved the leftovers of an earlier attempt "
+                       "as %s before starting %s",
+                       w->o->slot, r->patch, a->task);
+    }
+    if (rc < 0) {
+        snprintf(r->error, sizeof r->error, "cannot prepare the worktree: %.200s",
+                 e.msg);
+        return rc;
+    }
+    snprintf(r->base, sizeof r->base, "%s", a->base);
+    return 0;
+}
+
+int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
+                struct zerg_result *r)
+{
+    if (!w->have_git)
+        return 0;
+    struct zerg_err e = {0};
+    char *msg = zerg_ws_commit_message(w->o->slot, t->title, t->id, attempt,
+                                       w->o->run_id ? w->o->run_id : "");
+    if (!msg) {
+        snprintf(r->error, sizeof r->error, "out of memory");
+        return -ENOMEM;
+    }
+    int rc = zerg_ws_attempt_commit(&w->git, w->o->workspace, r->base, msg,
+                                    r->commit, &e);
+    free(msg);
+    if (rc < 0) {
+        snprintf(r->stage, sizeof r->stage, "commit");
+        snprintf(r->error, sizeof r->error, "cannot commit the task's work: %.200s",
+                 e.msg);
+        return rc;
+    }
+    if (r->commit[0]) {
+        zerg_json *data = zerg_json_obj();
+        zerg_json_set_str(data, "commit", r->commit);
+        zerg_json_set_num(data, "attempt", attempt);
+        zerg_log_event(w->log, w->o->slot, ZERG_LOG_INFO, "task_commit", t->id,
+                       data, "Worker %d committed %s as %.12s", w->o->slot,
+                       t->id, r->commit);
+    }
+    return 0;
+}

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Worktree isolation across orchestrator deaths (DESIGN §13 "Resume"): the
+# orchestrator is killed with SIGKILL at pseudo-random points (a fixed
+# seed, so a failure replays) and `zerg rush --resume` continues; at the
+# end every task's commit is on the integration branch exactly once, and
+# a task committed but not merged when the orchestrator died is merged
+# without running again.  Also: the repository's own failing hooks do not
+# stop zerg's commits, and a branch that blocks the zerg/ namespace is a
+# clear error.
+source "$(dirname "$0")/lib.sh"
+
+git_repo() {
+    git -C "$PROJ" init -q -b main
+    git -C "$PROJ" config user.name tester
+    git -C "$PROJ" config user.email tester@example.com
+    echo base > "$PROJ/README"
+    git -C "$PROJ" add README
+    git -C "$PROJ" commit -qm base
+}
+G() { git -C "$PROJ" "$@"; }
+trailers() { G log --format='%(trailers:key=Task-ID,valueonly,separator=%x2C)' main..zerg/f/integration | sed '/^$/d'; }
+
+new_project resume
+git_repo
+{
+    echo '{"feature": "f", "tasks": ['
+    sep=""
+    for l in 1 2 3; do
+        for i in 1 2 3 4 5; do
+            deps=""
+            [ "$l" -gt 1 ] && deps="\"dependencies\": [\"R-L$((l - 1))-00$i\"],"
+            printf '%s {"id": "R-L%d-00%d", "title": "t%d%d", "level": %d, %s "command": "sleep 0.%d; echo %d%d > f%d%d.txt; echo run >> %s/runs-R-L%d-00%d"}' \
+                "$sep" "$l" "$i" "$l" "$i" "$l" "$deps" $(((i * 3 + l) % 5 + 1)) "$l" "$i" "$l" "$i" "$TEST_ROOT" "$l" "$i"
+            sep=","
+        done
+    done
+    echo ']}'
+} | graph
+RANDOM=4242
+kills=0
+for round in 1 2 3 4 5 6; do
+    if [ "$round" = 1 ]; then rush_bg --workers 3; else rush_bg --workers 3 --resume; fi
+    sleep "0.$((RANDOM % 9 + 2))"
+    if kill -0 "$RUSH_PID" 2> /dev/null; then
+        kill -9 "$RUSH_PID"
+        kills=$((kills + 1))
+    fi
+    wait "$RUSH_PID" 2> /dev/null || true
+    RUSH_PID=""
+    # Workers notice their orchestrator is gone and exit on their own.
+    gone() { [ "$(project_pids "$PROJ" | wc -l)" -eq 0 ]; }
+    wait_for 30 gone
+done
+[ "$kills" -ge 2 ] || fail "the orchestrator was killed only $kills times"
+zerg rush --resume > "$PROJ/out.txt" 2>&1 || fail "the last --resume failed: $(cat "$PROJ/out.txt")"
+pass "15 tasks complete across $kills kill -9s of the orchestrator"
+n=$(trailers | wc -l)
+dups=$(trailers | sort | uniq -d)
+[ -z "$dups" ] || fail "merged twice: $dups"
+[ "$n" = 15 ] || fail "expected 15 task commits, got $n: $(trailers | sort | tr '\n' ' ')"
+for l in 1 2 3; do
+    for i in 1 2 3 4 5; do
+        [ "$(G show "zerg/f/integration:f$l$i.txt")" = "$l$i" ] || fail "f$l$i.txt missing"
+    done
+done
+pass "every task's commit is on the integration branch exactly once"
+
+# ---- committed but not merged: merged on --resume, not run again
+new_project unmerged
+git_repo
+graph <<JSON
+{"feature": "f", "tasks": [
+ {"id": "U-L1-001", "level": 1, "command": "echo one > one.txt; echo run >> $TEST_ROOT/u-runs"},
+ {"id": "U-L2-001", "level": 2, "dependencies": ["U-L1-001"], "command": "cat one.txt > two.txt"}
+]}
+JSON
+# The orchestrator is stopped (SIGSTOP) so it cannot take the result;
+# the worker commits and writes it; then the orchestrator dies and the
+# result file is lost, leaving only the commit on the worker branch.
+rush_bg --workers 1
+wait_for 20 test -e "$TEST_ROOT/u-runs"
+kill -STOP "$RUSH_PID"
+committed() { G log -1 --format=%B zerg/f/worker-0 2> /dev/null | grep -q '^Task-ID: U-L1-001$'; }
+wait_for 20 committed
+kill -9 "$RUSH_PID"
+kill -CONT "$RUSH_PID" 2> /dev/null || true
+wait "$RUSH_PID" 2> /dev/null || true
+RUSH_PID=""
+gone() { [ "$(project_pids "$PROJ" | wc -l)" -eq 0 ]; }
+wait_for 30 gone
+rm -f "$PROJ"/.zerg/state/f/result-*.json
+zerg rush --resume > "$PROJ/out.txt" 2>&1 || fail "resume failed: $(cat "$PROJ/out.txt")"
+[ "$(wc -l < "$TEST_ROOT/u-runs")" = 1 ] || fail "U-L1-001 ran again ($(wc -l < "$TEST_ROOT/u-runs") runs)"
+[ "$(G show zerg/f/integration:two.txt)" = one ] || fail "level 2 did not build on the merged commit"
+pass "a committed but unmerged task is merged on --resume, not run again"
+
+# ---- the repository's failing hooks do not stop zerg's commits
+new_project hooks
+git_repo
+printf '#!/bin/sh\necho hook refuses >&2\nexit 1\n' > "$PROJ/.git/hooks/pre-commit"
+cp "$PROJ/.git/hooks/pre-commit" "$PROJ/.git/hooks/commit-msg"
+cp "$PROJ/.git/hooks/pre-commit" "$PROJ/.git/hooks/reference-transaction"
+chmod +x "$PROJ"/.git/hooks/*
+graph <<'JSON'
+{"feature": "f", "tasks": [{"id": "H-L1-001", "level": 1, "command": "echo h > h.txt"}]}
+JSON
+zerg rush > "$PROJ/out.txt" 2>&1 || fail "a failing pre-commit hook stopped the rush: $(cat "$PROJ/out.txt")"
+[ "$(G show zerg/f/integration:h.txt)" = h ] || fail "the task did not land"
+pass "the repository's own hooks do not run for zerg's commits (documented)"
+
+# ---- a branch that blocks the zerg/ namespace
+new_project clash
+git_repo
+G branch zerg
+graph <<'JSON'
+{"feature": "f", "tasks": [{"id": "X-L1-001", "level": 1, "command": "true"}]}
+JSON
+rc=0
+zerg rush > "$PROJ/out.txt" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "a branch named zerg did not stop the rush"
+grep -q "zerg" "$PROJ/out.txt" && grep -qi "branch" "$PROJ/out.txt" || fail "no clear message: $(cat "$PROJ/out.txt")"
+[ "$(G rev-parse zerg)" = "$(G rev-parse main)" ] || fail "the user's branch zerg was changed"
+pass "a branch named zerg is a clear error and is left alone"
+
+echo "$TESTS_PASSED passed, 0 failed"

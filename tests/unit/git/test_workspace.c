@@ -1,0 +1,697 @@
+/* test_workspace.c - the git workspace against real git in temp dirs
+ * (src/git/ws_*.c): open, prepare/commit/merge, conflicts, the
+ * compare-and-swap, leftovers saved as patches, commands planted in the
+ * shared .git that must never run, bad inputs, cleanup and a monorepo.
+ * Repositories are set up with git run from an argv; once anything is
+ * planted, only zerg's own calls touch the repository. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "git/ws_internal.h"
+#include "zerg/err.h"
+#include "zerg/git.h"
+#include "zerg/workspace.h"
+
+extern char **environ;
+
+static char tmp[PATH_MAX / 2], repo[PATH_MAX], logs[PATH_MAX];
+static struct zerg_git G;
+static struct zerg_err err;
+
+/* git from an argv (setup only), failing the test on a non-zero exit. */
+static void plain_git(const char *dir, const char *const *args)
+{
+    const char *argv[32] = {
+        "git", "-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"};
+    size_t n = 7;
+    for (size_t i = 0; args[i]; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    pid_t pid;
+    int st;
+    assert_int_equal(
+        posix_spawnp(&pid, "git", NULL, NULL, (char *const *)argv, environ), 0);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st))
+        fail_msg("git %s failed", args[0]);
+}
+#define PLAIN(dir, ...) plain_git(dir, (const char *const[]){__VA_ARGS__, NULL})
+
+/* zerg's git in dir (NULL = the repository): stdout, asserting success. */
+static char *zgit_in(const char *dir, const char *input,
+                     const char *const *args)
+{
+    struct zerg_git_call call = {
+        .dir = dir, .input = input, .input_len = input ? strlen(input) : 0};
+    char *out = NULL;
+    int rc = zerg_git_run(&G, &call, args, &out, &err);
+    if (rc != 0)
+        fail_msg("git %s: %s", args[0], err.msg);
+    return out;
+}
+#define ZGIT(dir, ...)                                                         \
+    zgit_in(dir, NULL, (const char *const[]){__VA_ARGS__, NULL})
+
+static void chomp(char *s)
+{
+    s[strcspn(s, "\n")] = '\0';
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static int setup(void **state)
+{
+    snprintf(tmp, sizeof tmp, "%s", tu_mkdtemp());
+    setenv("HOME", tmp, 1); /* no global config of whoever runs this */
+    snprintf(repo, sizeof repo, "%s/repo", tmp);
+    snprintf(logs, sizeof logs, "%s/logs", tmp);
+    mkdir(repo, 0755);
+    PLAIN(repo, "init", "-q", "-b", "main");
+    tu_write(repo, "a.txt", "one\ntwo\nthree\n");
+    tu_write(repo, "sub/proj/p.txt", "p\n");
+    PLAIN(repo, "add", "-A");
+    PLAIN(repo, "commit", "-q", "-m", "init");
+    memset(&err, 0, sizeof err);
+    assert_int_equal(zerg_git_open(&G, repo, NULL, &err), 0);
+    ws_merge_race_hook = NULL;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    ws_merge_race_hook = NULL;
+    tu_rmtree(tmp);
+    return 0;
+}
+
+static struct zerg_ws_opts opts(const char *run)
+{
+    struct zerg_ws_opts o = {.project = repo,
+                             .feature = "F",
+                             .run_id = run,
+                             .fresh = 1,
+                             .nslots = 2};
+    return o;
+}
+
+static struct zerg_workspace *open_ws(const char *run)
+{
+    struct zerg_ws_opts o = opts(run);
+    struct zerg_workspace *w = zerg_ws_open(&o, &err);
+    if (!w)
+        fail_msg("open: %s", err.msg);
+    return w;
+}
+
+/* One attempt in slot: prepare at the tip, write files, commit. */
+static void attempt(struct zerg_workspace *w, int slot, const char *task, int n,
+                    const char *file, const char *text,
+                    char oid[ZERG_GIT_OID_MAX])
+{
+    char wt[PATH_MAX], cwd[PATH_MAX], tip[ZERG_GIT_OID_MAX], patch[PATH_MAX];
+    assert_int_equal(
+        w->ops->worktree(w, slot, wt, sizeof wt, cwd, sizeof cwd, &err), 0);
+    assert_int_equal(w->ops->tip(w, tip, &err), 0);
+    if (zerg_ws_attempt_prepare(&G, wt, tip, logs, task, n, patch, sizeof patch,
+                                &err))
+        fail_msg("prepare: %s", err.msg);
+    if (file)
+        tu_write(wt, file, text);
+    tu_write(wt, ".zerg/state/junk.json", "{}");
+    char *msg = zerg_ws_commit_message(slot, "a title", task, n, "run1");
+    if (zerg_ws_attempt_commit(&G, wt, tip, msg, oid, &err))
+        fail_msg("commit: %s", err.msg);
+    free(msg);
+}
+
+static enum zerg_merge_status merge(struct zerg_workspace *w, int slot,
+                                    const char *task, int n, const char *commit,
+                                    struct zerg_merge_out *out)
+{
+    struct zerg_merge_req req = {task, n, slot, "a title", "run1", commit};
+    if (w->ops->merge(w, &req, out, &err))
+        fail_msg("merge: %s", err.msg);
+    return out->status;
+}
+
+static void tip_of(struct zerg_workspace *w, char tip[ZERG_GIT_OID_MAX])
+{
+    assert_int_equal(w->ops->tip(w, tip, &err), 0);
+}
+
+static void test_open_fresh(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    char tip[ZERG_GIT_OID_MAX], path[PATH_MAX * 2];
+    tip_of(w, tip);
+    char *head = ZGIT(NULL, "rev-parse", "HEAD");
+    chomp(head);
+    assert_string_equal(tip, head);
+    assert_string_equal(w->base, head);
+    assert_string_equal(w->branch, "zerg/F/integration");
+    assert_string_equal(w->renamed, "");
+    /* Slots are numbered from 0 like the workers: worker-0, worker-1. */
+    for (int slot = 0; slot < 2; slot++) {
+        snprintf(path, sizeof path, "%s/.zerg-worktrees/F/worker-%d/.git",
+                 G.top, slot);
+        assert_true(exists(path));
+        snprintf(path, sizeof path, "refs/heads/zerg/F/worker-%d", slot);
+        free(ZGIT(NULL, "show-ref", "--verify", "-q", path));
+    }
+    snprintf(path, sizeof path, "%s/info/exclude", G.common_dir);
+    char *ex = tu_read(path);
+    assert_true(tu_contains(ex, "\n/.zerg/\n"));
+    assert_true(tu_contains(ex, "\n/.zerg-worktrees/\n"));
+    free(ex);
+    w->ops->free(w);
+    /* Opening again adds nothing twice. */
+    w = open_ws("run1");
+    ex = tu_read(path);
+    int copies = 0;
+    for (const char *p = ex; (p = strstr(p, "\n/.zerg/\n")); p++)
+        copies++;
+    assert_int_equal(copies, 1);
+    free(ex);
+    free(head);
+    w->ops->free(w);
+}
+
+struct found_log {
+    int n;
+    char tasks[8][32];
+    char oids[8][ZERG_GIT_OID_MAX];
+    int attempts[8];
+};
+
+static void collect(void *ud, const struct zerg_ws_found *f)
+{
+    struct found_log *l = ud;
+    if (l->n >= 8)
+        return;
+    snprintf(l->tasks[l->n], sizeof l->tasks[0], "%s", f->task_id);
+    snprintf(l->oids[l->n], sizeof l->oids[0], "%s", f->oid);
+    assert_string_equal(f->run_id, "run1");
+    l->attempts[l->n++] = f->attempt;
+}
+
+static void test_three_tasks(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    struct zerg_merge_out out;
+    char oid[3][ZERG_GIT_OID_MAX], tip[ZERG_GIT_OID_MAX], none[80];
+    attempt(w, 1, "T1", 1, "t1.txt", "1\n", oid[0]);
+    assert_int_equal(merge(w, 1, "T1", 1, oid[0], &out), ZERG_MERGE_DONE);
+    attempt(w, 2, "T2", 1, "t2.txt", "2\n", oid[1]);
+    assert_int_equal(merge(w, 2, "T2", 1, oid[1], &out), ZERG_MERGE_DONE);
+    attempt(w, 1, "T3", 2, "t3.txt", "3\n", oid[2]);
+    /* Committed, not merged: the worker branch's head is a pending task. */
+    struct found_log h = {0};
+    if (w->ops->worker_head(w, 1, collect, &h, &err))
+        fail_msg("worker_head: %s", err.msg);
+    assert_int_equal(h.n, 1);
+    assert_string_equal(h.tasks[0], "T3");
+    assert_string_equal(h.oids[0], oid[2]);
+    assert_int_equal(h.attempts[0], 2);
+    assert_int_equal(merge(w, 1, "T3", 2, oid[2], &out), ZERG_MERGE_DONE);
+    tip_of(w, tip);
+    assert_string_equal(out.tip, tip);
+    /* A repeated merge lands nothing. */
+    assert_int_equal(merge(w, 1, "T1", 1, oid[0], &out), ZERG_MERGE_ALREADY);
+    assert_string_equal(out.tip, tip);
+    char *files = ZGIT(NULL, "ls-tree", "-r", "--name-only", tip);
+    assert_true(tu_contains(files, "t1.txt\nt2.txt\nt3.txt\n"));
+    assert_null(strstr(files, ".zerg"));
+    free(files);
+    char range[200];
+    snprintf(range, sizeof range, "%s..%s", w->base, tip);
+    char *count = ZGIT(NULL, "rev-list", "--count", range);
+    assert_string_equal(count, "3\n");
+    free(count);
+    char *msg = ZGIT(NULL, "log", "-1", "--format=%B", tip);
+    assert_string_equal(msg, "ZERG [W1]: a title\n\nTask-ID: T3\nAttempt: "
+                             "2\nZerg-Run: run1\n\n");
+    free(msg);
+    struct found_log l = {0};
+    assert_int_equal(w->ops->merged(w, collect, &l, &err), 0);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.tasks[0], "T1");
+    assert_string_equal(l.tasks[2], "T3");
+    assert_int_equal(l.attempts[2], 2);
+    /* Merged now (here as the very same commit: it was made on the tip),
+     * so no longer pending. */
+    struct found_log h1 = {0};
+    assert_int_equal(w->ops->worker_head(w, 1, collect, &h1, &err),
+                     ZERG_ENOTFOUND);
+    assert_int_equal(h1.n, 0);
+    /* A task that changed nothing: no commit; the head is then the tip's
+     * own squash commit, which is not a pending task. */
+    attempt(w, 2, "T4", 1, NULL, NULL, none);
+    assert_string_equal(none, "");
+    struct found_log h2 = {0};
+    assert_int_equal(w->ops->worker_head(w, 2, collect, &h2, &err),
+                     ZERG_ENOTFOUND);
+    char *paths = NULL;
+    assert_int_equal(w->ops->changed(w, oid[2], NULL, &paths, &err), 0);
+    assert_string_equal(paths, "t3.txt\n");
+    free(paths);
+    w->ops->free(w);
+    /* Reopened for resume, the set is loaded from history. */
+    struct zerg_ws_opts o = opts("run1");
+    o.fresh = 0;
+    w = zerg_ws_open(&o, &err);
+    assert_non_null(w);
+    assert_int_equal(merge(w, 2, "T2", 1, oid[1], &out), ZERG_MERGE_ALREADY);
+    w->ops->free(w);
+}
+
+static void test_conflict_and_keep(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    struct zerg_merge_out out;
+    char a[ZERG_GIT_OID_MAX], b[ZERG_GIT_OID_MAX], tip[ZERG_GIT_OID_MAX];
+    attempt(w, 1, "T1", 1, "a.txt", "one\nTWO-A\nthree\n", a);
+    attempt(w, 2, "T2", 1, "a.txt", "one\nTWO-B\nthree\n", b);
+    assert_int_equal(merge(w, 1, "T1", 1, a, &out), ZERG_MERGE_DONE);
+    tip_of(w, tip);
+    assert_int_equal(merge(w, 2, "T2", 1, b, &out), ZERG_MERGE_CONFLICT);
+    assert_string_equal(out.conflicts, "a.txt\n");
+    assert_string_equal(out.tip, tip);
+    free(out.conflicts);
+    char now[ZERG_GIT_OID_MAX];
+    tip_of(w, now);
+    assert_string_equal(now, tip);
+    assert_int_equal(w->ops->keep(w, "T2", 1, b, &err), 0);
+    char *kept = ZGIT(NULL, "rev-parse", "refs/zerg/F/conflicts/T2/1");
+    chomp(kept);
+    assert_string_equal(kept, b);
+    free(kept);
+    w->ops->free(w);
+}
+
+/* Moves the integration tip once, as if another writer got there first. */
+static void race(struct ws_host *h)
+{
+    ws_merge_race_hook = NULL;
+    char *tip = ZGIT(NULL, "rev-parse", h->ref);
+    chomp(tip);
+    char *blob =
+        zgit_in(NULL, "raced\n",
+                (const char *const[]){"hash-object", "-w", "--stdin", NULL});
+    chomp(blob);
+    char *ls = ZGIT(NULL, "ls-tree", tip);
+    char tree_in[4096];
+    snprintf(tree_in, sizeof tree_in, "%s100644 blob %s\trace.txt\n", ls, blob);
+    char *tree = zgit_in(NULL, tree_in, (const char *const[]){"mktree", NULL});
+    chomp(tree);
+    char *commit = zgit_in(
+        NULL, "raced\n",
+        (const char *const[]){"commit-tree", tree, "-p", tip, "-F", "-", NULL});
+    chomp(commit);
+    free(ZGIT(NULL, "update-ref", h->ref, commit, tip));
+    free(tip), free(blob), free(ls), free(tree), free(commit);
+}
+
+static void test_compare_and_swap(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    struct zerg_merge_out out;
+    char a[ZERG_GIT_OID_MAX], tip[ZERG_GIT_OID_MAX];
+    attempt(w, 1, "T1", 1, "t1.txt", "1\n", a);
+    ws_merge_race_hook = race;
+    assert_int_equal(merge(w, 1, "T1", 1, a, &out), ZERG_MERGE_DONE);
+    assert_null(ws_merge_race_hook); /* the race happened */
+    tip_of(w, tip);
+    char *files = ZGIT(NULL, "ls-tree", "-r", "--name-only", tip);
+    assert_true(tu_contains(files, "race.txt"));
+    assert_true(tu_contains(files, "t1.txt"));
+    free(files);
+    char parent[80];
+    snprintf(parent, sizeof parent, "%s^", tip);
+    char *msg = ZGIT(NULL, "log", "-1", "--format=%s", parent);
+    assert_string_equal(msg, "raced\n");
+    free(msg);
+    w->ops->free(w);
+}
+
+static void test_prepare_saves_leftovers(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    char wt[PATH_MAX], tip[ZERG_GIT_OID_MAX], patch[PATH_MAX];
+    char path[PATH_MAX * 2];
+    assert_int_equal(w->ops->worktree(w, 1, wt, sizeof wt, NULL, 0, &err), 0);
+    tip_of(w, tip);
+    assert_int_equal(zerg_ws_attempt_prepare(&G, wt, tip, logs, "T9", 1, patch,
+                                             sizeof patch, &err),
+                     0);
+    assert_string_equal(patch, "");
+    assert_int_equal(zerg_ws_save_patch(&G, wt, "/nonexistent/x", &err), 0);
+    snprintf(path, sizeof path, "%s/info/exclude", G.common_dir);
+    char *ex = tu_read(path);
+    char more[8192];
+    snprintf(more, sizeof more, "%s*.cache\n", ex);
+    free(ex);
+    tu_write(G.common_dir, "info/exclude", more);
+    tu_write(wt, "a.txt", "one\nchanged\nthree\n");
+    tu_write(wt, "new.txt", "untracked\n");
+    tu_write(wt, "build.cache", "keep me\n");
+    assert_int_equal(zerg_ws_attempt_prepare(&G, wt, tip, logs, "T9", 2, patch,
+                                             sizeof patch, &err),
+                     0);
+    snprintf(path, sizeof path, "%s/tasks/T9/attempt-1.patch", logs);
+    assert_string_equal(patch, path);
+    char *text = tu_read(patch);
+    assert_true(tu_contains(text, "+changed"));
+    assert_true(tu_contains(text, "new.txt"));
+    assert_null(strstr(text, "build.cache"));
+    free(text);
+    char *st = ZGIT(wt, "status", "--porcelain");
+    assert_string_equal(st, "");
+    free(st);
+    snprintf(path, sizeof path, "%s/build.cache", wt);
+    assert_true(exists(path));
+    free(ZGIT(wt, "apply", "--check", patch));
+    w->ops->free(w);
+}
+
+/* ---- planted commands ------------------------------------------------ */
+
+static char marks[PATH_MAX + 16];
+
+/* A script that leaves a marker named by its argument, then upper-cases
+ * stdin to stdout (a filter's effect would show in the content). */
+static void plant(void)
+{
+    char evil[PATH_MAX], text[PATH_MAX * 16], hooks[PATH_MAX];
+    snprintf(marks, sizeof marks, "%s/marks", tmp);
+    mkdir(marks, 0755);
+    snprintf(evil, sizeof evil, "%s/evil.sh", tmp);
+    snprintf(text, sizeof text, "#!/bin/sh\ntouch \"%s/$1\"\nexec tr a-z A-Z\n",
+             marks);
+    tu_write(tmp, "evil.sh", text);
+    chmod(evil, 0755);
+    snprintf(hooks, sizeof hooks, "%s/evilhooks", tmp);
+    const char *names[] = {
+        "pre-commit",  "post-checkout", "reference-transaction",
+        "post-commit", "post-merge",    "post-rewrite",
+        "pre-auto-gc"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char rel[64], hook[PATH_MAX * 3];
+        snprintf(rel, sizeof rel, "evilhooks/%s", names[i]);
+        snprintf(text, sizeof text, "#!/bin/sh\n%s hook-%s </dev/null\n", evil,
+                 names[i]);
+        tu_write(tmp, rel, text);
+        snprintf(hook, sizeof hook, "%s/%s", hooks, names[i]);
+        chmod(hook, 0755);
+    }
+    snprintf(text, sizeof text, "[core]\n\tfsmonitor = %s fsmonitor-inc\n",
+             evil);
+    tu_write(tmp, "inc.cfg", text);
+    char cfg[PATH_MAX * 2];
+    snprintf(cfg, sizeof cfg, "%s/config", G.common_dir);
+    char *old = tu_read(cfg);
+    snprintf(text, sizeof text,
+             "%s[core]\n\tfsmonitor = %s fsmonitor\n\thooksPath = %s\n"
+             "[filter \"evil\"]\n\tclean = %s clean\n\tsmudge = %s smudge\n"
+             "\trequired = true\n[merge \"evil\"]\n\tdriver = %s merge\n"
+             "[diff \"evil\"]\n\ttextconv = %s textconv\n"
+             "\tcommand = %s diffcmd\n[include]\n\tpath = %s/inc.cfg\n",
+             old, evil, hooks, evil, evil, evil, evil, evil, tmp);
+    free(old);
+    tu_write(G.common_dir, "config", text);
+    /* merge-tree reads attributes from the main work tree and from here,
+     * not from the commits it merges. */
+    tu_write(G.common_dir, "info/attributes",
+             "* filter=evil merge=evil diff=evil\n");
+}
+
+static void assert_no_marks(const char *when)
+{
+    if (tu_count_entries(marks) != 0)
+        fail_msg("a planted command ran (%s)", when);
+}
+
+static void test_planted_commands(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    struct zerg_merge_out out;
+    char a[ZERG_GIT_OID_MAX], b[ZERG_GIT_OID_MAX], c[ZERG_GIT_OID_MAX];
+    char wt[PATH_MAX], tip[ZERG_GIT_OID_MAX];
+    plant();
+    /* The check itself is real: the planted config does run when zerg's
+     * overrides are not there. */
+    assert_int_equal(w->ops->worktree(w, 1, wt, sizeof wt, NULL, 0, &err), 0);
+    attempt(w, 1, "T1", 1, ".gitattributes",
+            "* filter=evil merge=evil diff=evil\n", a);
+    tu_write(wt, "x.txt", "alpha\nbeta\ngamma\ndelta\nepsilon\n");
+    char *msg = zerg_ws_commit_message(1, "x", "T1", 1, "run1");
+    char first[ZERG_GIT_OID_MAX];
+    snprintf(first, sizeof first, "%s", a);
+    assert_int_equal(zerg_ws_attempt_commit(&G, wt, first, msg, a, &err), 0);
+    free(msg);
+    assert_int_equal(merge(w, 1, "T1", 1, a, &out), ZERG_MERGE_DONE);
+    assert_no_marks("first merge");
+    attempt(w, 1, "T2", 1, "x.txt", "ALPHA-2\nbeta\ngamma\ndelta\nepsilon\n",
+            b);
+    attempt(w, 2, "T3", 1, "x.txt", "alpha\nbeta\ngamma\ndelta\nepsilon-3\n",
+            c);
+    assert_int_equal(merge(w, 1, "T2", 1, b, &out), ZERG_MERGE_DONE);
+    assert_int_equal(merge(w, 2, "T3", 1, c, &out), ZERG_MERGE_DONE);
+    assert_no_marks("merges");
+    tip_of(w, tip);
+    char spec[128];
+    snprintf(spec, sizeof spec, "%s:x.txt", tip);
+    char *blob = ZGIT(NULL, "cat-file", "blob", spec);
+    assert_string_equal(blob, "ALPHA-2\nbeta\ngamma\ndelta\nepsilon-3\n");
+    free(blob);
+    char *paths = NULL;
+    assert_int_equal(w->ops->changed(w, c, NULL, &paths, &err), 0);
+    assert_string_equal(paths, "x.txt\n");
+    free(paths);
+    tu_write(wt, "x.txt", "dirty\n");
+    char patch[PATH_MAX * 2];
+    snprintf(patch, sizeof patch, "%s/p.patch", tmp);
+    assert_int_equal(zerg_ws_save_patch(&G, wt, patch, &err), 1);
+    char *ptext = tu_read(patch);
+    assert_true(tu_contains(ptext, "+dirty"));
+    free(ptext);
+    char gate[PATH_MAX];
+    assert_int_equal(w->ops->gate_tree(w, gate, sizeof gate, &err), 0);
+    assert_int_equal(w->ops->gate_tree(w, gate, sizeof gate, &err), 0);
+    char gx[PATH_MAX * 2];
+    snprintf(gx, sizeof gx, "%s/x.txt", gate);
+    char *checked = tu_read(gx);
+    assert_string_equal(checked, "ALPHA-2\nbeta\ngamma\ndelta\nepsilon-3\n");
+    free(checked);
+    char leftover[PATH_MAX];
+    assert_int_equal(zerg_ws_attempt_prepare(&G, wt, tip, logs, "T4", 1,
+                                             leftover, sizeof leftover, &err),
+                     0);
+    assert_true(leftover[0] != '\0');
+    assert_no_marks("prepare, changed, patches, gate");
+    w->ops->free(w);
+    assert_true(zerg_ws_cleanup(repo, "F", logs, 1, 0, NULL, NULL, &err) > 0);
+    assert_no_marks("cleanup");
+    /* Without zerg's overrides the plant is live: the test can fail. */
+    const char *argv[] = {"git", "-C", repo, "status", "--short", NULL};
+    pid_t pid;
+    int st;
+    tu_write(repo, "a.txt", "touched\n");
+    assert_int_equal(
+        posix_spawnp(&pid, "git", NULL, NULL, (char *const *)argv, environ), 0);
+    waitpid(pid, &st, 0);
+    assert_true(tu_count_entries(marks) > 0);
+}
+
+/* ---- bad inputs --------------------------------------------------------- */
+
+static void expect_open_fails(struct zerg_ws_opts o, int code, const char *text)
+{
+    memset(&err, 0, sizeof err);
+    struct zerg_workspace *w = zerg_ws_open(&o, &err);
+    assert_null(w);
+    assert_int_equal(err.code, code);
+    if (!tu_contains(err.msg, text))
+        fail_msg("message: %s", err.msg);
+}
+
+static void test_bad_inputs(void **state)
+{
+    struct zerg_ws_opts o = opts("run1");
+    char dir[PATH_MAX * 2];
+    snprintf(dir, sizeof dir, "%s/plain", tmp);
+    mkdir(dir, 0755);
+    o.project = dir;
+    expect_open_fails(o, ZERG_EGIT_NOREPO, "is not a git repository");
+    snprintf(dir, sizeof dir, "%s/unborn", tmp);
+    mkdir(dir, 0755);
+    PLAIN(dir, "init", "-q");
+    o.project = dir;
+    expect_open_fails(o, ZERG_EGIT_NOREPO, "no commit");
+    o = opts("run1");
+    o.base = "no-such-branch";
+    expect_open_fails(o, ZERG_EINVAL_INPUT, "no-such-branch");
+    o = opts("run1");
+    o.feature = "a..b";
+    expect_open_fails(o, ZERG_EINVAL_INPUT, "a..b");
+    PLAIN(repo, "branch", "zerg");
+    expect_open_fails(opts("run1"), ZERG_EINVAL_INPUT, "refs/heads/zerg");
+    PLAIN(repo, "branch", "-D", "zerg");
+    /* An old git first on PATH. */
+    char *path = strdup(getenv("PATH"));
+    char fake[PATH_MAX * 2], newpath[PATH_MAX * 4];
+    tu_write(tmp, "fakebin/git", "#!/bin/sh\necho 'git version 2.20.0'\n");
+    snprintf(fake, sizeof fake, "%s/fakebin/git", tmp);
+    chmod(fake, 0755);
+    snprintf(newpath, sizeof newpath, "%s/fakebin:%s", tmp, path);
+    setenv("PATH", newpath, 1);
+    expect_open_fails(opts("run1"), ZERG_EGIT_OLD,
+                      "git 2.38 or newer is needed (found 2.20");
+    assert_int_equal(zerg_ws_auto_applies(repo), 0);
+    setenv("PATH", path, 1);
+    free(path);
+    assert_int_equal(zerg_ws_auto_applies(repo), 1);
+    assert_int_equal(zerg_ws_auto_applies(dir), 0);
+}
+
+static void test_rename_old_integration(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    struct zerg_merge_out out;
+    char a[ZERG_GIT_OID_MAX], old_tip[ZERG_GIT_OID_MAX];
+    attempt(w, 1, "T1", 1, "t1.txt", "1\n", a);
+    assert_int_equal(merge(w, 1, "T1", 1, a, &out), ZERG_MERGE_DONE);
+    tip_of(w, old_tip);
+    char base[ZERG_GIT_OID_MAX];
+    snprintf(base, sizeof base, "%s", w->base);
+    w->ops->free(w);
+    w = open_ws("run2");
+    assert_string_equal(w->renamed, "zerg/F/integration.run1");
+    char *kept = ZGIT(NULL, "rev-parse", "refs/heads/zerg/F/integration.run1");
+    chomp(kept);
+    assert_string_equal(kept, old_tip);
+    free(kept);
+    char tip[ZERG_GIT_OID_MAX];
+    tip_of(w, tip);
+    assert_string_equal(tip, base);
+    w->ops->free(w);
+    /* Resume keeps the recorded base even when HEAD moved on. */
+    PLAIN(repo, "commit", "-q", "--allow-empty", "-m", "moved");
+    struct zerg_ws_opts o = opts("run2");
+    o.fresh = 0;
+    o.recorded_base = base;
+    w = zerg_ws_open(&o, &err);
+    assert_non_null(w);
+    assert_string_equal(w->base, base);
+    w->ops->free(w);
+}
+
+struct said {
+    int n;
+    char text[4096];
+};
+
+static void say(void *ud, const char *line)
+{
+    struct said *s = ud;
+    s->n++;
+    size_t off = strlen(s->text);
+    snprintf(s->text + off, sizeof s->text - off, "%s\n", line);
+}
+
+static void test_cleanup(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    char wt[PATH_MAX], gate[PATH_MAX], dir[PATH_MAX * 2];
+    assert_int_equal(w->ops->worktree(w, 1, wt, sizeof wt, NULL, 0, &err), 0);
+    assert_int_equal(w->ops->gate_tree(w, gate, sizeof gate, &err), 0);
+    w->ops->free(w);
+    tu_write(wt, "unsaved.txt", "work\n");
+    struct said s = {0};
+    int n = zerg_ws_cleanup(repo, "F", logs, 0, 1, say, &s, &err);
+    assert_true(n >= 5); /* 3 worktrees, 2 worker branches */
+    assert_int_equal(n, s.n);
+    assert_true(tu_contains(s.text, "Would remove worktree"));
+    assert_true(exists(wt));
+    struct said s2 = {0};
+    n = zerg_ws_cleanup(repo, "F", logs, 0, 0, say, &s2, &err);
+    assert_int_equal(n, s2.n);
+    assert_true(n >= 5);
+    assert_false(exists(wt));
+    snprintf(dir, sizeof dir, "%s/worktrees", logs);
+    assert_int_equal(tu_count_entries(dir), 1);
+    char *list = ZGIT(NULL, "worktree", "list", "--porcelain");
+    assert_null(strstr(list, ".zerg-worktrees"));
+    free(list);
+    char *refs = ZGIT(NULL, "for-each-ref", "--format=%(refname)");
+    assert_null(strstr(refs, "worker-"));
+    assert_true(tu_contains(refs, "refs/heads/zerg/F/integration"));
+    free(refs);
+    struct zerg_ws_info info;
+    assert_int_equal(zerg_ws_describe(repo, "F", NULL, &info, &err), 0);
+    assert_int_equal(info.exists, 1);
+    assert_int_equal(info.nworktrees, 0);
+    assert_true(zerg_ws_cleanup(repo, "F", logs, 1, 0, NULL, NULL, &err) > 0);
+    refs = ZGIT(NULL, "for-each-ref", "--format=%(refname)");
+    assert_null(strstr(refs, "zerg/F"));
+    free(refs);
+}
+
+static void test_describe_and_monorepo(void **state)
+{
+    char project[PATH_MAX * 2];
+    snprintf(project, sizeof project, "%s/sub/proj", repo);
+    struct zerg_ws_opts o = opts("run1");
+    o.project = project;
+    struct zerg_workspace *w = zerg_ws_open(&o, &err);
+    assert_non_null(w);
+    char wt[PATH_MAX], cwd[PATH_MAX], want[PATH_MAX * 2];
+    assert_int_equal(
+        w->ops->worktree(w, 1, wt, sizeof wt, cwd, sizeof cwd, &err), 0);
+    snprintf(want, sizeof want, "%s/sub/proj", wt);
+    assert_string_equal(cwd, want);
+    snprintf(want, sizeof want, "%s/p.txt", cwd);
+    assert_true(exists(want));
+    tu_write(wt, "dirty.txt", "x\n");
+    struct zerg_ws_info info;
+    assert_int_equal(zerg_ws_describe(project, "F", NULL, &info, &err), 0);
+    assert_int_equal(info.exists, 1);
+    assert_int_equal(info.commits, 0);
+    assert_int_equal(info.nworktrees, 2);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(info.wt[i].dirty, info.wt[i].slot == 1);
+    w->ops->free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_open_fresh, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_three_tasks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conflict_and_keep, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_compare_and_swap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prepare_saves_leftovers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_planted_commands, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rename_old_integration, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_cleanup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_describe_and_monorepo, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
