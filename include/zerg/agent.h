@@ -1,0 +1,190 @@
+/* agent.h - what an agent executor reports, and why an attempt failed.
+ *
+ * Two pure pieces for agent executors (DESIGN §14), with no process
+ * plumbing in them, so the worker and the orchestrator share one reading
+ * of the Claude Code CLI's output and one failure taxonomy:
+ *
+ *   stream  - one line of `claude --print --output-format stream-json
+ *             --verbose` becomes a struct zerg_agent_event; a
+ *             zerg_agent_summary folds a whole run's lines into what the
+ *             attempt records (outcome, session, cost, tokens, the error
+ *             the CLI gave, a usage-limit reset time).
+ *   failure - the failure classes (task, timeout, crash, conflict,
+ *             environment, rate_limit) and zerg_failure_classify, which
+ *             turns a failed stage's exit status and output into a class,
+ *             a one-line reason and, for `environment`, the fix.
+ *
+ * Every field and pattern is what Claude Code 2.1.332 was measured to print
+ * (docs/wiki/Agents.md, "What Claude Code reports"; the lines themselves are
+ * in tests/fixtures/claude/).  Nothing here allocates except the text of
+ * an event, released by zerg_agent_event_close. */
+#ifndef ZERG_AGENT_H
+#define ZERG_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- stream-json events ------------------------------------------- */
+
+/* Lines longer than this are not parsed (they are ZERG_AGENT_EV_OTHER).
+ * The measured lines are 0.3-7 KB; a user event echoing a large file the
+ * agent wrote can be far longer and carries nothing this layer reads. */
+#define ZERG_AGENT_LINE_MAX (1024 * 1024)
+/* Longest text kept from a result or an assistant error message. */
+#define ZERG_AGENT_TEXT_MAX 4096
+
+enum zerg_agent_event_type {
+    ZERG_AGENT_EV_OTHER,      /* malformed, over-long, or an unknown type */
+    ZERG_AGENT_EV_SYSTEM,     /* "system": subtype "init", "api_retry" */
+    ZERG_AGENT_EV_ASSISTANT,  /* one model message (text, tool_use) */
+    ZERG_AGENT_EV_USER,       /* tool results going back to the model */
+    ZERG_AGENT_EV_RESULT,     /* the last line of a run */
+    ZERG_AGENT_EV_RATE_LIMIT, /* "rate_limit_event" (subscription limits) */
+};
+
+struct zerg_agent_usage {
+    int64_t input_tokens;
+    int64_t output_tokens;
+    int64_t cache_read_tokens;     /* usage.cache_read_input_tokens */
+    int64_t cache_creation_tokens; /* usage.cache_creation_input_tokens */
+};
+
+/* One parsed line.  Fields an event type does not have stay 0 / "". */
+struct zerg_agent_event {
+    enum zerg_agent_event_type type;
+    char subtype[32];    /* system: "init", "api_retry"; result: "success",
+                            "error_max_turns", ... (see is_error) */
+    char session_id[64]; /* every event of the CLI carries it */
+    /* result.  Note: a failed run says subtype "success" with is_error
+     * true (measured: not logged in, 429, 529), so read is_error. */
+    int is_error;
+    char *text; /* result: "result"; assistant with error: its first text
+                   block ("Not logged in · Please run /login"); else NULL.
+                   Owned, at most ZERG_AGENT_TEXT_MAX bytes. */
+    double total_cost_usd;
+    struct zerg_agent_usage usage;
+    int64_t num_turns;
+    int64_t duration_ms;
+    char terminal_reason[32]; /* result: "completed", "api_error", ... */
+    int api_error_status;     /* result/assistant: HTTP status, 0 if null */
+    /* assistant: "error" ("authentication_failed", "rate_limit",
+     * "server_error"); system api_retry: its "error" ("rate_limit",
+     * "overloaded", "unknown"). */
+    char error[48];
+    /* system api_retry: the CLI's own retry of one API request. */
+    int retry_attempt;
+    int retry_max;
+    int64_t retry_delay_ms;
+    int retry_status; /* error_status: 429, 529, 0 when null (timeout) */
+    /* rate_limit_event: rate_limit_info. */
+    char rate_limit_status[16]; /* "allowed", "rejected", ... */
+    char rate_limit_type[32];   /* "five_hour", "seven_day", ... */
+    int64_t resets_at_s;        /* resetsAt, wall seconds; 0 if absent */
+};
+
+/* Parses one line (without or with its trailing newline) into *ev, which
+ * is overwritten without being closed first.  Never fails: a line that is
+ * not a JSON object with a known "type", is longer than
+ * ZERG_AGENT_LINE_MAX or cannot be parsed for want of memory gives
+ * ZERG_AGENT_EV_OTHER.  Returns ev->type. */
+enum zerg_agent_event_type zerg_agent_event_parse(const char *line, size_t len,
+                                                  struct zerg_agent_event *ev);
+
+/* Frees ev->text and zeroes *ev; safe on a zeroed or closed event. */
+void zerg_agent_event_close(struct zerg_agent_event *ev);
+
+/* "system", "assistant", "user", "result", "rate_limit_event", "other". */
+const char *zerg_agent_event_type_name(enum zerg_agent_event_type t);
+
+/* ---- a whole run -------------------------------------------------- */
+
+/* What a run's lines add up to.  Caller-allocated: _init, _feed each
+ * line, _close. */
+struct zerg_agent_summary {
+    int64_t events;                 /* lines that parsed as a known event */
+    int64_t api_retries;            /* system api_retry lines */
+    int has_result;                 /* a result line was seen */
+    struct zerg_agent_event result; /* the last result line (owned) */
+    char session_id[64];            /* from the first event that has one */
+    char agent_error[48];           /* the last assistant "error", "" if none */
+    int api_error_status; /* the last non-zero one of assistant/result */
+    /* The reset time of the last rejected rate_limit_event, wall
+     * seconds, 0 when none: the CLI's "You've hit your 5-hour limit ·
+     * resets 12:13pm (UTC)" comes with resetsAt in this event. */
+    int64_t resets_at_s;
+};
+
+void zerg_agent_summary_init(struct zerg_agent_summary *s);
+/* Parses one line and folds it in; returns its event type, so a caller
+ * can count every known event as progress. */
+enum zerg_agent_event_type zerg_agent_summary_feed(struct zerg_agent_summary *s,
+                                                   const char *line,
+                                                   size_t len);
+/* Feeds every line of text (a log tail; a partial first line is just
+ * OTHER). */
+void zerg_agent_summary_feed_text(struct zerg_agent_summary *s,
+                                  const char *text, size_t len);
+void zerg_agent_summary_close(struct zerg_agent_summary *s);
+
+/* ---- failure classes ---------------------------------------------- */
+
+/* One taxonomy for spawn, worker and task failures (DESIGN §14), in
+ * data.class of the log events and given to the retry policy. */
+enum zerg_failure_class {
+    ZERG_FAILURE_TASK,        /* the work failed: exit code, verification */
+    ZERG_FAILURE_TIMEOUT,     /* a stage ran past its timeout */
+    ZERG_FAILURE_CRASH,       /* a process died of a signal */
+    ZERG_FAILURE_CONFLICT,    /* the work conflicts with merged work (§13) */
+    ZERG_FAILURE_ENVIRONMENT, /* executor missing, not logged in, root */
+    ZERG_FAILURE_RATE_LIMIT,  /* 429, usage limit, 529 overloaded */
+};
+#define ZERG_FAILURE_CLASS_COUNT 6
+
+/* "task", "timeout", "crash", "conflict", "environment", "rate_limit";
+ * NULL for a value out of range. */
+const char *zerg_failure_class_name(enum zerg_failure_class c);
+/* The class named name; -EINVAL (and *out untouched) for another name. */
+int zerg_failure_class_parse(const char *name, enum zerg_failure_class *out);
+
+enum zerg_failure_stage {
+    ZERG_STAGE_COMMAND,      /* the task's command or the executor */
+    ZERG_STAGE_VERIFICATION, /* verification.command */
+    ZERG_STAGE_SETUP,        /* workspace and log set-up before both */
+};
+const char *zerg_failure_stage_name(enum zerg_failure_stage s);
+/* "command" / "verification" / "setup" (struct zerg_result's stage). */
+int zerg_failure_stage_parse(const char *name, enum zerg_failure_stage *out);
+
+/* What is known about a failed stage.  Zero-initialise and fill what is
+ * known: every pointer may be NULL. */
+struct zerg_failure_in {
+    enum zerg_failure_stage stage;
+    int exit_code;        /* the exit status; ignored when signal != 0 */
+    int signal;           /* the signal that ended it, 0 if it exited */
+    int timed_out;        /* it was stopped for running past its timeout */
+    int exec_failed;      /* it could not be executed at all (spawn ENOENT or
+                             EACCES); exit 127/126 of the executor count too */
+    int is_executor;      /* the command stage ran the configured executor
+                             (no `command` in the task); only then do exit
+                             127/126 and the agent's messages say environment */
+    int conflict;         /* the merge after the attempt found conflicts */
+    const char *executor; /* argv[0] of the executor, for the reason */
+    /* The run's events as the worker read them, or NULL: then the
+     * classifier folds output_tail itself. */
+    const struct zerg_agent_summary *agent;
+    const char *output_tail; /* the last lines of stdout+stderr */
+};
+
+struct zerg_failure_out {
+    enum zerg_failure_class cls;
+    char reason[256];   /* one line: "Not logged in · Please run /login" */
+    char fix[256];      /* environment: what the user must do; else "" */
+    int64_t reset_at_s; /* rate_limit: when the limit resets (wall
+                           seconds) if the output says, else 0 */
+};
+
+/* Decides the class of a failed stage; fills every field of *out. */
+void zerg_failure_classify(const struct zerg_failure_in *in,
+                           struct zerg_failure_out *out);
+
+#endif

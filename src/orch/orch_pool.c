@@ -1,0 +1,132 @@
+/* orch_pool.c - what an agent executor's failures and spend do to the
+ * whole pool (DESIGN §14), as opposed to one task:
+ *
+ *   environment  the executor is missing, not logged in, refused as root:
+ *                every task would fail the same way, so the rush stops
+ *                at once with the fix, and nothing is charged to the task;
+ *   rate_limit   the API said 429 / overloaded / a usage limit: the pool
+ *                pauses (no new claims; running tasks go on) until the
+ *                reset time the CLI gave or a growing backoff, then
+ *                resumes (pool_pause, pool_resume); nothing is charged;
+ *   spend        rush.max_cost_usd: once the recorded spend reaches it no
+ *                new task is claimed (budget_exhausted); the rush ends
+ *                when the running ones finish, resumable.
+ *
+ * The pause is a two-state table: RUNNING -> PAUSED (a rate limit) ->
+ * RUNNING (the wait is over). */
+#include "orch_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define RATE_BACKOFF_FIRST_NS (30 * ZERG_NS_PER_S)
+#define RATE_BACKOFF_MAX_NS (15 * 60 * ZERG_NS_PER_S)
+#define RATE_WAIT_MAX_NS (6 * 3600 * ZERG_NS_PER_S)
+
+/* ---- spend -------------------------------------------------------------- */
+
+void orch_pool_add_cost(struct zerg_orch *o, size_t t,
+                        const struct zerg_result *r)
+{
+    struct zerg_task_state *st = orch_ts(o, t);
+    if (r->cost_usd > 0)
+        st->cost_usd += r->cost_usd;
+    st->input_tokens += r->input_tokens;
+    st->output_tokens += r->output_tokens;
+    if (r->session_id[0])
+        snprintf(st->session_id, sizeof st->session_id, "%s", r->session_id);
+    double cap = o->cfg->rush_max_cost_usd, spent = zerg_state_cost_usd(o->s);
+    if (cap <= 0 || o->budget_exhausted || spent < cap)
+        return;
+    o->budget_exhausted = 1;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "cost_usd", spent);
+    zerg_json_set_num(data, "max_cost_usd", cap);
+    zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "budget_exhausted",
+                   NULL, data,
+                   "Spent $%.2f of rush.max_cost_usd $%.2f: no new task is "
+                   "claimed; running ones finish",
+                   spent, cap);
+}
+
+/* ---- environment -------------------------------------------------------- */
+
+static void environment_stop(struct zerg_orch *o, size_t t,
+                             const struct zerg_result *r, int64_t now)
+{
+    orch_requeue(o, t, "environment");
+    if (o->failed_run)
+        return;
+    snprintf(o->run_error, sizeof o->run_error,
+             "task %s cannot run here: %.200s%s%.200s", r->task,
+             r->error[0] ? r->error : "the executor failed",
+             r->fix[0] ? ". Fix: " : "", r->fix);
+    o->failed_run = 1;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_str(data, "class", "environment");
+    zerg_json_set_str(data, "fix", r->fix);
+    zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_ERROR, "task_failed",
+                   r->task, data, "Task %s: %s (environment; no retry charged)",
+                   r->task, o->run_error);
+    zerg_orch_request_stop(o, 0, now);
+}
+
+/* ---- the pause ---------------------------------------------------------- */
+
+static void pool_pause(struct zerg_orch *o, const struct zerg_result *r,
+                       int64_t now)
+{
+    int64_t wait = RATE_BACKOFF_FIRST_NS << (o->rate_limits < 5 ? o->rate_limits
+                                                                : 5);
+    if (wait > RATE_BACKOFF_MAX_NS)
+        wait = RATE_BACKOFF_MAX_NS;
+    int64_t wall_s = orch_wall_ns(o) / ZERG_NS_PER_S;
+    if (r->reset_at_s > wall_s)
+        wait = (r->reset_at_s - wall_s + 1) * ZERG_NS_PER_S;
+    if (wait > RATE_WAIT_MAX_NS)
+        wait = RATE_WAIT_MAX_NS;
+    o->rate_limits++;
+    if (o->pool_paused_until_mono_ns > now + wait)
+        return; /* already paused for longer */
+    o->pool_paused_until_mono_ns = now + wait;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_str(data, "reason", r->error);
+    zerg_json_set_num(data, "wait", ORCH_SEC(wait));
+    if (r->reset_at_s)
+        zerg_json_set_num(data, "reset_at_s", (double)r->reset_at_s);
+    zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_WARN, "pool_pause", r->task,
+                   data,
+                   "Rate limited (%s): no new claims for %.0fs; running tasks "
+                   "go on",
+                   r->error[0] ? r->error : "rate limit", ORCH_SEC(wait));
+}
+
+int orch_pool_failure(struct zerg_orch *o, size_t t,
+                      const struct zerg_result *r, int64_t now)
+{
+    if (!strcmp(r->cls, "environment")) {
+        environment_stop(o, t, r, now);
+        return 1;
+    }
+    if (!strcmp(r->cls, "rate_limit")) {
+        pool_pause(o, r, now);
+        orch_requeue(o, t, "rate_limit");
+        return 1;
+    }
+    return 0;
+}
+
+int orch_pool_closed(struct zerg_orch *o, int64_t now, int64_t *wake)
+{
+    if (o->pool_paused_until_mono_ns) {
+        if (now < o->pool_paused_until_mono_ns) {
+            if (o->pool_paused_until_mono_ns < *wake)
+                *wake = o->pool_paused_until_mono_ns;
+            return 1;
+        }
+        o->pool_paused_until_mono_ns = 0;
+        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "pool_resume",
+                       NULL, NULL, "Rate limit wait over: claiming again");
+    }
+    return o->budget_exhausted;
+}

@@ -1,0 +1,140 @@
+/* worker_agent.c - what an attempt of an agent executor needs around its
+ * command stage (DESIGN §14): the prompt (with what went wrong last time
+ * for a retry) saved beside the attempt's log, the executor's argv by
+ * executor.kind, and afterwards the reading of its stream-json output
+ * (session, cost, tokens) and the failure class of a failed stage.  The
+ * parsing and the taxonomy are src/agent/; this file only feeds them. */
+#include "worker_agent.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "zerg/agent.h"
+#include "zerg/fsio.h"
+
+#define TAIL_LINES 30
+#define SCAN_BYTES (512 * 1024) /* the end of a log read for the result */
+
+char *wk_agent_prompt(const struct worker *w, const struct zerg_task *t,
+                      const struct zerg_assign *a, const char *log_dir)
+{
+    struct zerg_prompt_retry retry = {0};
+    char prev[PATH_MAX], tail[4096] = "";
+    if (a->attempt > 1) {
+        retry.attempt = a->attempt - 1;
+        retry.cls = a->last_class;
+        retry.error = a->last_error;
+        retry.conflicts = a->last_conflicts;
+        if (zerg_fsio_path(prev, sizeof prev, "%s/attempt-%d.log", log_dir,
+                           a->attempt - 1) == 0 &&
+            zerg_fsio_read_tail(prev, TAIL_LINES, tail, sizeof tail) == 0)
+            retry.output_tail = tail;
+    }
+    return zerg_worker_prompt(t, w->o->feature, &retry);
+}
+
+void wk_agent_save_prompt(const char *log_dir, int attempt, const char *prompt)
+{
+    char path[PATH_MAX];
+    if (zerg_fsio_path(path, sizeof path, "%s/attempt-%d.prompt", log_dir,
+                       attempt) == 0)
+        zerg_fsio_write_atomic(path, prompt, strlen(prompt), ZERG_FSIO_NOSYNC,
+                               NULL);
+}
+
+char **wk_agent_argv(const struct worker *w, const char *prompt)
+{
+    if (w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE)
+        return zerg_worker_claude_argv(&w->cfg, prompt);
+    return zerg_worker_executor_argv(&w->cfg.executor, prompt);
+}
+
+/* The end of the attempt's log (malloc'd), or NULL. */
+static char *read_end(int fd, size_t *len)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return NULL;
+    off_t from = st.st_size > SCAN_BYTES ? st.st_size - SCAN_BYTES : 0;
+    size_t want = (size_t)(st.st_size - from);
+    char *buf = malloc(want + 1);
+    ssize_t got = buf ? pread(fd, buf, want, from) : -1;
+    if (got < 0) {
+        free(buf);
+        return NULL;
+    }
+    buf[got] = '\0';
+    *len = (size_t)got;
+    return buf;
+}
+
+/* The last lines of text, for the classifier (points into text). */
+static const char *last_lines(const char *text, size_t len, int lines)
+{
+    const char *p = text + len;
+    while (p > text && lines > 0)
+        if (*--p == '\n')
+            lines--;
+    return p == text ? p : p + 1;
+}
+
+static void record_run(const struct zerg_agent_summary *s,
+                       struct zerg_result *r)
+{
+    snprintf(r->session_id, sizeof r->session_id, "%s", s->session_id);
+    if (!s->has_result)
+        return;
+    const struct zerg_agent_event *e = &s->result;
+    r->cost_usd = e->total_cost_usd > 0 ? e->total_cost_usd : 0;
+    r->input_tokens = e->usage.input_tokens;
+    r->output_tokens = e->usage.output_tokens;
+    r->num_turns = e->num_turns;
+}
+
+static void classify(const struct worker *w, const struct zerg_agent_summary *s,
+                     const char *tail, int is_executor, struct zerg_result *r)
+{
+    struct zerg_failure_in in = {
+        .exit_code = r->exit_code,
+        .signal = r->timed_out ? 0 : r->signal,
+        .timed_out = r->timed_out,
+        .is_executor = is_executor,
+        .executor = w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE
+                        ? w->cfg.executor_claude
+                        : (w->cfg.executor.n ? w->cfg.executor.v[0] : NULL),
+        .agent = is_executor ? s : NULL,
+        .output_tail = tail,
+    };
+    zerg_failure_stage_parse(r->stage, &in.stage);
+    struct zerg_failure_out out;
+    zerg_failure_classify(&in, &out);
+    snprintf(r->cls, sizeof r->cls, "%s", zerg_failure_class_name(out.cls));
+    snprintf(r->fix, sizeof r->fix, "%s", out.fix);
+    r->reset_at_s = out.reset_at_s;
+    if (out.reason[0] && (out.cls == ZERG_FAILURE_ENVIRONMENT ||
+                          out.cls == ZERG_FAILURE_RATE_LIMIT))
+        snprintf(r->error, sizeof r->error, "%s", out.reason);
+}
+
+void wk_agent_finish(const struct worker *w, int log_fd, int is_executor,
+                     int failed, struct zerg_result *r)
+{
+    struct zerg_agent_summary s;
+    size_t len = 0;
+    char *text = read_end(log_fd, &len);
+    zerg_agent_summary_init(&s);
+    int claude = is_executor && w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE;
+    if (text && claude)
+        zerg_agent_summary_feed_text(&s, text, len);
+    if (claude)
+        record_run(&s, r);
+    if (failed)
+        classify(w, &s, text ? last_lines(text, len, TAIL_LINES) : NULL,
+                 is_executor, r);
+    zerg_agent_summary_close(&s);
+    free(text);
+}

@@ -1,0 +1,25 @@
+/* worker_agent.h - the agent side of an attempt (worker_agent.c), used
+ * by worker_run.c around the command stage. */
+#ifndef ZERG_WORKER_AGENT_H
+#define ZERG_WORKER_AGENT_H
+
+#include "worker_state.h"
+
+/* The prompt of attempt a of t: a retry says what went wrong last time
+ * (the assignment's last_* and the end of the previous attempt's log in
+ * log_dir).  malloc'd, NULL on out-of-memory. */
+char *wk_agent_prompt(const struct worker *w, const struct zerg_task *t,
+                      const struct zerg_assign *a, const char *log_dir);
+/* Saves it as log_dir/attempt-{n}.prompt (best effort). */
+void wk_agent_save_prompt(const char *log_dir, int attempt,
+                          const char *prompt);
+/* The executor's argv for prompt by executor.kind (free with
+ * zerg_worker_argv_free), NULL on out-of-memory or an empty executor. */
+char **wk_agent_argv(const struct worker *w, const char *prompt);
+/* After a stage: a Claude Code run's session, cost and tokens from the
+ * log into r; for a failed stage (failed != 0) its failure class (r->cls,
+ * r->fix, r->reset_at_s; r->error for environment and rate limits). */
+void wk_agent_finish(const struct worker *w, int log_fd, int is_executor,
+                     int failed, struct zerg_result *r);
+
+#endif
