@@ -17,7 +17,9 @@
 # default one).  On CI-like hosts point CONTAINERS_CONF at
 # tests/containers.conf for Podman (see docs/wiki/Container-Mode.md).
 #
-# For an image with real task tools (git, compilers, the Claude CLI), build
+# git is copied in the same way, for worktree isolation.
+#
+# For an image with real task tools (compilers, the Claude CLI), build
 # docker/Containerfile instead; see the comments in it.
 set -eu
 
@@ -89,6 +91,26 @@ for lib in $(echo "$libs" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }
     cp -L "$lib" "$root$lib"
     nlibs=$((nlibs + 1))
 done
+
+# --- git, for worktree isolation: the worker resets its worktree and
+# commits inside the container.  The builtins zerg calls are all in the
+# one binary; it is also its own exec path (/usr/lib/git-core/git). ---
+if git=$(command -v git); then
+    for exe in "$git" /usr/lib/git-core/git; do
+        [ -x "$exe" ] || continue
+        mkdir -p "$root$(dirname "$exe")"
+        cp -L "$exe" "$root$exe"
+        for lib in $(ldd "$exe" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }
+                                        $1 ~ /^\// { print $1 }'); do
+            [ -e "$root$lib" ] && continue
+            mkdir -p "$root$(dirname "$lib")"
+            cp -L "$lib" "$root$lib"
+            nlibs=$((nlibs + 1))
+        done
+    done
+else
+    echo "build-image.sh: warning: no git here; the image cannot run worktree isolation" >&2
+fi
 
 # --- users: root, nobody, and the building user (workers run as the
 # invoking user with --user UID:GID; a passwd entry gives them a name and a

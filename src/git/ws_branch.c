@@ -4,8 +4,9 @@
  * reset to the base on a fresh run when it holds nothing else, and
  * renamed to zerg/{feature}/integration.{old_run_id} on a fresh run when
  * it holds commits outside the base: zerg never deletes work it made.
- * .zerg/ and .zerg-worktrees/ go to $COMMON_DIR/info/exclude (never the
- * user's .gitignore) so `git add -A` in a worktree never commits them. */
+ * .zerg/, .zerg-worktrees/ and .gsd/ go to $COMMON_DIR/info/exclude
+ * (never the user's .gitignore) so `git add -A` in a worktree never
+ * commits them. */
 #include "git/git_internal.h"
 #include "git/ws_internal.h"
 #include "zerg/clock.h"
@@ -167,8 +168,9 @@ int ws_setup_branch(struct ws_host *h, const struct zerg_ws_opts *o,
     return o->fresh ? fresh_over(h, err) : 0;
 }
 
-/* "/<prefix>/.zerg/" with the glob characters of gitignore escaped. */
-static void prefixed_line(const char *prefix, char *buf, size_t n)
+/* "/<prefix>/<name>/" with the glob characters of gitignore escaped. */
+static void prefixed_line(const char *prefix, const char *name, char *buf,
+                          size_t n)
 {
     size_t off = 0;
     buf[off++] = '/';
@@ -177,7 +179,7 @@ static void prefixed_line(const char *prefix, char *buf, size_t n)
             buf[off++] = '\\';
         buf[off++] = *p;
     }
-    snprintf(buf + off, n - off, "/.zerg/");
+    snprintf(buf + off, n - off, "/%s/", name);
 }
 
 static int has_line(const char *text, const char *line)
@@ -233,8 +235,14 @@ int ws_add_excludes(const struct zerg_git *g, struct zerg_err *err)
         old = strdup(""), rc = old ? 0 : -ENOMEM;
     if (rc)
         return rc;
-    prefixed_line(g->prefix, pre, sizeof pre);
-    const char *want[] = {"/.zerg/", "/" WS_DIR "/", g->prefix[0] ? pre : NULL,
+    /* The spec dir too: a container mounts it (read-only) into the
+     * worktree, and an untracked one must neither be cleaned away nor
+     * swept into a task's commit.  A tracked one is not affected. */
+    char gsd[2 * PATH_MAX];
+    prefixed_line(g->prefix, ".zerg", pre, sizeof pre);
+    prefixed_line(g->prefix, ".gsd", gsd, sizeof gsd);
+    const char *want[] = {"/.zerg/", "/" WS_DIR "/", "/.gsd/",
+                          g->prefix[0] ? pre : NULL, g->prefix[0] ? gsd : NULL,
                           NULL};
     rc = write_excludes(path, old, want, err);
     free(old);
