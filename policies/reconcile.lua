@@ -5,14 +5,19 @@
 --   level}
 --
 -- snapshot (built by the orchestrator; times are monotonic seconds):
---   thorough       true on the full check (at start, on --resume), false on
---                  the periodic light one
+--   thorough       true on the full check (at start, on --resume, before
+--                  each level transition), false on the periodic light one
 --   current_level  the level being run
+--   isolation      "worktree" under worktree isolation, else nil
+--   branch         the integration branch (worktree isolation)
 --   tasks = {[id] = {status, level (0/nil when unknown), graph_level,
 --                    worker (-1/nil when none), worker_alive,
---                    deps = {ids}}}
+--                    deps = {ids}, commit, merged}}
 --                  thorough: every task; light: only claimed and
---                  in_progress tasks and tasks without a level
+--                  in_progress tasks and tasks without a level.
+--                  commit/merged (thorough, worktree only): the task's
+--                  recorded commit on the integration branch, and whether
+--                  the branch still holds it (nil when git could not say)
 --   levels = {[n] = {status, tasks, unfinished}}
 --                  tasks/unfinished: counts over the whole level (so a
 --                  light check sees a level's open tasks without listing
@@ -23,6 +28,12 @@
 --   requeue        claimed/in_progress task whose worker is not alive
 --   set_level      task without a level: its graph level, else `-L{n}-`
 --   block          pending task with a failed or blocked dependency
+--   rerun          (thorough, worktree only) complete task whose commit is
+--                  not on the integration branch: someone reset or
+--                  rewrote it and the work is gone.  Its dependents are
+--                  not rerun: their own commits are on the branch and
+--                  hold their work (a reset that dropped them too reruns
+--                  them by this same rule)
 --   reopen_level   level marked complete while one of its tasks is not
 --                  terminal
 --   complete_level (thorough only) level whose tasks are all terminal but
@@ -40,7 +51,24 @@ local function level_for(id, t)
     return util.level_from_id(id)
 end
 
-local function check_task(fixes, tasks, id, t)
+-- rerun: the state says complete with a commit the branch no longer has.
+local function check_commit(fixes, snapshot, id, t, lv)
+    if not snapshot.thorough or snapshot.isolation ~= "worktree"
+        or t.status ~= "complete" or type(t.commit) ~= "string"
+        or t.commit == "" or t.merged ~= false then
+        return
+    end
+    local branch = snapshot.branch
+    if type(branch) ~= "string" or branch == "" then
+        branch = "the integration branch"
+    end
+    fixes[#fixes + 1] = {
+        task = id, fix = "rerun", level = lv,
+        reason = string.format("complete but its commit %s is not on %s",
+                               string.sub(t.commit, 1, 12), branch) }
+end
+
+local function check_task(fixes, snapshot, tasks, id, t)
     local lv = t.level
     if not lv or lv < 1 then
         lv = level_for(id, t)
@@ -69,6 +97,7 @@ local function check_task(fixes, tasks, id, t)
             end
         end
     end
+    check_commit(fixes, snapshot, id, t, lv)
     return lv
 end
 
@@ -118,7 +147,7 @@ function M.check(snapshot, opts)
     local by_level = {}
     for _, id in ipairs(util.sorted_keys(tasks)) do
         local t = tasks[id]
-        local lv = check_task(fixes, tasks, id, t)
+        local lv = check_task(fixes, snapshot, tasks, id, t)
         if lv then
             local group = by_level[lv] or { total = 0 }
             by_level[lv] = group

@@ -17,6 +17,7 @@
  *   block        pending, waiting_retry       -> blocked
  *   retry        failed, blocked, waiting_retry -> pending (fresh budget)
  *   adopt        pending .. in_progress       -> in_progress (replay)
+ *   reopen       complete                     -> pending (its work is gone)
  *
  * (docs/wiki/Resilience-Architecture.md carries the table rendered from
  * the code by zerg_task_fsm_markdown; a unit test keeps them equal.) */
@@ -42,6 +43,9 @@ enum zerg_task_event {
                                  (a waiting_retry task runs now) */
     ZERG_TASK_EV_ADOPT,       /* journal replay: a finished attempt that
                                  the saved state never saw claimed */
+    ZERG_TASK_EV_REOPEN,      /* reconciliation: a complete task whose
+                                 commit is no longer on the integration
+                                 branch runs again */
     ZERG_TASK_NEVENTS
 };
 
@@ -52,8 +56,9 @@ struct zerg_task_move {
     int attempt;              /* claim, adopt */
     int64_t now_wall_ns;      /* claim, start, complete, fail */
     int64_t retry_at_wall_ns; /* retry_later */
-    const char *error;        /* retry_later, requeue, fail, block */
-    const char *reason;       /* retry_later, fail; requeue when non-NULL */
+    const char *error;        /* retry_later, requeue, fail, block, reopen */
+    const char *reason;       /* retry_later, fail, reopen; requeue when
+                                 non-NULL */
 };
 
 const char *zerg_task_event_name(enum zerg_task_event ev);

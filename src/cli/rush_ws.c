@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "zerg/git.h"
+#include "zerg/graph.h"
 #include "zerg/state.h"
 #include "zerg/workspace.h"
 
@@ -96,6 +97,65 @@ int zerg_rush_ws_open(const struct zerg_cli *cli, const struct zerg_config *cfg,
         dirty_notice(cli, w->base);
     *out = w;
     return 0;
+}
+
+/* 1 when log (lines "oid<TAB>task id") holds the commit, or a commit of
+ * the task: a rewrite keeps the Task-ID trailer, and the resume reads the
+ * branch back by it (src/orch/orch_merge.c), so that work is not lost. */
+static int on_branch(const char *log, const char *commit, const char *id)
+{
+    size_t nc = strlen(commit), ni = strlen(id);
+    for (const char *p = log; p && *p;) {
+        const char *tab = strchr(p, '\t'), *nl = strchr(p, '\n');
+        const char *end = nl ? nl : p + strlen(p);
+        if (tab && tab < end &&
+            (((size_t)(tab - p) == nc && !strncmp(p, commit, nc)) ||
+             ((size_t)(end - tab - 1) == ni && !strncmp(tab + 1, id, ni))))
+            return 1;
+        p = nl ? nl + 1 : NULL;
+    }
+    return 0;
+}
+
+/* --resume of a complete worktree run: 1 when a complete task's work is
+ * no longer on the integration branch (someone reset or rewrote it), so
+ * the resume must run: its thorough reconciliation reruns those tasks
+ * (src/orch/orch_reconcile.c decides which); a branch that cannot be
+ * listed (deleted) has lost them all.  0 when the branch holds them all,
+ * or when there is no git to ask (then nothing is started). */
+int zerg_rush_ws_lost_work(const struct zerg_cli *cli,
+                           const struct zerg_config *cfg, const char *feature,
+                           const struct zerg_graph *graph,
+                           const struct zerg_state *s)
+{
+    struct zerg_git g;
+    struct zerg_err err = {0};
+    char range[ZERG_GIT_OID_MAX + sizeof s->git_branch + 16], *out = NULL;
+    size_t lost = 0;
+    if (!s->git_base[0] || !s->git_branch[0] ||
+        cfg->rush_isolation == ZERG_ISOLATION_NONE ||
+        zerg_git_open(&g, cli->project, NULL, &err) < 0)
+        return 0;
+    snprintf(range, sizeof range, "%s..refs/heads/%s", s->git_base,
+             s->git_branch);
+    const char *args[] = {"log",
+                          "--format=%H%x09%(trailers:key=Task-ID,valueonly,"
+                          "separator=%x2C)",
+                          "--end-of-options", range, NULL};
+    struct zerg_git_call call = {.dir = cli->project};
+    int listed = zerg_git_run(&g, &call, args, &out, &err) == 0;
+    for (size_t t = 0; t < s->ntasks && t < graph->ntasks; t++)
+        lost +=
+            s->tasks[t].status == ZERG_TASK_COMPLETE && s->tasks[t].commit[0] &&
+            !(listed && on_branch(out, s->tasks[t].commit, graph->tasks[t].id));
+    free(out);
+    if (lost)
+        printf("%zu complete task%s of %s %s no longer on %s: resuming to "
+               "run %s again.\n",
+               lost, lost == 1 ? "" : "s", feature,
+               lost == 1 ? "has its work" : "have their work", s->git_branch,
+               lost == 1 ? "it" : "them");
+    return lost > 0;
 }
 
 void zerg_rush_ws_summary(FILE *f, const struct zerg_cli *cli,

@@ -17,6 +17,14 @@ struct zerg_workspace;
 int zerg_rush_ws_open(const struct zerg_cli *cli, const struct zerg_config *cfg,
                       const char *feature, struct zerg_state *s, int resume,
                       struct zerg_log *log, struct zerg_workspace **out);
+/* --resume of a complete worktree run: 1 when a complete task's work is
+ * no longer on the integration branch (it says so), so the resume must
+ * run and its reconciliation reruns those tasks. */
+struct zerg_graph;
+int zerg_rush_ws_lost_work(const struct zerg_cli *cli,
+                           const struct zerg_config *cfg, const char *feature,
+                           const struct zerg_graph *graph,
+                           const struct zerg_state *s);
 /* The summary's lines: where the work is and how to bring it home. */
 void zerg_rush_ws_summary(FILE *f, const struct zerg_cli *cli,
                           const struct zerg_workspace *w, const char *feature);

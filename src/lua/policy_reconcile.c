@@ -27,6 +27,7 @@ static const struct fix_name {
     {"block", ZERG_FIX_BLOCK, 1},
     {"reopen_level", ZERG_FIX_REOPEN_LEVEL, 0},
     {"complete_level", ZERG_FIX_COMPLETE_LEVEL, 0},
+    {"rerun", ZERG_FIX_RERUN, 1},
 };
 
 static const struct fix_name *fix_lookup(const char *name)
@@ -35,6 +36,38 @@ static const struct fix_name *fix_lookup(const char *name)
         if (strcmp(fix_names[i].name, name) == 0)
             return &fix_names[i];
     return NULL;
+}
+
+/* Field k as Lua indexes it: NULL when absent or null, or when obj is
+ * not a table (a string indexes to nil). */
+static const zerg_json *field(const zerg_json *obj, const char *k)
+{
+    const zerg_json *v =
+        zerg_json_is(obj, ZERG_JSON_OBJECT) ? zerg_json_get(obj, k) : NULL;
+    return v && v->type != ZERG_JSON_NULL ? v : NULL;
+}
+
+static const char *str_of(const zerg_json *obj, const char *k)
+{
+    return zerg_json_as_str(field(obj, k));
+}
+
+static int status_is(const char *s, const char *a, const char *b)
+{
+    return s && (strcmp(s, a) == 0 || (b && strcmp(s, b) == 0));
+}
+
+/* A rerun throws a task's result away: only for a task the snapshot shows
+ * complete.  0, or -1 with msg saying why fix #i is dropped. */
+static int rerun_refused(const zerg_json *snap, const char *task, size_t i,
+                         char *msg, size_t size)
+{
+    const char *st = str_of(field(field(snap, "tasks"), task), "status");
+    if (status_is(st, "complete", NULL))
+        return 0;
+    snprintf(msg, size, "fix #%zu: rerun needs a complete task; %s is %s", i,
+             task, st ? st : "not in the snapshot");
+    return -1;
 }
 
 struct reconcile_call {
@@ -97,7 +130,7 @@ static int str_field(lua_State *L, int idx, const char *k, char *dst,
 /* Reads fix #i (the table at idx); 0, or -1 with msg saying why it is
  * dropped. */
 static int read_fix(lua_State *L, int idx, size_t i, struct zerg_fix *f,
-                    char *msg, size_t size)
+                    const zerg_json *snap, char *msg, size_t size)
 {
     if (!lua_istable(L, idx)) {
         snprintf(msg, size, "fix #%zu is a %s, not a table", i,
@@ -139,6 +172,8 @@ static int read_fix(lua_State *L, int idx, size_t i, struct zerg_fix *f,
         snprintf(msg, size, "fix #%zu: set_level needs a level >= 1", i);
         return -1;
     }
+    if (f->kind == ZERG_FIX_RERUN)
+        return rerun_refused(snap, f->task, i, msg, size);
     return 0;
 }
 
@@ -168,8 +203,8 @@ static void reconcile_read(lua_State *L, struct zerg_policy_call *c, int first,
     for (size_t i = 1; i <= n; i++) {
         char msg[256];
         lua_rawgeti(L, first, (lua_Integer)i);
-        if (read_fix(L, lua_gettop(L), i, &r->fixes[r->n], msg, sizeof msg) ==
-            0) {
+        if (read_fix(L, lua_gettop(L), i, &r->fixes[r->n], r->snapshot, msg,
+                     sizeof msg) == 0) {
             r->n++;
         } else if (r->dropped++ == 0) {
             snprintf(r->drop_msg, sizeof r->drop_msg, "%s", msg);
@@ -216,28 +251,17 @@ struct member {
 
 struct walk {
     struct reconcile_call *r;
+    const zerg_json *snap;
     const zerg_json *tasks;
     int thorough;
-    size_t seen; /* fixes made so far, dropped ones included */
+    int worktree;       /* isolation == "worktree" */
+    const char *branch; /* NULL when not a string */
+    size_t seen;        /* fixes made so far, dropped ones included */
     struct rtask *t;
     size_t nt;
     struct member *m;
     size_t nm;
 };
-
-/* Field k as Lua indexes it: NULL when absent or null, or when obj is
- * not a table (a string indexes to nil). */
-static const zerg_json *field(const zerg_json *obj, const char *k)
-{
-    const zerg_json *v =
-        zerg_json_is(obj, ZERG_JSON_OBJECT) ? zerg_json_get(obj, k) : NULL;
-    return v && v->type != ZERG_JSON_NULL ? v : NULL;
-}
-
-static const char *str_of(const zerg_json *obj, const char *k)
-{
-    return zerg_json_as_str(field(obj, k));
-}
 
 static struct lvl lvl_of(double x)
 {
@@ -300,6 +324,8 @@ static void add_fix(struct walk *w, const char *task, const char *fix,
     else if (fn->task ? !task || !task[0] : lv.n < 1)
         snprintf(msg, sizeof msg, "fix #%zu: %s needs a %s", i, fix,
                  fn->task ? "task" : "level");
+    else if (fn->kind == ZERG_FIX_RERUN)
+        rerun_refused(w->snap, task, i, msg, sizeof msg);
     if (msg[0]) {
         if (r->dropped++ == 0)
             snprintf(r->drop_msg, sizeof r->drop_msg, "%s", msg);
@@ -308,11 +334,6 @@ static void add_fix(struct walk *w, const char *task, const char *fix,
     snprintf(f->task, sizeof f->task, "%s", task ? task : "");
     f->level = lv.has ? (int)lv.n : 0;
     r->n++;
-}
-
-static int status_is(const char *s, const char *a, const char *b)
-{
-    return s && (strcmp(s, a) == 0 || (b && strcmp(s, b) == 0));
 }
 
 /* block: a pending task behind a failed or blocked dependency; the deps
@@ -337,6 +358,24 @@ static void check_deps(struct walk *w, const struct rtask *t)
     }
 }
 
+/* rerun: complete, with a commit the branch no longer holds (merged is
+ * false, not merely absent). */
+static void check_commit(struct walk *w, const struct rtask *t)
+{
+    const char *commit = str_of(t->t, "commit");
+    const zerg_json *merged = field(t->t, "merged");
+    if (!w->thorough || !w->worktree ||
+        !status_is(str_of(t->t, "status"), "complete", NULL) || !commit ||
+        !commit[0] || !zerg_json_is(merged, ZERG_JSON_BOOL) ||
+        merged->u.boolean)
+        return;
+    char why[BUILTIN_TEXT];
+    snprintf(why, sizeof why, "complete but its commit %.12s is not on %s",
+             commit,
+             w->branch && w->branch[0] ? w->branch : "the integration branch");
+    add_fix(w, t->id, "rerun", t->lv, why);
+}
+
 static void check_task(struct walk *w, struct rtask *t)
 {
     int derived;
@@ -358,6 +397,7 @@ static void check_task(struct walk *w, struct rtask *t)
     }
     if (status_is(st, "pending", NULL))
         check_deps(w, t);
+    check_commit(w, t);
 }
 
 /* Ids in the order of util.sorted_keys: Lua compares strings with
@@ -490,9 +530,12 @@ static void reconcile_builtin(struct zerg_policy_call *c)
     const zerg_json *thorough = field(snap, "thorough");
     struct walk w = {
         .r = r,
+        .snap = snap,
         .tasks = field(snap, "tasks"),
         .thorough = thorough &&
                     !(thorough->type == ZERG_JSON_BOOL && !thorough->u.boolean),
+        .worktree = status_is(str_of(snap, "isolation"), "worktree", NULL),
+        .branch = str_of(snap, "branch"),
     };
     reconcile_clear(r);
     if (!zerg_json_is(levels, ZERG_JSON_ARRAY) &&

@@ -106,6 +106,23 @@ static int f_adopt(struct zerg_task_state *st, const struct zerg_task_move *m)
     return 0;
 }
 
+/* The work of a complete task is gone (its commit left the integration
+ * branch): it runs again, uncharged, so the budgets start afresh as after
+ * `retry`; the stale commit and conflict paths would mislead the next
+ * attempt.  `attempt` is kept: it fences results of old attempts. */
+static int f_reopen(struct zerg_task_state *st, const struct zerg_task_move *m)
+{
+    st->worker_id = -1;
+    st->retry_count = 0;
+    st->crash_count = 0;
+    st->conflict_count = 0;
+    st->commit[0] = '\0';
+    st->completed_at_wall_ns = 0;
+    st->retry_at_wall_ns = 0;
+    return set_text(&st->conflict_paths, NULL) |
+           set_text(&st->error, m->error) | set_text(&st->reason, m->reason);
+}
+
 /* ---- the table -------------------------------------------------------- */
 
 #define RUNNING (BIT(ZERG_TASK_CLAIMED) | BIT(ZERG_TASK_IN_PROGRESS))
@@ -132,6 +149,8 @@ static const struct task_move_row {
                             ZERG_TASK_PENDING, f_retry},
     [ZERG_TASK_EV_ADOPT] = {"adopt", QUEUED | RUNNING, ZERG_TASK_IN_PROGRESS,
                             f_adopt},
+    [ZERG_TASK_EV_REOPEN] = {"reopen", BIT(ZERG_TASK_COMPLETE),
+                             ZERG_TASK_PENDING, f_reopen},
 };
 
 _Static_assert(ZERG_TASK_BLOCKED + 1 == ZERG_TASK_NSTATUS,

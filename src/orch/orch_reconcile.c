@@ -7,12 +7,83 @@
  * look only at what can drift (running tasks, null levels, level marks);
  * thorough ones run before every level transition and on --resume and see
  * every task.  A fix the policy names is parsed into enum zerg_fix_kind
- * by the Lua layer; here it is only checked against the live state. */
+ * by the Lua layer; here it is only checked against the live state.
+ *
+ * Under worktree isolation a thorough check also reads the integration
+ * branch back (DESIGN §13 "Resume"): one merged() call lists the task
+ * commits on it, and each complete task says whether the branch still
+ * holds its recorded commit.  One that is gone (a reset, a rewrite) is the
+ * `rerun` fix: the task runs again.  Its dependents that already ran are
+ * left complete: their own commits are on the branch and hold their work
+ * (and when they are gone too, the same rule reruns them); the log says
+ * they may need a rerun. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "orch_internal.h"
+#include "zerg/err.h"
+#include "zerg/workspace.h"
+
+/* ---- what the integration branch holds ------------------------------- */
+
+/* The oids merged() reported, sorted; known is 0 when nothing was read
+ * (light check, isolation none, git failed): then no commit is missing. */
+struct branch_view {
+    char (*oid)[ZERG_GIT_OID_MAX];
+    size_t n, cap;
+    int known; /* 1 read, 0 not read, -1 out of memory while reading */
+};
+
+static void on_commit(void *ud, const struct zerg_ws_found *f)
+{
+    struct branch_view *b = ud;
+    if (b->known < 0 || !f->oid)
+        return;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 64;
+        void *grown = realloc(b->oid, cap * sizeof *b->oid);
+        if (!grown) {
+            b->known = -1;
+            return;
+        }
+        b->oid = grown, b->cap = cap;
+    }
+    snprintf(b->oid[b->n++], sizeof *b->oid, "%s", f->oid);
+}
+
+static int by_oid(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+static void branch_read(struct zerg_orch *o, int thorough,
+                        struct branch_view *b)
+{
+    struct zerg_workspace *w = o->o.workspace;
+    struct zerg_err err = {0};
+    if (!thorough || !w)
+        return;
+    b->known = 1;
+    if (w->ops->merged(w, on_commit, b, &err) < 0 || b->known < 0) {
+        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN,
+                       "reconcile_error", NULL, NULL,
+                       "Cannot read %s back (%s): no task is rerun for a "
+                       "missing commit this time",
+                       w->branch, b->known < 0 ? "out of memory" : err.msg);
+        b->known = 0;
+        return;
+    }
+    if (b->n)
+        qsort(b->oid, b->n, sizeof *b->oid, by_oid);
+}
+
+static int branch_holds(const struct branch_view *b, const char *oid)
+{
+    return b->n && bsearch(oid, b->oid, b->n, sizeof *b->oid, by_oid);
+}
+
+/* ---- the snapshot ----------------------------------------------------- */
 
 static int in_snapshot(const struct zerg_orch *o, size_t t, int thorough)
 {
@@ -21,7 +92,8 @@ static int in_snapshot(const struct zerg_orch *o, size_t t, int thorough)
            st->status == ZERG_TASK_IN_PROGRESS;
 }
 
-static zerg_json *task_snapshot(const struct zerg_orch *o, size_t t)
+static zerg_json *task_snapshot(const struct zerg_orch *o, size_t t,
+                                const struct branch_view *b)
 {
     const struct zerg_task_state *st = &o->s->tasks[t];
     const struct zerg_task *tk = &o->g->tasks[t];
@@ -36,19 +108,28 @@ static zerg_json *task_snapshot(const struct zerg_orch *o, size_t t)
     for (size_t d = 0; d < tk->deps.n; d++)
         zerg_json_push(deps, zerg_json_str(tk->deps.v[d]));
     zerg_json_set(j, "deps", deps);
+    if (b->known && st->commit[0]) {
+        zerg_json_set_str(j, "commit", st->commit);
+        zerg_json_set_bool(j, "merged", branch_holds(b, st->commit));
+    }
     return j;
 }
 
-static zerg_json *snapshot(const struct zerg_orch *o, int thorough)
+static zerg_json *snapshot(const struct zerg_orch *o, int thorough,
+                           const struct branch_view *b)
 {
     zerg_json *snap = zerg_json_obj(), *tasks = zerg_json_obj();
     zerg_json *levels = zerg_json_arr();
 
     zerg_json_set_bool(snap, "thorough", thorough);
     zerg_json_set_num(snap, "current_level", o->s->current_level);
+    if (o->o.workspace) {
+        zerg_json_set_str(snap, "isolation", "worktree");
+        zerg_json_set_str(snap, "branch", o->o.workspace->branch);
+    }
     for (size_t t = 0; t < o->g->ntasks; t++)
         if (in_snapshot(o, t, thorough))
-            zerg_json_add(tasks, o->g->tasks[t].id, task_snapshot(o, t));
+            zerg_json_add(tasks, o->g->tasks[t].id, task_snapshot(o, t, b));
     for (int l = 1; l <= o->g->nlevels; l++) {
         zerg_json *lv = zerg_json_obj();
         size_t unfinished = 0;
@@ -77,9 +158,66 @@ static int any_dep_failed(const struct zerg_orch *o, size_t t)
     return 0;
 }
 
+/* ---- applying fixes --------------------------------------------------- */
+
+/* Level lvl has unfinished work again: not complete, current again if the
+ * run had moved past it, its cursor and quality gates looked at anew. */
+static void level_reopen(struct zerg_orch *o, int lvl)
+{
+    struct zerg_level_state *ls = &o->s->levels[lvl];
+    if (ls->status == ZERG_LEVEL_COMPLETE) {
+        ls->status = ZERG_LEVEL_RUNNING;
+        ls->completed_at_wall_ns = 0;
+    }
+    if (o->s->current_level > lvl)
+        o->s->current_level = lvl;
+    o->level_cursor[lvl] = 0;
+    if (o->gate_level >= lvl && o->gate_pid <= 0)
+        o->gate_level = 0; /* the rebuilt tip is gated again */
+}
+
+/* The complete tasks that depend on t, appended to note as "A, B" (cut
+ * to fit); how many. */
+static int complete_dependents(const struct zerg_orch *o, size_t t, char *note,
+                               size_t size)
+{
+    int n = 0;
+    size_t off = strlen(note);
+    for (size_t u = 0; u < o->g->ntasks; u++) {
+        const struct zerg_task *tk = &o->g->tasks[u];
+        if (o->s->tasks[u].status != ZERG_TASK_COMPLETE)
+            continue;
+        for (size_t d = 0; d < tk->deps.n; d++)
+            if (tk->dep_idx[d] == t) {
+                n++;
+                if (off < size)
+                    off += (size_t)snprintf(note + off, size - off, "%s%s",
+                                            n > 1 ? ", " : "", tk->id);
+                break;
+            }
+    }
+    return n;
+}
+
+/* rerun: the task's work is gone from the branch; it runs again. */
+static int rerun(struct zerg_orch *o, const struct zerg_fix *f, size_t t,
+                 const struct branch_view *b)
+{
+    struct zerg_task_state *st = &o->s->tasks[t];
+    if (st->status != ZERG_TASK_COMPLETE || !st->commit[0] || !b->known ||
+        branch_holds(b, st->commit))
+        return 0;
+    struct zerg_task_move m = {.error = f->reason, .reason = "rerun"};
+    if (orch_task_move(o, t, ZERG_TASK_EV_REOPEN, &m) != 0)
+        return 0;
+    o->retry_at_mono_ns[t] = 0;
+    level_reopen(o, o->g->tasks[t].level);
+    return 1;
+}
+
 /* A task fix if it is valid now; 1 when something changed. */
 static int apply_task_fix(struct zerg_orch *o, const struct zerg_fix *f,
-                          size_t t)
+                          size_t t, const struct branch_view *b)
 {
     struct zerg_task_state *st = &o->s->tasks[t];
     switch (f->kind) {
@@ -102,6 +240,8 @@ static int apply_task_fix(struct zerg_orch *o, const struct zerg_fix *f,
             return 0;
         orch_block_dependents(o);
         return 1;
+    case ZERG_FIX_RERUN:
+        return rerun(o, f, t, b);
     default:
         return 0;
     }
@@ -119,11 +259,7 @@ static int apply_level_fix(struct zerg_orch *o, const struct zerg_fix *f)
     case ZERG_FIX_REOPEN_LEVEL:
         if (done || ls->status != ZERG_LEVEL_COMPLETE)
             return 0;
-        ls->status = ZERG_LEVEL_RUNNING;
-        ls->completed_at_wall_ns = 0;
-        if (s->current_level > f->level)
-            s->current_level = f->level;
-        o->level_cursor[f->level] = 0;
+        level_reopen(o, f->level);
         return 1;
     case ZERG_FIX_COMPLETE_LEVEL:
         /* The current level is completed by the level transition itself;
@@ -138,22 +274,44 @@ static int apply_level_fix(struct zerg_orch *o, const struct zerg_fix *f)
     }
 }
 
-static int apply_fix(struct zerg_orch *o, const struct zerg_fix *f)
+static int apply_fix(struct zerg_orch *o, const struct zerg_fix *f,
+                     const struct branch_view *b)
 {
     if (!f->task[0])
         return apply_level_fix(o, f);
     ssize_t t = zerg_graph_find(o->g, f->task);
-    return t >= 0 && apply_task_fix(o, f, (size_t)t);
+    return t >= 0 && apply_task_fix(o, f, (size_t)t, b);
+}
+
+/* What the log of an applied fix adds, once every fix is applied: for a
+ * rerun, the dependents still complete (the ones whose own commits are
+ * gone too were rerun by their own fix). */
+static void fix_note(const struct zerg_orch *o, const struct zerg_fix *f,
+                     char *note, size_t size)
+{
+    ssize_t t = f->kind == ZERG_FIX_RERUN ? zerg_graph_find(o->g, f->task) : -1;
+    note[0] = '\0';
+    if (t < 0)
+        return;
+    snprintf(note, size,
+             "dependents that ran on that work are kept and may "
+             "need a rerun too: ");
+    if (!complete_dependents(o, (size_t)t, note, size))
+        note[0] = '\0';
 }
 
 static void log_fix(struct zerg_orch *o, const struct zerg_fix *f,
                     const char *kind)
 {
+    char note[400];
+    fix_note(o, f, note, sizeof note);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_str(data, "fix", f->fix);
     zerg_json_set_str(data, "reason", f->reason);
     zerg_json_set_num(data, "level", f->level);
     zerg_json_set_str(data, "check", kind);
+    if (note[0])
+        zerg_json_set_str(data, "note", note);
     char what[96];
     if (f->task[0])
         snprintf(what, sizeof what, "task %s", f->task);
@@ -161,7 +319,8 @@ static void log_fix(struct zerg_orch *o, const struct zerg_fix *f,
         snprintf(what, sizeof what, "level %d", f->level);
     zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN,
                    "state_reconcile_fix", f->task[0] ? f->task : NULL, data,
-                   "Reconciliation fixed %s: %s (%s)", what, f->fix, f->reason);
+                   "Reconciliation fixed %s: %s (%s)%s%s", what, f->fix,
+                   f->reason, note[0] ? "; " : "", note);
 }
 
 int orch_reconcile(struct zerg_orch *o, int thorough, int64_t now)
@@ -178,20 +337,28 @@ int orch_reconcile(struct zerg_orch *o, int thorough, int64_t now)
     /* How long it took is a measurement, not a decision: the clock the
      * orchestrator was given, read for the log only. */
     int64_t t0 = zerg_clock_mono(o->o.clock);
-    zerg_json *snap = snapshot(o, thorough);
+    struct branch_view b = {0};
+    branch_read(o, thorough, &b);
+    zerg_json *snap = snapshot(o, thorough, &b);
     size_t checked = zerg_json_len(zerg_json_get(snap, "tasks"));
     zerg_policy_reconcile(o->o.policy, snap, &fixes, &nfixes, &why);
     zerg_json_free(snap);
     zerg_json_free(why);
     for (size_t i = 0; i < nfixes; i++) {
-        if (!apply_fix(o, &fixes[i]))
+        /* fix[0] marks a fix that did not apply, for the log below */
+        if (!apply_fix(o, &fixes[i], &b)) {
+            fixes[i].fix[0] = '\0';
             continue;
+        }
         applied++;
         o->s->metrics.reconcile_fixes++;
         orch_mark_dirty(o);
-        log_fix(o, &fixes[i], kind);
     }
+    for (size_t i = 0; i < nfixes; i++)
+        if (fixes[i].fix[0])
+            log_fix(o, &fixes[i], kind);
     free(fixes);
+    free(b.oid);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "fixes", (double)applied);
     zerg_json_set_num(data, "duration_ms",

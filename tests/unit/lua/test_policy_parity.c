@@ -35,6 +35,7 @@ static struct zerg_config cfg;
 static struct zerg_policy *pol;
 static int rows, mismatches;
 static size_t fixes_made, fixes_dropped; /* by the Lua: rows not vacuous */
+static size_t reruns_made;               /* of fixes_made, the reruns */
 static char row[256];                    /* the row being run, for messages */
 
 static int setup(void **state)
@@ -46,7 +47,7 @@ static int setup(void **state)
     if (!pol)
         fail_msg("zerg_policy_new: %s", err.msg);
     rows = mismatches = 0;
-    fixes_made = fixes_dropped = 0;
+    fixes_made = fixes_dropped = reruns_made = 0;
     return 0;
 }
 
@@ -441,6 +442,8 @@ static void reconcile_row(const zerg_json *snap)
     same_int("fixes", (long long)nl, (long long)nc);
     for (size_t i = 0; i < nl && i < nc; i++)
         same_fix(i, &fl[i], &fc[i]);
+    for (size_t i = 0; i < nl; i++)
+        reruns_made += fl[i].kind == ZERG_FIX_RERUN;
     free(fl);
     free(fc);
     same_why(wl, wc);
@@ -574,6 +577,49 @@ static const char *const snapshots[] = {
     " \"levels\": [{\"status\": \"complete\", \"tasks\": 6,"
     "  \"unfinished\": 2}, {\"status\": \"pending\", \"tasks\": 1,"
     "  \"unfinished\": 1}]}",
+    /* rerun: a commit gone from the branch, kept, unknown, none, empty,
+     * short; on a task that is not complete; with another fix */
+    "{\"isolation\": \"worktree\", \"branch\": \"zerg/f/integration\","
+    " \"current_level\": 3, \"tasks\": {"
+    " \"R-L1-001\": {\"status\": \"complete\", \"level\": 1,"
+    "  \"commit\": \"0123456789abcdef0123456789abcdef01234567\","
+    "  \"merged\": false},"
+    " \"R-L1-002\": {\"status\": \"complete\", \"level\": 1,"
+    "  \"commit\": \"89abcdef0123456789abcdef0123456789abcdef\","
+    "  \"merged\": true},"
+    " \"R-L1-003\": {\"status\": \"complete\", \"level\": 1,"
+    "  \"commit\": \"fedcba9876543210fedcba9876543210fedcba98\"},"
+    " \"R-L1-004\": {\"status\": \"complete\", \"level\": 1},"
+    " \"R-L2-001\": {\"status\": \"complete\", \"level\": 0,"
+    "  \"commit\": \"abc\", \"merged\": false},"
+    " \"R-L2-002\": {\"status\": \"complete\", \"level\": 2,"
+    "  \"commit\": \"\", \"merged\": false},"
+    " \"R-L2-003\": {\"status\": \"failed\", \"level\": 2,"
+    "  \"commit\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
+    "  \"merged\": false},"
+    " \"R-L2-004\": {\"status\": \"complete\", \"level\": 2,"
+    "  \"commit\": 7, \"merged\": false},"
+    " \"R-L2-005\": {\"status\": \"complete\", \"level\": 2,"
+    "  \"commit\": \"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\","
+    "  \"merged\": 0}},"
+    " \"levels\": [{\"status\": \"complete\", \"tasks\": 4,"
+    "  \"unfinished\": 0}, {\"status\": \"running\", \"tasks\": 5,"
+    "  \"unfinished\": 0}]}",
+    /* rerun: no branch name, a branch that is not a string, a branch long
+     * enough to cut the reason; not worktree */
+    "{\"isolation\": \"worktree\", \"tasks\": {"
+    " \"S-L1-001\": {\"status\": \"complete\", \"level\": 1,"
+    "  \"commit\": \"0123456789abcdef\", \"merged\": false}}}",
+    "{\"isolation\": \"worktree\", \"branch\": 12, \"tasks\": {"
+    " \"S-L1-001\": {\"status\": \"complete\", \"level\": 1,"
+    "  \"commit\": \"0123456789abcdef\", \"merged\": false}}}",
+    "{\"isolation\": \"worktree\", \"branch\": \"zerg/" LONG_ID LONG_ID
+    "/integration\", \"tasks\": {"
+    " \"S-L1-001\": {\"status\": \"complete\", \"level\": 1,"
+    "  \"commit\": \"0123456789abcdef\", \"merged\": false}}}",
+    "{\"isolation\": \"none\", \"branch\": \"b\", \"tasks\": {"
+    " \"S-L1-001\": {\"status\": \"complete\", \"level\": 1,"
+    "  \"commit\": \"0123456789abcdef\", \"merged\": false}}}",
     /* an id too long for a fix is dropped; a long reason is cut */
     "{\"tasks\": {"
     " \"" LONG_ID "\": {\"status\": \"in_progress\", \"level\": 1,"
@@ -610,6 +656,9 @@ static void test_reconcile_divergences(void **state)
                   fixes_dropped);
     assert_true(fixes_made >= 50);
     assert_true(fixes_dropped >= 4);
+    /* R-L1-001, R-L2-001 and S-L1-001 in the three worktree rows with a
+     * branch of any kind, thorough only */
+    assert_int_equal(reruns_made, 5);
 }
 
 /* ---- reconcile, generated: one task, its dependency, two levels ------ */
@@ -689,6 +738,67 @@ static void test_reconcile_generated(void **state)
     assert_parity(2 * 7 * 3 * 3 * 9 * 3 * 2);
     print_message("%zu fixes\n", fixes_made);
     assert_true(fixes_made >= 1000);
+}
+
+/* ---- reconcile, generated: the branch read back (rerun) -------------- */
+
+static const char *const commits[] = {NULL, "", "c0ffee", LONG_ID};
+static const char *const isolations[] = {NULL, "worktree", "none"};
+
+struct gen_branch {
+    size_t status, commit, merged, isolation, branch;
+};
+
+/* merged 0 absent, 1 false, 2 true, 3 the number 0; branch 0 absent,
+ * 1 a name, 2 a number. */
+static zerg_json *gen_branch_snapshot(const struct gen_branch *g)
+{
+    zerg_json *snap = zerg_json_obj(), *tasks = zerg_json_obj();
+    zerg_json *t = zerg_json_obj();
+    zerg_json_set_str(t, "status", statuses[g->status]);
+    zerg_json_set_num(t, "level", 1);
+    if (commits[g->commit])
+        zerg_json_set_str(t, "commit", commits[g->commit]);
+    if (g->merged == 1 || g->merged == 2)
+        zerg_json_set_bool(t, "merged", g->merged == 2);
+    else if (g->merged == 3)
+        zerg_json_set_num(t, "merged", 0);
+    zerg_json_add(tasks, "T-L1-001", t);
+    if (isolations[g->isolation])
+        zerg_json_set_str(snap, "isolation", isolations[g->isolation]);
+    if (g->branch == 1)
+        zerg_json_set_str(snap, "branch", "zerg/f/integration");
+    else if (g->branch == 2)
+        zerg_json_set_num(snap, "branch", 3);
+    zerg_json_set(snap, "tasks", tasks);
+    return snap;
+}
+
+static void test_reconcile_branch_generated(void **state)
+{
+    (void)state;
+    struct gen_branch g;
+    for (g.status = 0; g.status < N(statuses); g.status++)
+        for (g.commit = 0; g.commit < N(commits); g.commit++)
+            for (g.merged = 0; g.merged < 4; g.merged++)
+                for (g.isolation = 0; g.isolation < N(isolations);
+                     g.isolation++)
+                    for (g.branch = 0; g.branch < 3; g.branch++) {
+                        zerg_json *snap = gen_branch_snapshot(&g);
+                        char label[96];
+                        snprintf(label, sizeof label,
+                                 "%s commit %zu merged %zu isolation %zu "
+                                 "branch %zu",
+                                 statuses[g.status], g.commit, g.merged,
+                                 g.isolation, g.branch);
+                        run_snapshot(snap, label);
+                        zerg_json_free(snap);
+                    }
+    assert_parity(2 * 7 * 4 * 4 * 3 * 3);
+    print_message("%zu fixes, %zu reruns\n", fixes_made, reruns_made);
+    /* complete, two non-empty commits, merged false, worktree, thorough:
+     * one rerun per branch kind */
+    assert_int_equal(reruns_made, 2 * 3);
 }
 
 /* ---- scope.decide ---------------------------------------------------- */
@@ -788,6 +898,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconcile_divergences, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reconcile_generated, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reconcile_branch_generated, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_scope, setup, teardown),
     };

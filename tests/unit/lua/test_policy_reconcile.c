@@ -1,6 +1,7 @@
 /* test_policy_reconcile.c - the bundled reconcile policy through
  * zerg_policy_reconcile: one snapshot per divergence and the fix it gets,
- * the thorough-only fix, a clean snapshot, and the order of the fixes. */
+ * the thorough-only fixes, a clean snapshot, the order of the fixes, and
+ * a rerun an override names for a task that is not complete (dropped). */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -239,6 +240,106 @@ static void test_level_counts_from_orchestrator(void **state)
     done(&r);
 }
 
+/* rerun: thorough, worktree, complete, a commit, merged == false. */
+static const char *branch_snapshot =
+    "{\"thorough\": %s, %s \"branch\": \"zerg/f/integration\","
+    " \"current_level\": 3, \"tasks\": {"
+    " \"A-L1-001\": {\"status\": \"complete\", \"level\": 1,"
+    "  \"commit\": \"0123456789abcdef0123456789abcdef01234567\","
+    "  \"merged\": false},"
+    " \"A-L1-002\": {\"status\": \"complete\", \"level\": 1,"
+    "  \"commit\": \"89abcdef0123456789abcdef0123456789abcdef\","
+    "  \"merged\": true},"
+    " \"A-L1-003\": {\"status\": \"complete\", \"level\": 1},"
+    " \"A-L2-001\": {\"status\": \"complete\", \"level\": 2,"
+    "  \"commit\": \"fedcba9876543210fedcba9876543210fedcba98\"},"
+    " \"A-L2-002\": {\"status\": \"complete\", \"level\": 2,"
+    "  \"commit\": \"\", \"merged\": false},"
+    " \"A-L2-003\": {\"status\": \"failed\", \"level\": 2,"
+    "  \"commit\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
+    "  \"merged\": false}},"
+    " \"levels\": {\"1\": {\"status\": \"complete\"},"
+    "              \"2\": {\"status\": \"complete\"}}}";
+
+static struct result check_branch(const char *thorough, const char *isolation)
+{
+    char text[2048];
+    snprintf(text, sizeof text, branch_snapshot, thorough, isolation);
+    return check(text);
+}
+
+/* Only the task whose commit the branch no longer holds: not one it
+ * holds, not one without a commit, not one whose merged is unknown, not a
+ * task that is not complete. */
+static void test_rerun_missing_commit(void **state)
+{
+    (void)state;
+    struct result r = check_branch("true", "\"isolation\": \"worktree\",");
+    assert_int_equal(r.n, 1);
+    assert_fix(&r.fixes[0], "A-L1-001", 1, "rerun",
+               "complete but its commit 0123456789ab is not on "
+               "zerg/f/integration");
+    assert_int_equal(r.fixes[0].kind, ZERG_FIX_RERUN);
+    done(&r);
+}
+
+/* Not on a light check, nor without worktree isolation. */
+static void test_rerun_thorough_worktree_only(void **state)
+{
+    (void)state;
+    const char *const cases[][2] = {
+        {"false", "\"isolation\": \"worktree\","},
+        {"true", ""},
+        {"true", "\"isolation\": \"none\","},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct result r = check_branch(cases[i][0], cases[i][1]);
+        assert_int_equal(r.n, 0);
+        done(&r);
+    }
+}
+
+/* A rerun throws a result away: an override that names one for a task
+ * the snapshot does not show complete has it dropped and logged; its
+ * other fixes still apply. */
+static void test_rerun_refused_unless_complete(void **state)
+{
+    (void)state;
+    struct zerg_err err = {0};
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s", tu_mkdtemp());
+    tu_write(dir, "reconcile.lua",
+             "return {check = function(s)\n"
+             "  return {{task = 'A-L1-001', fix = 'rerun', reason = 'x'},\n"
+             "          {task = 'A-L1-002', fix = 'rerun', reason = 'y'},\n"
+             "          {task = 'nope', fix = 'rerun', reason = 'z'}}\n"
+             "end}\n");
+    struct zerg_policy *p = zerg_policy_new(dir, &cfg, NULL, &err);
+    if (!p)
+        fail_msg("zerg_policy_new: %s", err.msg);
+    const char *text = "{\"thorough\": true, \"tasks\": {"
+                       " \"A-L1-001\": {\"status\": \"complete\"},"
+                       " \"A-L1-002\": {\"status\": \"pending\"}}}";
+    zerg_json *snap = zerg_json_parse(text, strlen(text), NULL);
+    struct zerg_fix *fixes = NULL;
+    size_t n = 0;
+    zerg_json *why = NULL;
+    assert_int_equal(zerg_policy_reconcile(p, snap, &fixes, &n, &why), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(fixes[0].task, "A-L1-001");
+    assert_int_equal(fixes[0].kind, ZERG_FIX_RERUN);
+    assert_true(zerg_json_get(why, "dropped")->u.number == 2);
+    assert_string_equal(
+        zerg_json_as_str(zerg_json_get(why, "dropped_reason")),
+        "fix #2: rerun needs a complete task; A-L1-002 is pending");
+    assert_int_equal(zerg_policy_error_count(p), 1);
+    free(fixes);
+    zerg_json_free(why);
+    zerg_json_free(snap);
+    zerg_policy_free(p);
+    tu_rmtree(dir);
+}
+
 static void test_null_snapshot(void **state)
 {
     (void)state;
@@ -260,6 +361,9 @@ int main(void)
         cmocka_unit_test(test_clean_snapshot_no_fixes),
         cmocka_unit_test(test_many_fixes_in_order),
         cmocka_unit_test(test_level_counts_from_orchestrator),
+        cmocka_unit_test(test_rerun_missing_commit),
+        cmocka_unit_test(test_rerun_thorough_worktree_only),
+        cmocka_unit_test(test_rerun_refused_unless_complete),
         cmocka_unit_test(test_null_snapshot),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -20,12 +20,19 @@ static void test_task_table_in_docs(void **state)
 }
 
 /* Terminal statuses are left only by `retry` (a user's decision); a
- * complete task is never left at all. */
+ * complete task only by `reopen` (reconciliation found its work gone). */
 static void test_task_table_shape(void **state)
 {
     (void)state;
     for (int e = 0; e < ZERG_TASK_NEVENTS; e++) {
-        assert_false(zerg_task_move_legal(ZERG_TASK_COMPLETE, e));
+        if (e != ZERG_TASK_EV_REOPEN)
+            assert_false(zerg_task_move_legal(ZERG_TASK_COMPLETE, e));
+        else
+            assert_true(zerg_task_move_legal(ZERG_TASK_COMPLETE, e));
+        if (e == ZERG_TASK_EV_REOPEN)
+            for (int s = 0; s < ZERG_TASK_NSTATUS; s++)
+                assert_int_equal(zerg_task_move_legal(s, e),
+                                 s == ZERG_TASK_COMPLETE);
         if (e != ZERG_TASK_EV_RETRY) {
             assert_false(zerg_task_move_legal(ZERG_TASK_FAILED, e));
             assert_false(zerg_task_move_legal(ZERG_TASK_BLOCKED, e));
@@ -86,6 +93,43 @@ static void test_task_apply_fields(void **state)
     assert_null(st.reason);
 }
 
+/* reopen: a complete task back to pending without its commit, with a
+ * fresh budget and the reason; refused from any other status. */
+static void test_task_reopen(void **state)
+{
+    (void)state;
+    struct zerg_task_state st = {.status = ZERG_TASK_COMPLETE,
+                                 .worker_id = -1,
+                                 .attempt = 3,
+                                 .retry_count = 2,
+                                 .crash_count = 1,
+                                 .conflict_count = 1,
+                                 .completed_at_wall_ns = 500,
+                                 .commit = "0123456789abcdef"};
+    st.conflict_paths = strdup("src/a.c");
+    struct zerg_task_move m = {.error = "its commit 0123456789ab is gone",
+                               .reason = "rerun"};
+    assert_int_equal(zerg_task_apply(&st, ZERG_TASK_EV_REOPEN, &m, NULL, 0), 0);
+    assert_int_equal(st.status, ZERG_TASK_PENDING);
+    assert_string_equal(st.commit, "");
+    assert_int_equal(st.completed_at_wall_ns, 0);
+    assert_int_equal(st.retry_count, 0);
+    assert_int_equal(st.crash_count, 0);
+    assert_int_equal(st.conflict_count, 0);
+    assert_null(st.conflict_paths);
+    assert_int_equal(st.attempt, 3); /* kept: it fences old results */
+    assert_string_equal(st.error, "its commit 0123456789ab is gone");
+    assert_string_equal(st.reason, "rerun");
+    char why[128] = "";
+    assert_int_equal(
+        zerg_task_apply(&st, ZERG_TASK_EV_REOPEN, &m, why, sizeof why),
+        ZERG_EINVAL_INPUT);
+    assert_string_equal(why, "cannot reopen a task that is pending");
+    assert_int_equal(st.status, ZERG_TASK_PENDING);
+    free(st.error);
+    free(st.reason);
+}
+
 static void test_task_count(void **state)
 {
     (void)state;
@@ -111,6 +155,7 @@ int main(void)
         cmocka_unit_test(test_task_table_shape),
         cmocka_unit_test(test_task_apply_refuses),
         cmocka_unit_test(test_task_apply_fields),
+        cmocka_unit_test(test_task_reopen),
         cmocka_unit_test(test_task_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

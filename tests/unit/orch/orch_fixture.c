@@ -221,6 +221,9 @@ static int w_merge(struct zerg_workspace *zw, const struct zerg_merge_req *req,
         break;
     }
     fake_ws_oid(out->tip, w->tip_n);
+    if (kind == FAKE_MERGE_DONE && w->nmerges <= FAKE_WS_MAX)
+        snprintf(w->merges[w->nmerges - 1].landed,
+                 sizeof w->merges[0].landed, "%s", out->tip);
     return 0;
 }
 
@@ -260,8 +263,18 @@ static int report(struct fake_ws *w, int slot, zerg_ws_found_fn fn, void *ud)
 static int w_merged(struct zerg_workspace *zw, zerg_ws_found_fn fn, void *ud,
                     struct zerg_err *err)
 {
+    struct fake_ws *w = (struct fake_ws *)zw;
     (void)err;
-    report((struct fake_ws *)zw, -1, fn, ud);
+    report(w, -1, fn, ud);
+    for (int i = 0; i < w->nmerges && i < FAKE_WS_MAX; i++) {
+        const struct fake_merge_call *m = &w->merges[i];
+        struct zerg_ws_found out = {.task_id = m->task,
+                                    .attempt = m->attempt,
+                                    .run_id = m->run_id,
+                                    .oid = m->landed};
+        if (m->landed[0])
+            fn(ud, &out);
+    }
     return 0;
 }
 

@@ -5,7 +5,9 @@
  * worker would write into a temp project, and optionally a fake workspace
  * (worktree isolation, DESIGN §13) that keeps the integration branch in
  * memory: a counter for its tip, scripted merge outcomes per task, and a
- * record of every call the orchestrator made. */
+ * record of every call the orchestrator made.  merged() reports the
+ * scripted findings, then the merges that landed (clear a merge's
+ * `landed` to drop it from the branch, as a reset would). */
 #ifndef ZERG_TEST_ORCH_FIXTURE_H
 #define ZERG_TEST_ORCH_FIXTURE_H
 
@@ -67,6 +69,8 @@ struct fake_merge_call {
     char commit[ZERG_OID_MAX];
     char title[128];
     enum zerg_task_status status; /* the task's, while it was merged */
+    char landed[ZERG_OID_MAX];    /* the commit it made on the branch, ""
+                                     when none; merged() reports it */
 };
 
 struct fake_keep_call {
