@@ -42,6 +42,11 @@ struct zerg_proc {
                                subprocess mode */
     int slot;
     uint64_t epoch;
+    /* stdio_events: the read end (non-blocking, close-on-exec) of the pipe
+     * that carries the worker's stdout, its event lines (zerg/protocol.h);
+     * whoever runs the event loop reads and closes it.  0 = none, so a
+     * zeroed zerg_proc has none (the launcher never hands out fd 0). */
+    int events_fd;
 };
 
 /* How a worker ended, as far as the launcher can tell. */
@@ -122,6 +127,13 @@ struct zerg_launcher {
  * in its own process group, PR_SET_PDEATHSIG(SIGTERM). */
 struct zerg_launcher *zerg_launcher_subprocess_new(
     const struct zerg_config *cfg, struct zerg_log *log);
+
+/* The pipe a local launcher (subprocess, slurm) makes the worker's stdout:
+ * fds[0] for zerg_proc.events_fd (non-blocking, never fd 0), fds[1] for
+ * the child's fd 1; both close-on-exec.  The child also gets
+ * ZERG_STDIO_EVENTS=1, which tells the worker to write its event lines
+ * there.  0 or -errno. */
+int zerg_worker_events_pipe(int fds[2]);
 
 /* Kills processes left by an earlier rush of feature in project (found by
  * their ZERG_PROJECT/ZERG_FEATURE/ZERG_RUN_ID environment, any run other

@@ -1,7 +1,9 @@
 /* cleanup.c - `zerg cleanup`: what a feature's runs leave behind (DESIGN
  * §13, §17).  By default the worktrees (uncommitted work in them saved as
  * patches under .zerg/logs/{feature}/worktrees/ first), the worker
- * branches and leftover worker processes and containers; with --all also
+ * branches, leftover worker processes and containers, and the feature's
+ * leftover Slurm jobs (where the Slurm client commands are on PATH); with
+ * --all also
  * the integration and conflict refs, the state and the logs.  --dry-run
  * says what would go and changes nothing.  It refuses (exit 3) while a
  * rush holds the feature's lock: that rush owns all of it. */
@@ -24,8 +26,9 @@ static const char usage[] =
     "\n"
     "Removes what the feature's runs left: its worktrees (saving uncommitted\n"
     "work as patches under .zerg/logs/FEATURE/worktrees/), its worker\n"
-    "branches zerg/FEATURE/worker-*, and leftover worker processes and\n"
-    "containers.  The integration branch zerg/FEATURE/integration stays.\n"
+    "branches zerg/FEATURE/worker-*, leftover worker processes and\n"
+    "containers, and leftover Slurm jobs of the feature (when squeue is on\n"
+    "PATH).  The integration branch zerg/FEATURE/integration stays.\n"
     "\n"
     "Options:\n"
     "  --all        also the integration branch, the conflict refs, the\n"
@@ -126,6 +129,31 @@ static void kill_leftovers(struct cleanup *c)
         printf("stopped %d leftover worker process%s\n", n, n == 1 ? "" : "es");
 }
 
+/* Slurm jobs of the feature left by runs whose orchestrator died with its
+ * host: cancelled by the slurm launcher's own cleanup (the jobs' name and
+ * comment say whose they are).  Without the Slurm client commands on PATH
+ * there can be none of ours. */
+static void cancel_slurm_jobs(struct cleanup *c)
+{
+    struct zerg_config cfg;
+    struct zerg_err err = {0};
+    char line[96];
+    if (c->dry_run)
+        return;
+    zerg_config_defaults(&cfg);
+    struct zerg_launcher *l =
+        zerg_launcher_slurm_new(&cfg, NULL, c->cli->project, &err);
+    if (l) {
+        int n = l->ops->cleanup(l, c->feature, "");
+        l->ops->free(l);
+        snprintf(line, sizeof line, "cancelled %d leftover Slurm job%s", n,
+                 n == 1 ? "" : "s");
+        if (n > 0)
+            say(c, line);
+    }
+    zerg_config_free(&cfg);
+}
+
 int zerg_cmd_cleanup(struct zerg_cli *cli, int argc, char **argv)
 {
     struct cleanup c = {.cli = cli};
@@ -150,6 +178,7 @@ int zerg_cmd_cleanup(struct zerg_cli *cli, int argc, char **argv)
         }
     }
     kill_leftovers(&c);
+    cancel_slurm_jobs(&c);
     if (c.all)
         failed |= remove_run_files(&c);
     if (!c.actions)

@@ -11,9 +11,12 @@
  *
  * srun stays attached, so its exit is the worker's end: node failure,
  * `scancel`, preemption and the time limit all end srun and take the
- * crash path like any worker exit (FR-5).  Its output, and the worker's
- * (--unbuffered), go to .zerg/logs/{feature}/worker-N.log, where reaped
- * reads back why it ended.  The project must be on a filesystem every
+ * crash path like any worker exit (FR-5).  srun relays the worker's
+ * stdout (--unbuffered) to a pipe of ours: the worker's event lines, read
+ * by the orchestrator without inotify from any node (DESIGN §15).  srun's
+ * own messages and the worker's stderr go to
+ * .zerg/logs/{feature}/worker-N.log, where reaped reads back why it
+ * ended.  The project must be on a filesystem every
  * node sees: the worker reads the graph and writes heartbeats and
  * results there (docs/wiki/Cluster-Mode.md).
  *
@@ -272,10 +275,11 @@ static int probe(struct slurm *s, const struct zerg_spawn_req *req, int *cls,
 /* ---- spawning -------------------------------------------------------- */
 
 /* In the child: own process group, srun dies with the orchestrator (and
- * cancels its step), output to the worker log, the worker's
- * environment without an orchestrator pid. */
+ * cancels its step), stdout to the events pipe (evfd), stderr to the
+ * worker log, the worker's environment without an orchestrator pid
+ * (srun passes our environment on to the step). */
 static void child_exec(const struct zerg_spawn_req *req, char **argv,
-                       int logfd, int report, pid_t parent)
+                       int logfd, int evfd, int report, pid_t parent)
 {
     sigset_t none;
     setpgid(0, 0);
@@ -288,9 +292,10 @@ static void child_exec(const struct zerg_spawn_req *req, char **argv,
     int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null >= 0)
         dup2(null, 0);
-    dup2(logfd, 1);
+    dup2(evfd, 1);
     dup2(logfd, 2);
     zerg_worker_setenv(req, 0);
+    setenv("ZERG_STDIO_EVENTS", "1", 1);
     execvp(argv[0], argv);
     int e = errno;
     dprintf(2, "zerg: cannot run %s: %s\n", argv[0], strerror(e));
@@ -302,7 +307,7 @@ static void child_exec(const struct zerg_spawn_req *req, char **argv,
 /* fork + exec of srun; its pid, or -errno (exec errors come back through
  * the close-on-exec report pipe). */
 static pid_t start_srun(const struct zerg_spawn_req *req, char **argv,
-                        int logfd)
+                        int logfd, int evfd)
 {
     int px[2];
     pid_t parent = getpid();
@@ -317,7 +322,7 @@ static pid_t start_srun(const struct zerg_spawn_req *req, char **argv,
     }
     if (pid == 0) {
         close(px[0]);
-        child_exec(req, argv, logfd, px[1], parent);
+        child_exec(req, argv, logfd, evfd, px[1], parent);
     }
     close(px[1]);
     setpgid(pid, pid); /* also in the child: whichever runs first wins */
@@ -340,7 +345,7 @@ static int sl_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
     struct slurm *s = sm(l);
     struct zerg_argv argv = {NULL, 0};
     char name[sizeof out->name], what[256];
-    int logfd = -1;
+    int logfd = -1, ev[2] = {-1, -1};
 
     *cls = ZERG_SPAWN_TRANSIENT;
     snprintf(s->feature, sizeof s->feature, "%s", req->feature);
@@ -352,8 +357,10 @@ static int sl_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
     zerg_slurm_job_name(name, sizeof name, req->feature, req->slot);
     snprintf(what, sizeof what, "slurm job %s", name);
     rc = logfd = zerg_worker_log_open(req, what, err);
+    if (rc >= 0 && (rc = zerg_worker_events_pipe(ev)) < 0)
+        zerg_err_set(err, rc, "pipe: %s", strerror(-rc));
     if (rc >= 0) {
-        pid_t pid = start_srun(req, argv.v, logfd);
+        pid_t pid = start_srun(req, argv.v, logfd, ev[1]);
         rc = pid < 0 ? (int)pid : 0;
         if (pid < 0) {
             *cls = pid == -ENOENT || pid == -EACCES ? ZERG_SPAWN_PERMANENT
@@ -365,8 +372,14 @@ static int sl_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
             out->slot = req->slot;
             out->epoch = req->epoch;
             snprintf(out->name, sizeof out->name, "%s", name);
+            out->events_fd = ev[0];
+            ev[0] = -1;
         }
     }
+    if (ev[0] >= 0)
+        close(ev[0]);
+    if (ev[1] >= 0)
+        close(ev[1]);
     if (logfd >= 0)
         close(logfd);
     zerg_container_argv_free(&argv);

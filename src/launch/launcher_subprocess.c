@@ -4,10 +4,12 @@
  *        --slot N --epoch E --run-id R
  * Each worker gets its own process group (so a stop or a kill reaches the
  * worker without touching the orchestrator) and PR_SET_PDEATHSIG(SIGTERM),
- * so it dies with the orchestrator even after kill -9.  Output goes to
- * .zerg/logs/{feature}/worker-{slot}.log.  An exec failure is reported back through
- * a close-on-exec pipe, so "binary not found" is a permanent spawn failure
- * at once instead of a mysterious early exit.
+ * so it dies with the orchestrator even after kill -9.  Its stdout is a
+ * pipe back to the orchestrator, which reads the worker's event lines
+ * there (capability stdio_events, DESIGN §15); its stderr goes to
+ * .zerg/logs/{feature}/worker-{slot}.log.  An exec failure is reported back
+ * through a close-on-exec pipe, so "binary not found" is a permanent spawn
+ * failure at once instead of a mysterious early exit.
  *
  * Containment (what a worker started dies with it), in three layers:
  *   - where the cgroup v2 hierarchy is writable, each worker runs in its
@@ -240,8 +242,29 @@ static int cg_release(struct subprocess *s, int slot, uint64_t epoch)
 
 /* ---- spawning -------------------------------------------------------- */
 
+/* The pipe a worker's stdout goes through: [0] for the orchestrator
+ * (non-blocking: the loop reads what is there), [1] for the child's fd 1.
+ * Both close-on-exec; [0] is never fd 0 (0 means "none" in zerg_proc). */
+int zerg_worker_events_pipe(int fds[2])
+{
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -errno;
+    if (fds[0] == 0) {
+        int moved = fcntl(fds[0], F_DUPFD_CLOEXEC, 3);
+        int e = errno;
+        close(fds[0]);
+        if (moved < 0) {
+            close(fds[1]);
+            return -e;
+        }
+        fds[0] = moved;
+    }
+    fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+    return 0;
+}
+
 static void child_exec(const struct zerg_spawn_req *req, char **argv,
-                       const char *logpath, int errfd, int cgfd)
+                       const char *logpath, int errfd, int cgfd, int evfd)
 {
     sigset_t none;
 
@@ -257,11 +280,11 @@ static void child_exec(const struct zerg_spawn_req *req, char **argv,
     int out = zerg_fsio_open_append(logpath, NULL); /* never through a link */
     if (null >= 0)
         dup2(null, 0);
-    if (out >= 0) {
-        dup2(out, 1);
+    if (out >= 0)
         dup2(out, 2);
-    }
+    dup2(evfd, 1);
     zerg_worker_setenv(req, getppid());
+    setenv("ZERG_STDIO_EVENTS", "1", 1); /* the worker writes its events */
     execvp(argv[0], argv);
     int e = errno;
     if (write(errfd, &e, sizeof e) < 0)
@@ -292,14 +315,15 @@ static void note_run(struct subprocess *s, const struct zerg_spawn_req *req)
 /* fork + exec; the parent also moves the child into its cgroup (whichever
  * runs first wins, as with setpgid).  The child's pid, or -errno. */
 static pid_t fork_worker(struct subprocess *s, const struct zerg_spawn_req *req,
-                         char **argv, const char *logpath, int fds[2])
+                         char **argv, const char *logpath, int fds[2],
+                         int evfd)
 {
     int cgfd = cg_open_procs(s, req);
     pid_t pid = fork();
     int e = errno;
     if (pid == 0) {
         close(fds[0]);
-        child_exec(req, argv, logpath, fds[1], cgfd);
+        child_exec(req, argv, logpath, fds[1], cgfd, evfd);
     }
     if (pid > 0 && cgfd >= 0)
         dprintf(cgfd, "%d", (int)pid);
@@ -314,7 +338,7 @@ static int sp_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
     struct subprocess *s = (struct subprocess *)l;
     char *argv[MAX_ARGS], logpath[PATH_MAX];
     struct zerg_worker_cmd cmd;
-    int fds[2];
+    int fds[2], ev[2];
 
     zerg_worker_cmd_init(&cmd, req);
     build_argv(l, &cmd, argv);
@@ -323,13 +347,23 @@ static int sp_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
         *cls = ZERG_SPAWN_PERMANENT;
         return err->code;
     }
-    if (pipe2(fds, O_CLOEXEC) < 0) {
+    int rc = zerg_worker_events_pipe(ev);
+    if (rc < 0) {
         *cls = ZERG_SPAWN_TRANSIENT;
-        return zerg_err_set(err, -errno, "pipe: %s", strerror(errno));
+        return zerg_err_set(err, rc, "pipe: %s", strerror(-rc));
+    }
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        int e = errno;
+        close(ev[0]);
+        close(ev[1]);
+        *cls = ZERG_SPAWN_TRANSIENT;
+        return zerg_err_set(err, -e, "pipe: %s", strerror(e));
     }
     note_run(s, req);
-    pid_t pid = fork_worker(s, req, argv, logpath, fds);
+    pid_t pid = fork_worker(s, req, argv, logpath, fds, ev[1]);
+    close(ev[1]);
     if (pid < 0) {
+        close(ev[0]);
         close(fds[0]);
         close(fds[1]);
         *cls = ZERG_SPAWN_TRANSIENT;
@@ -344,6 +378,7 @@ static int sp_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
     while (got < 0 && errno == EINTR);
     close(fds[0]);
     if (got == (ssize_t)sizeof e) {
+        close(ev[0]);
         waitpid(pid, NULL, 0);
         cg_release(s, req->slot, req->epoch);
         *cls = (e == ENOENT || e == EACCES || e == ENOEXEC)
@@ -357,6 +392,7 @@ static int sp_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
     out->pid = pid;
     out->slot = req->slot;
     out->epoch = req->epoch;
+    out->events_fd = ev[0];
     return 0;
 }
 

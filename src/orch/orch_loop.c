@@ -1,10 +1,13 @@
 /* orch_loop.c - the orchestrator's event loop.
  *
- * One poll(2) over three sources, no fixed polling interval:
+ * One poll(2) over four sources, no fixed polling interval:
  *   - a signalfd: SIGCHLD (a worker exited), SIGTERM/SIGINT/SIGHUP (stop;
  *     a second one forces);
  *   - inotify on .zerg/state: heartbeats, results and retry requests
  *     arrive as renames (IN_MOVED_TO) of atomically written files;
+ *   - the workers' stdout, where the launcher relays it: the same
+ *     heartbeats and results as event lines (orch_stdio.c), read before
+ *     the exits, so a worker's last result precedes its end;
  *   - the timeout: the nearest deadline zerg_orch_tick asked for.
  * The clock is read once per iteration and passed down.
  *
@@ -12,7 +15,7 @@
  * machines (the run directory on NFS, CIFS, a FUSE or cluster filesystem,
  * as statfs tells) or state.watch says poll, the run directory is
  * rescanned every state.poll_interval_ms instead, the way a lost-events
- * overflow is recovered from. */
+ * overflow is recovered from; the stdout lines still come at once. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -209,6 +212,7 @@ static void loop(struct zerg_orch *o, const struct zerg_clock *clock, int sfd,
 {
     int64_t next_scan = 0;
     struct scan sc = {0};
+    struct orch_stdio *io = orch_stdio_new(); /* NULL: files only */
     while (!zerg_orch_done(o)) {
         int64_t now = zerg_clock_mono(clock);
         if (ifd < 0 && now >= next_scan) {
@@ -216,16 +220,18 @@ static void loop(struct zerg_orch *o, const struct zerg_clock *clock, int sfd,
             next_scan = now + poll_ns;
         }
         int64_t wake = zerg_orch_tick(o, now);
+        orch_stdio_adopt(io, o); /* the workers it just spawned */
         if (zerg_orch_done(o))
             break;
         if (ifd < 0 && next_scan < wake)
             wake = next_scan;
         struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
                                 {.fd = ifd, .events = POLLIN}};
-        if (poll(pfd, 2, poll_ms(o, wake, now, zerg_clock_mono(clock))) < 0 &&
-            errno != EINTR)
+        int ms = poll_ms(o, wake, now, zerg_clock_mono(clock));
+        if (orch_stdio_poll(io, pfd, 2, ms) < 0 && errno != EINTR)
             break;
         now = zerg_clock_mono(clock);
+        orch_stdio_drain(io, o, now);
         if (pfd[0].revents & POLLIN)
             drain_signals(o, sfd, now);
         if (pfd[1].revents & POLLIN)
@@ -233,6 +239,7 @@ static void loop(struct zerg_orch *o, const struct zerg_clock *clock, int sfd,
         if (o->o.on_frame)
             o->o.on_frame(o->o.frame_ctx, o, now);
     }
+    orch_stdio_free(io, o);
     free(sc.fp);
 }
 

@@ -18,6 +18,9 @@ static inline int64_t wk_now_ns(const struct worker *w)
 /* Writes the next heartbeat (seq + 1); 0 or negative.  A failure is
  * reported once on stderr. */
 int wk_beat(struct worker *w);
+/* Sends r as an event line on stdout when the launcher relays it
+ * (ZERG_STDIO_EVENTS=1); call once its file is written. */
+void wk_event_result(const struct zerg_result *r);
 /* Sets step and progress, then beats. */
 void wk_step(struct worker *w, const char *step, int progress);
 /* Records the exit code (the first one wins) and, when fmt is non-NULL,
