@@ -6,7 +6,8 @@
 # Runs every benchmark against the zerg binary ZERG, each in scratch
 # projects under DIR (default $TMPDIR; its filesystem's fsync latency is
 # part of what is measured), and writes the figures into the generated
-# section of PAGE.  A full run takes about 10 minutes and writes
+# section of PAGE.  A full run takes about 15 minutes (dag.py, the
+# schedules' makespans on 70 real graphs, about 4 of them) and writes
 # docs/wiki/Performance.md; --quick takes about a minute (one repetition,
 # 2,000 tasks) and, unless -o is given, writes its page into the results
 # directory instead, so quick figures never replace full ones by accident.
@@ -61,7 +62,7 @@ fi
 
 start=$(date +%s)
 failed=()
-for bench in machine cpu dispatch reconcile kill stale; do
+for bench in machine cpu dispatch reconcile kill stale dag; do
     echo "== $bench"
     t0=$(date +%s)
     if ! "$PY" "$HERE/$bench.py" "$ZERG" ${QUICK[@]+"${QUICK[@]}"} \

@@ -105,7 +105,11 @@ static void gate_stops_run(struct zerg_orch *o, const char *msg, int64_t now)
     o->gate_failed = 1;
     o->failed_run = 1;
     snprintf(o->run_error, sizeof o->run_error, "%s", msg);
-    zerg_orch_request_stop(o, 0, now);
+    /* Under rush.schedule dag tasks of later levels may be running: they
+     * finish and the tick stops the rush once none is left; no new task
+     * is claimed meanwhile.  Under levels nothing runs beside a gate. */
+    if (!o->dag)
+        zerg_orch_request_stop(o, 0, now);
 }
 
 static void gate_ended(struct zerg_orch *o, int lvl, int status, int timed_out,

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# rush.schedule: dag (DESIGN §16) with real workers: a slow level-1 task
+# runs while an independent chain goes through levels 2 and 3.  The slow
+# task waits (up to 20 s) for the file the chain's last task writes, so
+# under dag it ends after the chain, and a scheduler that held the chain
+# back until level 1 ended would show in the timestamps.  Also: the
+# config key, the flag overriding it, and a bad value (exit 2).
+source "$(dirname "$0")/lib.sh"
+
+write_graph() {
+    graph <<'JSON'
+{"feature": "f", "tasks": [
+ {"id": "S-L1", "level": 1,
+  "command": "i=0; while [ ! -f c3.txt ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; echo s > s.txt"},
+ {"id": "C-L1", "level": 1, "command": "echo 1 > c1.txt"},
+ {"id": "C-L2", "level": 2, "dependencies": ["C-L1"],
+  "command": "test -f c1.txt && echo 2 > c2.txt"},
+ {"id": "Y-L2", "level": 2, "dependencies": ["S-L1"],
+  "command": "test -f s.txt && echo y > y.txt"},
+ {"id": "C-L3", "level": 3, "dependencies": ["C-L2"],
+  "command": "test -f c2.txt && echo 3 > c3.txt"}
+]}
+JSON
+}
+
+# check_chain_first: the chain's level-2/3 tasks completed before S-L1,
+# every task is complete, and the levels completed in order.
+check_chain_first() {
+    python3 - "$PROJ/.zerg/state/f.json" "$PROJ/.zerg/monitor.jsonl" <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1]))
+t = st["tasks"]
+for k, v in t.items():
+    assert v["status"] == "complete", (k, v["status"])
+slow = t["S-L1"]["completed_at"]
+for k in ("C-L2", "C-L3"):
+    assert t[k]["completed_at"] < slow, (k, t[k]["completed_at"], slow)
+    assert t[k]["claimed_at"] < slow, (k, "claimed after S-L1 ended")
+assert t["Y-L2"]["claimed_at"] >= slow
+done = [json.loads(l)["data"]["level"] for l in open(sys.argv[2])
+        if '"event":"level_complete"' in l]
+assert done == [1, 2, 3], done
+PY
+}
+
+new_project dag
+write_graph
+start=$(date +%s)
+zerg rush --workers 2 --schedule dag > "$PROJ/out.txt" 2>&1 ||
+    fail "rush --schedule dag exited $?: $(cat "$PROJ/out.txt")"
+[ $(( $(date +%s) - start )) -lt 15 ] ||
+    fail "S-L1 waited for its fallback: the chain did not run beside it"
+pass "rush --schedule dag exits 0"
+check_chain_first || fail "chain tasks did not finish before the slow task"
+pass "the chain's level-2/3 tasks finish before the slow level-1 task"
+[ "$(cat "$PROJ/y.txt")" = y ] || fail "Y-L2 did not run after S-L1"
+no_procs
+pass "all complete, nothing left running"
+
+# The config key does the same; --schedule overrides it.
+new_project cfg
+write_graph
+printf 'rush:\n  schedule: dag\n' >> "$PROJ/.zerg/config.yaml"
+zerg rush --workers 2 > "$PROJ/out.txt" 2>&1 ||
+    fail "rush with rush.schedule: dag exited $?: $(cat "$PROJ/out.txt")"
+check_chain_first || fail "rush.schedule: dag did not run the chain early"
+pass "rush.schedule: dag in the config"
+
+rc=0
+zerg rush --workers 2 --schedule bogus --fresh > "$PROJ/bad.txt" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "--schedule bogus exited $rc, expected 2"
+grep -q -- "--schedule takes levels or dag, not 'bogus'" "$PROJ/bad.txt" ||
+    fail "no clear message: $(cat "$PROJ/bad.txt")"
+printf 'rush:\n  schedule: sometimes\n' > "$PROJ/.zerg/config.yaml"
+rc=0
+zerg rush --workers 2 --fresh > "$PROJ/bad.txt" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "rush.schedule: sometimes exited $rc, expected 2"
+grep -q "rush.schedule" "$PROJ/bad.txt" || fail "config error lacks the key: $(cat "$PROJ/bad.txt")"
+pass "a bad schedule exits 2 with the reason"
+
+echo "all $TESTS_PASSED passed"
