@@ -2,11 +2,13 @@
 # dispatch.py - dispatch overhead and level transition latency.
 #
 # N no-op tasks (`command: "true"`) in 4 levels on 8 workers, against the
-# same N items through `xargs -P8 -n1 sh -c true` and through `make -j8`
-# of a generated Makefile whose targets run `sh -c true` in 4 levels (each
+# same N items through `xargs -P8 -n1 sh -c true`, through `make -j8` of a
+# generated Makefile whose targets run `sh -c true` in 4 levels (each
 # level-k target depends on a barrier target that depends on all of level
-# k-1).  Each repetition runs the three back to back, so every zerg/xargs
-# and zerg/make ratio compares runs made under the same conditions.
+# k-1), and, when `ninja` is installed, through `ninja -j8` of the same
+# graph as a build.ninja (edges whose outputs are never made, so all run;
+# phony barriers between levels).  Each repetition runs them back to back,
+# so every ratio compares runs made under the same conditions.
 #
 # From the same rushes' monitor.jsonl: the level transition latency (last
 # task_complete of level N -> first task_claimed of level N+1), the
@@ -50,6 +52,36 @@ def write_makefile(path, n):
             out.append("%s:%s\n\t@sh -c true" % (tid, dep))
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
+
+
+def write_ninja(path, n):
+    """The Makefile's graph for ninja: one edge per task running
+    `sh -c true` (its output is never made, so every edge runs), a phony
+    barrier per level."""
+    tasks = bl.level_tasks(n, LEVELS, "true")
+    by_level = {}
+    for t in tasks:
+        by_level.setdefault(t["level"], []).append(t["id"])
+    # ninja runs every command through /bin/sh -c, so `true` here is the
+    # one `sh -c true` of the other baselines.
+    out = ["rule run", "  command = true", ""]
+    for k, ids in sorted(by_level.items()):
+        dep = " | L%d" % (k - 1) if k > 1 else ""
+        out += ["build %s: run%s" % (tid, dep) for tid in ids]
+        out.append("build L%d: phony %s" % (k, " ".join(ids)))
+    out.append("default L%d" % LEVELS)
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def run_ninja(build_file):
+    """ninja -j8 in a fresh build directory (no .ninja_log from before)."""
+    d = build_file + ".d"
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return bl.run_timed(["ninja", "-C", d, "-f", os.path.abspath(build_file),
+                         "-j%d" % WORKERS], timeout=600,
+                        stdout=subprocess.DEVNULL)
 
 
 def run_xargs(n):
@@ -106,9 +138,15 @@ def run_zerg(env, n, rep, root=None, tag="disk"):
 def measure_size(env, n, runs, tmpfs):
     makefile = os.path.join(env.root, "Makefile.%d" % n)
     write_makefile(makefile, n)
+    ninja_file = os.path.join(env.root, "build.%d.ninja" % n)
+    have_ninja = shutil.which("ninja") is not None
+    if have_ninja:
+        write_ninja(ninja_file, n)
     rows = []
     for rep in range(runs):
         row = {"xargs": run_xargs(n), "make": run_make(makefile)}
+        if have_ninja:
+            row["ninja"] = run_ninja(ninja_file)
         row["replace_ms"] = bl.fsync_ms(env.root, 10)[1]
         rush = run_zerg(env, n, rep)
         row["zerg"] = rush.wall
@@ -118,10 +156,13 @@ def measure_size(env, n, runs, tmpfs):
         row["worker_hwm_kb"] = max(rush.worker_hwm_kb.values(), default=None)
         if tmpfs:
             row["zerg_tmpfs"] = run_zerg(env, n, rep, tmpfs, "tmpfs").wall
-        env.log("%d tasks, run %d: zerg %.2fs%s, xargs %.2fs, make %.2fs, "
-                "durable replace %.1f ms", n, rep + 1, row["zerg"],
+        env.log("%d tasks, run %d: zerg %.2fs%s, xargs %.2fs, make %.2fs%s, "
+                "durable replace %.1f ms, orchestrator peak %s kB", n,
+                rep + 1, row["zerg"],
                 " (tmpfs %.2fs)" % row["zerg_tmpfs"] if tmpfs else "",
-                row["xargs"], row["make"], row["replace_ms"])
+                row["xargs"], row["make"],
+                ", ninja %.2fs" % row["ninja"] if have_ninja else "",
+                row["replace_ms"], row["orch_hwm_kb"])
         rows.append(row)
     return rows
 
@@ -136,6 +177,10 @@ def summarize(n, rows):
         res[k] = bl.summary(col(k))
     res["zerg_per_xargs"] = bl.summary([r["zerg"] / r["xargs"] for r in rows])
     res["zerg_per_make"] = bl.summary([r["zerg"] / r["make"] for r in rows])
+    if "ninja" in rows[0]:
+        res["ninja"] = bl.summary(col("ninja"))
+        res["zerg_per_ninja"] = bl.summary(
+            [r["zerg"] / r["ninja"] for r in rows])
     if "zerg_tmpfs" in rows[0]:
         res["tmpfs_per_xargs"] = bl.summary(
             [r["zerg_tmpfs"] / r["xargs"] for r in rows])
@@ -179,10 +224,12 @@ def run(env):
                                             shm if n == sizes[0] else None))
             env.save("dispatch_%d" % n, res)
             print("%5d tasks: zerg %.2fs  xargs %.2fs  make %.2fs  "
-                  "zerg/xargs %.2fx  zerg/make %.2fx  transitions %.0f ms"
+                  "zerg/xargs %.2fx  zerg/make %.2fx%s  transitions %.0f ms"
                   % (n, res["zerg"]["median"], res["xargs"]["median"],
                      res["make"]["median"], res["zerg_per_xargs"]["median"],
                      res["zerg_per_make"]["median"],
+                     "  zerg/ninja %.2fx" % res["zerg_per_ninja"]["median"]
+                     if "zerg_per_ninja" in res else "",
                      res["transitions_ms"]["median"]))
     finally:
         if shm:

@@ -1,0 +1,342 @@
+/* test_orch_durability.c - group commit of results (state.durability,
+ * DESIGN §16; orch_sync_results in src/orch/orch_intake.c and
+ * orch_checkpoint in src/orch/orchestrator.c).
+ *
+ * The syncfs(2) of zerg_fsio_ops is replaced by a recorder, so each test
+ * sees when the orchestrator makes its batch durable and which result
+ * files were on disk at that instant.  A power cut is simulated by
+ * deleting the results written after the last sync (what a lost page
+ * cache loses) and starting a new orchestrator with --resume over the
+ * state document as it is on disk. */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "orch_fixture.h"
+#include "zerg/err.h"
+#include "zerg/fsio.h"
+
+#define MAX_FILES 16
+
+/* Three tasks of level 1, so that two can finish without ending the
+ * level (a level transition forces a checkpoint), and one of level 2. */
+static const char graph4[] =
+    "{\"feature\":\"t\",\"tasks\":["
+    "{\"id\":\"A-L1-001\",\"level\":1,\"command\":\"true\"},"
+    "{\"id\":\"A-L1-002\",\"level\":1,\"command\":\"true\"},"
+    "{\"id\":\"A-L1-003\",\"level\":1,\"command\":\"true\"},"
+    "{\"id\":\"A-L2-001\",\"level\":2,\"command\":\"true\"}]}";
+
+/* What the recorder saw. */
+static struct {
+    struct fx *x;
+    int calls;
+    char synced[MAX_FILES][128]; /* result files durable at the last call */
+    int nsynced;
+    int complete_on_disk; /* tasks the state file called complete then */
+} rec;
+
+static int list_results(const char *dir, char names[][128], int max)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    assert_non_null(d);
+    while ((e = readdir(d)) && n < max)
+        if (!strncmp(e->d_name, "result-", 7))
+            snprintf(names[n++], 128, "%.127s", e->d_name);
+    closedir(d);
+    return n;
+}
+
+static int complete_in_state_file(struct fx *x)
+{
+    struct zerg_state s = {0};
+    struct zerg_err err = {0};
+    char path[400];
+    int n = 0;
+    snprintf(path, sizeof path, "%s/t.json", x->state_dir);
+    if (zerg_state_load(&s, x->g, path, NULL, &err) < 0)
+        return 0;
+    for (size_t t = 0; t < s.ntasks; t++)
+        n += s.tasks[t].status == ZERG_TASK_COMPLETE;
+    zerg_state_close(&s);
+    return n;
+}
+
+static int syncfs_record(int fd)
+{
+    (void)fd;
+    rec.calls++;
+    rec.nsynced = list_results(rec.x->run_dir, rec.synced, MAX_FILES);
+    rec.complete_on_disk = complete_in_state_file(rec.x);
+    return 0;
+}
+
+static struct fx *start_graph(const char *graph, int workers)
+{
+    struct fx *x = fx_new(graph, workers, 0);
+    memset(&rec, 0, sizeof rec);
+    rec.x = x;
+    zerg_fsio_ops.syncfs = syncfs_record;
+    start_ready(x);
+    return x;
+}
+
+static struct fx *start(int workers)
+{
+    return start_graph(graph3, workers);
+}
+
+static void stop(struct fx *x)
+{
+    zerg_fsio_ops = zerg_fsio_ops_default;
+    fx_free(x);
+}
+
+/* Checkpoints far apart, so the batch window alone decides the syncs. */
+static void slow_checkpoints(struct fx *x)
+{
+    x->o->o.checkpoint_ns = S(1);
+    x->o->last_save_mono_ns = x->now;
+}
+
+static int results_on_disk(struct fx *x)
+{
+    char names[MAX_FILES][128];
+    return list_results(x->run_dir, names, MAX_FILES);
+}
+
+/* The power cut: every result not durable at the last sync is gone. */
+static int lose_unsynced(struct fx *x)
+{
+    char names[MAX_FILES][128], path[600];
+    int n = list_results(x->run_dir, names, MAX_FILES), lost = 0;
+    for (int i = 0; i < n; i++) {
+        int kept = 0;
+        for (int k = 0; k < rec.nsynced; k++)
+            kept |= !strcmp(names[i], rec.synced[k]);
+        if (kept)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", x->run_dir, names[i]);
+        assert_int_equal(unlink(path), 0);
+        lost++;
+    }
+    return lost;
+}
+
+/* Two results applied, then one tick: one sync for both, before the
+ * checkpoint that records them and before they are deleted. */
+static void test_one_sync_per_batch_before_checkpoint(void **state)
+{
+    (void)state;
+    struct fx *x = start(2);
+    complete_slot(x, 0);
+    complete_slot(x, 1);
+    assert_int_equal(rec.calls, 0);
+    assert_int_equal(results_on_disk(x), 2);
+    tick(x);
+    assert_int_equal(rec.calls, 1);
+    assert_int_equal(rec.nsynced, 2);          /* the batch was on disk */
+    assert_int_equal(rec.complete_on_disk, 0); /* not yet claimed done */
+    assert_int_equal(complete_in_state_file(x), 2);
+    assert_int_equal(results_on_disk(x), 0); /* deleted after the save */
+    tick(x);
+    assert_int_equal(rec.calls, 1); /* nothing new: no sync */
+    stop(x);
+}
+
+/* Between checkpoints a batch is synced once its 10 ms window passed,
+ * and nothing is deleted before a checkpoint. */
+static void test_batch_window(void **state)
+{
+    (void)state;
+    struct fx *x = start_graph(graph4, 3);
+    slow_checkpoints(x);
+    complete_slot(x, 0);
+    tick(x);
+    assert_int_equal(rec.calls, 1);
+    advance(x, 0.001);
+    complete_slot(x, 1);
+    tick(x);
+    assert_int_equal(rec.calls, 1); /* 1 ms later: still the same window */
+    advance(x, 0.008);              /* 9 ms after the first sync */
+    assert_int_equal(rec.calls, 1);
+    advance(x, 0.001); /* 10 ms: the window has passed */
+    assert_int_equal(rec.calls, 2);
+    assert_int_equal(rec.nsynced, 2);
+    assert_int_equal(results_on_disk(x), 2); /* no checkpoint yet */
+    advance(x, 1.0);
+    assert_int_equal(results_on_disk(x), 0);
+    assert_int_equal(rec.calls, 2); /* the batch was already durable */
+    assert_int_equal(complete_in_state_file(x), 2);
+    assert_int_not_equal(status_of(x, "A-L1-003"), ZERG_TASK_COMPLETE);
+    stop(x);
+}
+
+/* full: every worker fsynced its own result; the orchestrator does not
+ * sync again, and still deletes results only after the checkpoint. */
+static void test_full_leaves_sync_to_workers(void **state)
+{
+    (void)state;
+    struct fx *x = start(2);
+    x->cfg.state_durability = ZERG_DURABILITY_FULL;
+    complete_slot(x, 0);
+    complete_slot(x, 1);
+    advance(x, 0.001);
+    assert_int_equal(rec.calls, 0);
+    assert_int_equal(results_on_disk(x), 0);
+    assert_int_equal(complete_in_state_file(x), 2);
+    stop(x);
+}
+
+/* Runs what is left to the end; runs[t] counts the runs of task t. */
+static void run_rest(struct fx *x, int *runs)
+{
+    for (int round = 0; round < 6 && x->o->s->current_level <= 2; round++) {
+        for (int i = 0; i < x->o->nslots; i++) {
+            int t = x->o->slots[i].task;
+            if (t >= 0 && x->s.tasks[t].status == ZERG_TASK_CLAIMED) {
+                complete_slot(x, i);
+                runs[t]++;
+            }
+        }
+        advance(x, 0.5);
+    }
+}
+
+static int runs_of(struct fx *x, const int *runs, const char *id)
+{
+    return runs[zerg_graph_find(x->g, id)];
+}
+
+/* kill -9 of the orchestrator: the page cache keeps every result, synced
+ * or not, so --resume completes both and runs neither again. */
+static void test_kill_loses_nothing(void **state)
+{
+    (void)state;
+    struct fx *x = start(2);
+    slow_checkpoints(x);
+    complete_slot(x, 0);
+    complete_slot(x, 1);
+    assert_int_equal(rec.calls, 0);
+    assert_int_equal(complete_in_state_file(x), 0);
+    fx_restart(x, 2); /* the old one died without a word */
+    assert_int_equal(status_of(x, "A-L1-001"), ZERG_TASK_COMPLETE);
+    assert_int_equal(status_of(x, "A-L1-002"), ZERG_TASK_COMPLETE);
+    start_ready(x);
+    int runs[3] = {0};
+    run_rest(x, runs);
+    assert_int_equal(runs_of(x, runs, "A-L1-001"), 0);
+    assert_int_equal(runs_of(x, runs, "A-L1-002"), 0);
+    assert_int_equal(runs_of(x, runs, "A-L2-001"), 1);
+    assert_int_equal(status_of(x, "A-L2-001"), ZERG_TASK_COMPLETE);
+    stop(x);
+}
+
+/* A power cut after one batch was synced and while the next was not:
+ * --resume keeps the synced one and runs again at most the lost batch. */
+static void test_power_loss_reruns_at_most_last_batch(void **state)
+{
+    (void)state;
+    struct fx *x = start_graph(graph4, 3);
+    slow_checkpoints(x);
+    complete_slot(x, 0); /* A-L1-001 */
+    tick(x);
+    assert_int_equal(rec.calls, 1);
+    advance(x, 0.001);
+    complete_slot(x, 1); /* A-L1-002: its batch is not synced yet */
+    tick(x);
+    assert_int_equal(rec.calls, 1);
+    assert_int_equal(complete_in_state_file(x), 0);
+    int lost = lose_unsynced(x);
+    assert_int_equal(lost, 1);
+    fx_restart(x, 3);
+    assert_int_equal(status_of(x, "A-L1-001"), ZERG_TASK_COMPLETE);
+    assert_int_not_equal(status_of(x, "A-L1-002"), ZERG_TASK_COMPLETE);
+    start_ready(x);
+    int runs[4] = {0};
+    run_rest(x, runs);
+    /* Of the two that had finished, only the lost batch runs again;
+     * A-L1-003 never finished, A-L2-001 had not started. */
+    assert_int_equal(runs_of(x, runs, "A-L1-001"), 0);
+    assert_true(runs_of(x, runs, "A-L1-002") <= lost);
+    assert_int_equal(runs_of(x, runs, "A-L1-002"), 1);
+    assert_int_equal(runs_of(x, runs, "A-L1-003"), 1);
+    assert_int_equal(runs_of(x, runs, "A-L2-001"), 1);
+    for (size_t t = 0; t < x->g->ntasks; t++)
+        assert_int_equal(x->s.tasks[t].status, ZERG_TASK_COMPLETE);
+    stop(x);
+}
+
+/* syncfs failing (a writeback error somewhere on the filesystem): the
+ * batch's own files are fsynced instead, and the run goes on quietly. */
+static int syncfs_eio(int fd)
+{
+    (void)fd;
+    rec.calls++;
+    errno = EIO;
+    return -1;
+}
+
+static int fsync_eio(int fd)
+{
+    (void)fd;
+    errno = EIO;
+    return -1;
+}
+
+static void test_syncfs_failure_falls_back(void **state)
+{
+    (void)state;
+    struct fx *x = start(1);
+    zerg_fsio_ops.syncfs = syncfs_eio;
+    complete_slot(x, 0);
+    advance(x, 0.001);
+    assert_int_equal(rec.calls, 1);
+    assert_int_equal(complete_in_state_file(x), 1);
+    assert_int_equal(results_on_disk(x), 0);
+    char *log = fx_events(x);
+    assert_null(strstr(log, "results_sync_failed"));
+    free(log);
+    stop(x);
+}
+
+/* Nothing can be synced (the disk is failing): said once per batch, and
+ * no result is deleted, since no checkpoint landed either. */
+static void test_sync_failure_keeps_journal(void **state)
+{
+    (void)state;
+    struct fx *x = start(1);
+    zerg_fsio_ops.syncfs = syncfs_eio;
+    complete_slot(x, 0);
+    zerg_fsio_ops.fsync = fsync_eio;
+    advance(x, 0.001);
+    zerg_fsio_ops.fsync = zerg_fsio_ops_default.fsync;
+    assert_int_equal(rec.calls, 1);
+    assert_int_equal(results_on_disk(x), 1);
+    char *log = fx_events(x);
+    assert_true(tu_contains(log, "\"event\":\"results_sync_failed\""));
+    assert_true(tu_contains(log, "\"event\":\"state_write_failed\""));
+    free(log);
+    stop(x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_sync_per_batch_before_checkpoint),
+        cmocka_unit_test(test_batch_window),
+        cmocka_unit_test(test_full_leaves_sync_to_workers),
+        cmocka_unit_test(test_kill_loses_nothing),
+        cmocka_unit_test(test_power_loss_reruns_at_most_last_batch),
+        cmocka_unit_test(test_syncfs_failure_falls_back),
+        cmocka_unit_test(test_sync_failure_keeps_journal),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
