@@ -1,8 +1,8 @@
 /* validate.c - `zerg validate`: everything a rush would check before it
  * starts, without starting: the config, the task graph and the policy
- * overrides.  Prints a summary a person can check the plan against, or
- * the first error as "zerg validate: <file>: <what>" (exit 2).  Writes
- * nothing. */
+ * overrides, and the executor pre-flight (preflight.h).  Prints a summary
+ * a person can check the plan against, or the first error as "zerg
+ * validate: <file>: <what>" (exit 2).  Writes nothing. */
 #include "cli.h"
 
 #include <dirent.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "preflight.h"
 #include "zerg/graph.h"
 #include "zerg/json.h"
 #include "zerg/policy.h"
@@ -26,7 +27,9 @@ static const char usage[] =
     "(.gsd/specs/F/task-graph.json) and the policy overrides in\n"
     ".zerg/policies/, then prints the plan: tasks per level in run order,\n"
     "dependencies, serialized same-file tasks, the critical path, and any\n"
-    "warnings.  Starts nothing and writes nothing.\n"
+    "warnings.  When a task has no `command`, checks that the executor\n"
+    "answers `--version` where the workers run (inside the image in\n"
+    "container mode).  Writes nothing.\n"
     "\n"
     "Options:\n"
     "  --check-wiring  also check that every policy hook the core calls is\n"
@@ -36,7 +39,8 @@ static const char usage[] =
     "  -C DIR          run as if started in DIR\n"
     "  -h, --help      show this help\n"
     "\n"
-    "Exit codes: 0 valid; 1 --check-wiring found problems; 2 the config,\n"
+    "Exit codes: 0 valid; 1 the executor pre-flight failed or\n"
+    "--check-wiring found problems; 2 the config,\n"
     "graph or a policy override is invalid (the first line says which file\n"
     "and what).\n";
 
@@ -57,6 +61,7 @@ struct check {
     struct strs overrides; /* the *.lua in .zerg/policies */
     int wiring_problems;
     int json, wiring;
+    struct zerg_preflight pf;
 };
 
 static int strs_push(struct strs *l, const char *s)
@@ -190,6 +195,21 @@ static int run_checks(const struct zerg_cli *cli, struct check *c)
     return ZERG_EXIT_OK;
 }
 
+/* The executor pre-flight, for workers.mode.  ZERG_EXIT_FAIL when it
+ * failed (the summary still prints, with the reason). */
+static int check_preflight(const struct zerg_cli *cli, struct check *c)
+{
+    if (zerg_preflight_run(cli->project, &c->cfg, c->g, c->cfg.workers_mode,
+                           NULL, &c->pf) < 0) {
+        zerg_cli_error("validate", "pre-flight: out of memory");
+        return ZERG_EXIT_FAIL;
+    }
+    if (c->pf.ok)
+        return ZERG_EXIT_OK;
+    zerg_cli_error("validate", "pre-flight failed: %s", c->pf.error);
+    return ZERG_EXIT_FAIL;
+}
+
 static int check_wiring(struct check *c, FILE *out)
 {
     struct zerg_err err = {0};
@@ -213,6 +233,17 @@ static void print_list(FILE *out, const char *title, const struct strs *l)
         fprintf(out, "  %s\n", l->v[i]);
 }
 
+static void print_executor(FILE *out, const struct zerg_preflight *pf)
+{
+    if (!pf->agent_tasks)
+        fputs("Executor: not needed (every task has a command)\n", out);
+    else if (pf->ok)
+        fprintf(out, "Executor: %s (%s) answers %s: %s\n", pf->exe, pf->exe_key,
+                pf->where, pf->version);
+    else
+        fprintf(out, "Executor: FAILED: %s\n", pf->error);
+}
+
 static void print_text(FILE *out, const struct zerg_cli *cli,
                        const struct check *c)
 {
@@ -234,7 +265,15 @@ static void print_text(FILE *out, const struct zerg_cli *cli,
     print_list(out, "Ordering", &c->notes);
     print_list(out, "Warnings", &gw);
     print_list(out, "Config warnings", &c->config_warnings);
-    if (c->wiring_problems)
+    struct strs pw = {c->pf.warnings, c->pf.nwarnings};
+    print_list(out, "Pre-flight warnings", &pw);
+    print_executor(out, &c->pf);
+    if (!c->pf.ok)
+        fprintf(out,
+                "%s is valid, but the executor pre-flight failed "
+                "(above).\n",
+                c->feature);
+    else if (c->wiring_problems)
         fprintf(out,
                 "%s is valid, but the wiring check found %d "
                 "problem%s (above).\n",
@@ -300,6 +339,23 @@ static zerg_json *json_critical(const struct zerg_graph *g)
     return cp;
 }
 
+static zerg_json *json_preflight(const struct zerg_preflight *pf)
+{
+    struct strs pw = {pf->warnings, pf->nwarnings};
+    zerg_json *o = zerg_json_obj();
+    if (!o || zerg_json_set_bool(o, "ok", pf->ok) ||
+        zerg_json_set_num(o, "agent_tasks", (double)pf->agent_tasks) ||
+        (pf->exe ? zerg_json_set_str(o, "executor", pf->exe)
+                 : zerg_json_set_null(o, "executor")) ||
+        zerg_json_set_str(o, "version", pf->version) ||
+        zerg_json_set_str(o, "error", pf->error) ||
+        zerg_json_set(o, "warnings", json_strs(&pw))) {
+        zerg_json_free(o);
+        return NULL;
+    }
+    return o;
+}
+
 static int print_json(FILE *out, const struct check *c)
 {
     const struct zerg_graph *g = c->g;
@@ -308,7 +364,8 @@ static int print_json(FILE *out, const struct check *c)
     char *text = NULL;
     /* Each set takes its value, also on failure: nothing to free here. */
     zerg_json *o = zerg_json_obj();
-    if (!o || zerg_json_set_bool(o, "ok", c->wiring_problems == 0) ||
+    if (!o ||
+        zerg_json_set_bool(o, "ok", c->wiring_problems == 0 && c->pf.ok) ||
         zerg_json_set_str(o, "feature", c->feature) ||
         zerg_json_set_str(o, "graph", c->graph_path) ||
         zerg_json_set_num(o, "tasks", (double)g->ntasks) ||
@@ -319,6 +376,7 @@ static int print_json(FILE *out, const struct check *c)
         zerg_json_set(o, "warnings", json_strs(&gw)) ||
         zerg_json_set(o, "config_warnings", json_strs(&c->config_warnings)) ||
         zerg_json_set(o, "policy_overrides", json_strs(&c->overrides)) ||
+        zerg_json_set(o, "preflight", json_preflight(&c->pf)) ||
         (c->wiring &&
          zerg_json_set_num(o, "wiring_problems", c->wiring_problems)))
         goto cleanup;
@@ -374,6 +432,7 @@ int zerg_cmd_validate(struct zerg_cli *cli, int argc, char **argv)
     if (rc >= 0)
         return rc;
     rc = run_checks(cli, &c);
+    int prc = rc == ZERG_EXIT_OK ? check_preflight(cli, &c) : ZERG_EXIT_OK;
     /* The wiring report goes to stderr under --json so stdout stays one
      * JSON object. */
     int wrc = rc == ZERG_EXIT_OK && c.wiring
@@ -383,13 +442,14 @@ int zerg_cmd_validate(struct zerg_cli *cli, int argc, char **argv)
         rc = c.json ? print_json(stdout, &c)
                     : (print_text(stdout, cli, &c), ZERG_EXIT_OK);
         if (rc == ZERG_EXIT_OK)
-            rc = wrc;
+            rc = wrc != ZERG_EXIT_OK ? wrc : prc;
     } else if (rc == ZERG_EXIT_OK) {
         rc = wrc;
     }
     strs_free(&c.config_warnings);
     strs_free(&c.notes);
     strs_free(&c.overrides);
+    zerg_preflight_close(&c.pf);
     zerg_graph_free(c.g);
     if (c.have_cfg)
         zerg_config_free(&c.cfg);

@@ -264,6 +264,9 @@ static void push_mounts(struct argv_buf *b, const struct zerg_spawn_req *r)
         push(b, "--env=GIT_CONFIG_KEY_0=safe.directory");
         push(b, "--env=GIT_CONFIG_VALUE_0=*");
     }
+    /* Claude Code refuses --dangerously-skip-permissions as root (the
+     * default user of most images) unless it is told it is sandboxed. */
+    push(b, "--env=IS_SANDBOX=1");
     pushf(b, "--env=ZERG_FEATURE=%s", f);
     pushf(b, "--env=ZERG_WORKER_ID=%d", r->slot);
     pushf(b, "--env=ZERG_EPOCH=%" PRIu64, r->epoch);

@@ -7,6 +7,7 @@
 #include "worker_agent.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,16 +54,26 @@ char **wk_agent_argv(const struct worker *w, const char *prompt)
     return zerg_worker_executor_argv(&w->cfg.executor, prompt);
 }
 
-/* The end of the attempt's log (malloc'd), or NULL. */
-static char *read_end(int fd, size_t *len)
+/* The end of the attempt's log (malloc'd), or NULL.  The log is open
+ * write-only (O_APPEND), so it is read through a read-only open of the
+ * same file: /proc/self/fd names the inode the task wrote, not whatever
+ * the path holds by now. */
+static char *read_end(int log_fd, size_t *len)
 {
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0)
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", log_fd);
+    int fd = log_fd < 0 ? -1 : open(self, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
         return NULL;
+    }
     off_t from = st.st_size > SCAN_BYTES ? st.st_size - SCAN_BYTES : 0;
     size_t want = (size_t)(st.st_size - from);
     char *buf = malloc(want + 1);
     ssize_t got = buf ? pread(fd, buf, want, from) : -1;
+    close(fd);
     if (got < 0) {
         free(buf);
         return NULL;

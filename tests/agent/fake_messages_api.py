@@ -23,8 +23,16 @@ prompt ("You are implementing task T-1 ...", "Task-ID: T-1").  Steps:
   {"status": 429, "retry_after": 2, "times": N, "headers": {...}}
   {"status": 529}                  an error answer (overloaded_error)
   {"slow_seconds": N}              the next answer streams slowly: a ping
-                                   or text delta every 0.5 s for N s
+                                   every 0.5 s for N s
+  {"slow_seconds": N, "deltas": true}
+                                   the same with a text delta every 0.5 s
+                                   (a text block before the answer's), which
+                                   the CLI prints as stream events with
+                                   --include-partial-messages
   {"hang": true}                   accepts the request and never answers
+  {"hang": true, "times": N}       only the first N requests of the turn
+                                   hang; later ones (a retried attempt) get
+                                   the answer
 Answer steps (tool, text) end a conversation turn; the turn of a request is
 the number of tool results in it.  status/slow/hang steps before an answer
 apply to that turn: a status step serves its first `times` requests of the
@@ -62,18 +70,24 @@ CWD_PATTERN = re.compile(r"Primary working directory:\s*(\S+)")
 
 def parse_turns(steps):
     """Groups a step list into turns: {"pre", "slow", "hang", "answer"}."""
-    turns, cur = [], {"pre": [], "slow": 0, "hang": False, "answer": None}
+    def fresh():
+        return {"pre": [], "slow": 0, "deltas": False, "hang": False,
+                "hang_times": None, "answer": None}
+    turns, cur = [], fresh()
     for step in steps:
         if "status" in step:
             cur["pre"].append(step)
         elif "slow_seconds" in step:
             cur["slow"] = float(step["slow_seconds"])
+            cur["deltas"] = bool(step.get("deltas"))
         elif step.get("hang"):
             cur["hang"] = True
+            if "times" in step:
+                cur["hang_times"] = int(step["times"])
         else:
             cur["answer"] = step
             turns.append(cur)
-            cur = {"pre": [], "slow": 0, "hang": False, "answer": None}
+            cur = fresh()
     if cur["pre"] or cur["slow"] or cur["hang"]:
         turns.append(cur)
     return turns
@@ -158,8 +172,8 @@ class Script:
             self.seen[key] = attempt + 1
         if turn < len(turns):
             return turns[turn], attempt
-        return {"pre": [], "slow": 0, "hang": False,
-                "answer": {"text": "done"}}, attempt
+        return {"pre": [], "slow": 0, "deltas": False, "hang": False,
+                "hang_times": None, "answer": {"text": "done"}}, attempt
 
 
 def pick_status(plan, attempt):
@@ -277,11 +291,12 @@ class Handler(BaseHTTPRequestHandler):
         status = pick_status(plan, attempt)
         if status:
             return self.error(status)
-        if plan["hang"]:
+        if plan["hang"] and (plan["hang_times"] is None or
+                             attempt < plan["hang_times"]):
             self.server.stop.wait()
             return
         self.answer(body, plan["answer"] or {"text": "done"}, turn,
-                    plan["slow"])
+                    plan["slow"], plan["deltas"])
 
     def error(self, step):
         code = int(step["status"])
@@ -294,18 +309,18 @@ class Handler(BaseHTTPRequestHandler):
                               "error": {"type": etype, "message": msg}},
                        headers)
 
-    def answer(self, body, answer, turn, slow):
+    def answer(self, body, answer, turn, slow, deltas=False):
         blocks, stop = answer_blocks(answer, working_dir(body), turn)
         msg = {"id": "msg_fake_%02d" % (turn + 1), "type": "message",
                "role": "assistant", "model": body.get("model", "claude"),
                "content": blocks, "stop_reason": stop, "stop_sequence": None,
                "usage": usage(answer)}
         if body.get("stream"):
-            self.stream(msg, slow)
+            self.stream(msg, slow, deltas)
         else:
             self.send_json(200, msg)
 
-    def stream(self, msg, slow):
+    def stream(self, msg, slow, deltas=False):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -314,9 +329,14 @@ class Handler(BaseHTTPRequestHandler):
         start = dict(msg, content=[], stop_reason=None,
                      usage=dict(msg["usage"], output_tokens=1))
         self.sse("message_start", {"type": "message_start", "message": start})
-        self.trickle(slow)
+        first = 0
+        if deltas and slow:
+            self.trickle_text(slow)
+            first = 1
+        else:
+            self.trickle(slow)
         for i, block in enumerate(msg["content"]):
-            self.stream_block(i, block)
+            self.stream_block(first + i, block)
         self.sse("message_delta", {
             "type": "message_delta",
             "delta": {"stop_reason": msg["stop_reason"],
@@ -332,6 +352,21 @@ class Handler(BaseHTTPRequestHandler):
         while time.monotonic() < end and not self.server.stop.is_set():
             self.sse("ping", {"type": "ping"})
             time.sleep(0.5)
+
+    def trickle_text(self, slow):
+        """A text block of its own growing by a delta each 0.5 s for `slow`
+        seconds: the model "thinking aloud" before its answer."""
+        self.sse("content_block_start", {
+            "type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}})
+        end = time.monotonic() + slow
+        while time.monotonic() < end and not self.server.stop.is_set():
+            self.sse("content_block_delta", {
+                "type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": "."}})
+            time.sleep(0.5)
+        self.sse("content_block_stop", {"type": "content_block_stop",
+                                        "index": 0})
 
     def stream_block(self, i, block):
         if block["type"] == "text":

@@ -27,6 +27,13 @@ cleanup() {
 }
 trap cleanup EXIT
 export NO_COLOR=1
+# The graphs below have tasks without `command`: validate's executor
+# pre-flight needs a `claude` that answers --version (test_preflight.sh
+# tests the pre-flight itself).
+mkdir -p "$tmp/bin"
+printf '#!/bin/sh\necho "2.1.332 (Claude Code)"\n' >"$tmp/bin/claude"
+chmod +x "$tmp/bin/claude"
+export PATH="$tmp/bin:$PATH"
 unset ZERG_FEATURE
 
 passed=0

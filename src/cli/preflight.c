@@ -1,0 +1,278 @@
+/* preflight.c - the executor pre-flight of `zerg validate` and `zerg rush`
+ * (DESIGN §14; the contract is in preflight.h).  Without it a missing or
+ * broken executor shows up only when the first worker has claimed a task:
+ * the rush then stops with the same fix, but after spawning workers.
+ * Here it costs one `EXE --version` (a few milliseconds for a binary that
+ * is not there, about 0.3 s for the Claude Code CLI) before anything is
+ * written. */
+#include "preflight.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "zerg/clock.h"
+#include "zerg/err.h"
+#include "zerg/graph.h"
+#include "zerg/launcher.h"
+#include "zerg/text.h"
+
+#define FIX_CLAUDE                                                             \
+    "install the Claude Code CLI where the workers run (`npm install -g "      \
+    "@anthropic-ai/claude-code`; scripts/install-claude.sh installs the "      \
+    "pinned version) or set executor.claude to its path"
+#define FIX_COMMAND                                                            \
+    "install it, or set workers.executor to a command that exists and "        \
+    "answers --version"
+#define FIX_IMAGE                                                              \
+    "build an image that has it (docker/Containerfile installs git, Node "     \
+    "and the Claude Code CLI) and set container.image to it, or set "          \
+    "executor.claude to its path inside the image"
+
+/* What to run: argv[0] as the workers will see it. */
+struct target {
+    char exe[PATH_MAX];
+    int claude; /* kind claude: its fix */
+};
+
+/* ---- warnings ----------------------------------------------------------- */
+
+static int push_warning(struct zerg_preflight *pf, const char *line)
+{
+    char **v = realloc(pf->warnings, (pf->nwarnings + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    pf->warnings = v;
+    if (!(v[pf->nwarnings] = strdup(line)))
+        return -ENOMEM;
+    pf->nwarnings++;
+    return 0;
+}
+
+int zerg_preflight_stale_warnings(const struct zerg_graph *g,
+                                  const struct zerg_config *cfg,
+                                  struct zerg_preflight *pf)
+{
+    double stale_s = zerg_ns_to_s(cfg->task_stale_timeout_ns);
+    size_t over = 0;
+    int agent = 0, rc = 0;
+    char line[512];
+    for (size_t i = 0; stale_s > 0 && i < g->ntasks && rc == 0; i++) {
+        const struct zerg_task *t = &g->tasks[i];
+        if (t->estimate_minutes * 60 <= stale_s)
+            continue;
+        agent |= t->command == NULL;
+        if (over++ >= ZERG_PREFLIGHT_WARN_MAX)
+            continue;
+        snprintf(line, sizeof line,
+                 "task %s is estimated at %g min, longer than "
+                 "workers.task_stale_timeout_seconds (%g s): raise the "
+                 "timeout if it can go that long without progress",
+                 t->id, t->estimate_minutes, stale_s);
+        rc = push_warning(pf, line);
+    }
+    if (rc == 0 && over > ZERG_PREFLIGHT_WARN_MAX) {
+        snprintf(line, sizeof line, "... and %zu more task%s like that",
+                 over - ZERG_PREFLIGHT_WARN_MAX,
+                 over - ZERG_PREFLIGHT_WARN_MAX == 1 ? "" : "s");
+        rc = push_warning(pf, line);
+    }
+    if (rc == 0 && over)
+        rc = push_warning(
+            pf, agent ? "(the stale check is about progress, not length: with "
+                        "executor.kind claude every stream event of the agent "
+                        "counts, so only a silent agent goes stale)"
+                      : "(the stale check is about progress, not length: a "
+                        "command's output counts while "
+                        "workers.output_is_progress is true)");
+    return rc;
+}
+
+/* ---- which executor ----------------------------------------------------- */
+
+/* Fills pf->exe / exe_key and t; 0, or -1 with pf->error set. */
+static int pick_executor(const char *project, const struct zerg_config *cfg,
+                         const char *override, struct zerg_preflight *pf,
+                         struct target *t)
+{
+    const char *exe = NULL;
+    size_t len;
+    if (override && override[strspn(override, " \t")]) {
+        override += strspn(override, " \t");
+        pf->exe = override, pf->exe_key = "--executor";
+        len = strcspn(override, " \t");
+    } else if (cfg->executor_kind == ZERG_EXECUTOR_CLAUDE) {
+        exe = cfg->executor_claude && *cfg->executor_claude
+                  ? cfg->executor_claude
+                  : "claude";
+        pf->exe = exe, pf->exe_key = "executor.claude", t->claude = 1;
+        len = strlen(exe);
+    } else if (cfg->executor.n && cfg->executor.v[0][0]) {
+        pf->exe = cfg->executor.v[0], pf->exe_key = "workers.executor";
+        len = strlen(pf->exe);
+    } else {
+        snprintf(pf->error, sizeof pf->error,
+                 "%zu task%s ha%s no `command` and workers.executor is "
+                 "empty. Fix: set executor.kind: claude, or workers.executor",
+                 pf->agent_tasks, pf->agent_tasks == 1 ? "" : "s",
+                 pf->agent_tasks == 1 ? "s" : "ve");
+        return -1;
+    }
+    /* A relative path is the project's, as the workers start there. */
+    int rel = memchr(pf->exe, '/', len) && pf->exe[0] != '/';
+    snprintf(t->exe, sizeof t->exe, "%s%s%.*s", rel ? project : "",
+             rel ? "/" : "", (int)len, pf->exe);
+    return 0;
+}
+
+/* ---- running it --------------------------------------------------------- */
+
+/* Says why argv failed (rc and wstatus of zerg_container_exec) in pf->error,
+ * with fix; 0 when it exited 0. */
+static int judge(struct zerg_preflight *pf, const struct target *t,
+                 const char *shown, int rc, int st, const char *out,
+                 const char *errout, int64_t timeout_ns, const char *fix)
+{
+    char last[300] = "", what[400];
+    zerg_last_line(errout, last, sizeof last);
+    if (rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        zerg_last_line(out, pf->version, sizeof pf->version);
+        pf->ok = 1;
+        return 0;
+    }
+    if (rc == -ENOENT)
+        snprintf(what, sizeof what, "is not found %s",
+                 strchr(t->exe, '/') ? "(no such file)" : pf->where);
+    else if (rc == -EACCES)
+        snprintf(what, sizeof what, "is not executable");
+    else if (rc == -ETIMEDOUT)
+        snprintf(what, sizeof what, "did not answer `%s` within %g s", shown,
+                 zerg_ns_to_s(timeout_ns));
+    else if (rc < 0)
+        snprintf(what, sizeof what, "cannot be run: %s", strerror(-rc));
+    else if (WIFEXITED(st) &&
+             (WEXITSTATUS(st) == 127 || WEXITSTATUS(st) == 126))
+        snprintf(what, sizeof what, "is not found %s (`%s` exited %d%s%.200s)",
+                 pf->where, shown, WEXITSTATUS(st), last[0] ? ": " : "", last);
+    else if (WIFEXITED(st))
+        snprintf(what, sizeof what, "fails: `%s` exited %d%s%.200s", shown,
+                 WEXITSTATUS(st), last[0] ? ": " : "", last);
+    else
+        snprintf(what, sizeof what, "fails: `%s` was killed by signal %d",
+                 shown, WTERMSIG(st));
+    snprintf(pf->error, sizeof pf->error,
+             "the executor `%.300s` (%s) %s, and %zu task%s no `command`. "
+             "Fix: %s",
+             t->exe, pf->exe_key, what, pf->agent_tasks,
+             pf->agent_tasks == 1 ? " has" : "s have", fix);
+    return -1;
+}
+
+static void check_here(struct zerg_preflight *pf, const struct target *t)
+{
+    char out[512], errout[1024], shown[PATH_MAX + 16];
+    int st = 0;
+    char *argv[] = {(char *)t->exe, "--version", NULL};
+    snprintf(pf->where, sizeof pf->where, "on PATH");
+    snprintf(shown, sizeof shown, "%s --version", t->exe);
+    pf->checked = 1;
+    int rc = zerg_container_exec(argv, ZERG_PREFLIGHT_VERSION_TIMEOUT_NS, out,
+                                 sizeof out, errout, sizeof errout, &st);
+    judge(pf, t, shown, rc, st, out, errout, ZERG_PREFLIGHT_VERSION_TIMEOUT_NS,
+          t->claude ? FIX_CLAUDE : FIX_COMMAND);
+}
+
+static const char *image_name(const struct zerg_config *cfg)
+{
+    return cfg->container_image && cfg->container_image[0]
+               ? cfg->container_image
+               : "zerg-worker";
+}
+
+/* `RUNTIME run --rm IMAGE EXE --version`: the image's PATH, not ours. */
+static void check_image(struct zerg_preflight *pf, const struct target *t,
+                        const struct zerg_config *cfg)
+{
+    struct zerg_container_rt rt;
+    char why[1024], out[512], errout[1024], shown[PATH_MAX + 200];
+    const char *image = image_name(cfg);
+    int st = 0;
+    snprintf(pf->where, sizeof pf->where, "in the image");
+    if (zerg_container_resolve(cfg->container_runtime, &rt, why, sizeof why) <
+            0 ||
+        zerg_container_image_exists(&rt, image, why, sizeof why) != 1) {
+        snprintf(pf->error, sizeof pf->error,
+                 "cannot check the executor `%.300s` (%s) in container mode: "
+                 "%.500s",
+                 t->exe, pf->exe_key, why);
+        return;
+    }
+    char *argv[] = {rt.path,          "run",         "--rm",
+                    "--network=none", (char *)image, (char *)t->exe,
+                    "--version",      NULL};
+    snprintf(shown, sizeof shown, "%s run --rm %s %s --version", rt.name, image,
+             t->exe);
+    pf->checked = 1;
+    int rc = zerg_container_exec(argv, ZERG_PREFLIGHT_CONTAINER_TIMEOUT_NS, out,
+                                 sizeof out, errout, sizeof errout, &st);
+    judge(pf, t, shown, rc, st, out, errout,
+          ZERG_PREFLIGHT_CONTAINER_TIMEOUT_NS,
+          t->claude ? FIX_IMAGE : "install it in the image (container.image)");
+}
+
+int zerg_preflight_run(const char *project, const struct zerg_config *cfg,
+                       const struct zerg_graph *g, enum zerg_mode mode,
+                       const char *override, struct zerg_preflight *pf)
+{
+    struct target t = {0};
+    char why[512];
+    memset(pf, 0, sizeof *pf);
+    if (zerg_preflight_stale_warnings(g, cfg, pf) < 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < g->ntasks; i++)
+        pf->agent_tasks += g->tasks[i].command == NULL;
+    pf->ok = pf->agent_tasks == 0;
+    if (pf->ok)
+        return 0;
+    if (!override || !*override)
+        override = getenv("ZERG_EXECUTOR"); /* it reaches the workers */
+    if (pick_executor(project, cfg, override, pf, &t) < 0)
+        return 0;
+    if (mode == ZERG_MODE_AUTO)
+        mode = zerg_container_available(cfg, why, sizeof why)
+                   ? ZERG_MODE_CONTAINER
+                   : ZERG_MODE_SUBPROCESS;
+    if (mode == ZERG_MODE_CONTAINER)
+        check_image(pf, &t, cfg);
+    else
+        check_here(pf, &t);
+    return 0;
+}
+
+void zerg_preflight_close(struct zerg_preflight *pf)
+{
+    for (size_t i = 0; i < pf->nwarnings; i++)
+        free(pf->warnings[i]);
+    free(pf->warnings);
+    memset(pf, 0, sizeof *pf);
+}
+
+int zerg_preflight_rush(const char *project, const struct zerg_config *cfg,
+                        const struct zerg_graph *g, enum zerg_mode mode,
+                        const char *override)
+{
+    struct zerg_preflight pf;
+    int rc = zerg_preflight_run(project, cfg, g, mode, override, &pf);
+    for (size_t i = 0; rc == 0 && i < pf.nwarnings; i++)
+        fprintf(stderr, "zerg rush: warning: %s\n", pf.warnings[i]);
+    if (rc < 0)
+        fprintf(stderr, "zerg rush: pre-flight: out of memory\n");
+    else if (!pf.ok)
+        fprintf(stderr, "zerg rush: pre-flight failed: %s\n", pf.error);
+    int exit_code = rc < 0 || !pf.ok ? ZERG_EXIT_FAIL : ZERG_EXIT_OK;
+    zerg_preflight_close(&pf);
+    return exit_code;
+}
