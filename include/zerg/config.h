@@ -32,6 +32,11 @@ enum zerg_state_watch {
     ZERG_WATCH_INOTIFY,
     ZERG_WATCH_POLL,
 };
+/* state.durability: when a result reaches the disk (DESIGN §16). */
+enum zerg_durability {
+    ZERG_DURABILITY_BATCH, /* the orchestrator syncs applied results in groups */
+    ZERG_DURABILITY_FULL,  /* each worker fsyncs its result */
+};
 
 const char *zerg_mode_name(enum zerg_mode m);
 int zerg_mode_parse(const char *s, enum zerg_mode *out); /* 0 or -EINVAL */
@@ -45,6 +50,12 @@ enum zerg_isolation {
     ZERG_ISOLATION_AUTO,
     ZERG_ISOLATION_WORKTREE,
     ZERG_ISOLATION_NONE,
+};
+
+/* rush.schedule (DESIGN §16): when a task may be claimed. */
+enum zerg_schedule {
+    ZERG_SCHEDULE_LEVELS, /* once every task of the lower levels is done */
+    ZERG_SCHEDULE_DAG,    /* once its own dependencies are complete */
 };
 
 /* A NULL-terminated argv owned by the config. */
@@ -76,6 +87,7 @@ struct zerg_config {
     char *rush_base;                    /* "" = HEAD at rush start */
     double rush_max_cost_usd;           /* 0 = no cap */
     int64_t rush_timeout_ns;            /* 0 = no wall budget */
+    int rush_schedule;                  /* enum zerg_schedule, LEVELS */
 
     /* workers: */
     int workers_max_concurrent;         /* 3: workers when --workers absent */
@@ -123,6 +135,7 @@ struct zerg_config {
     /* state: */
     int state_watch;                    /* enum zerg_state_watch, auto */
     int state_poll_interval_ms;         /* 100 (10..5000) */
+    int state_durability;               /* enum zerg_durability, batch */
 
     /* policies: */
     int64_t policy_instruction_budget;  /* 1,000,000 VM instructions/call */

@@ -24,6 +24,7 @@ struct zerg_fsio_ops {
     ssize_t (*write)(int fd, const void *buf, size_t len);
     int (*fsync)(int fd);
     int (*rename)(const char *from, const char *to);
+    int (*syncfs)(int fd);
 };
 /* The ops in force; tests replace members and restore them after. */
 extern struct zerg_fsio_ops zerg_fsio_ops;
@@ -38,6 +39,17 @@ enum {
  * ("cannot write .zerg/state/f.json: No space left on device"). */
 int zerg_fsio_write_atomic(const char *path, const void *data, size_t len,
                            int flags, struct zerg_err *err);
+
+/* Makes everything written on the filesystem holding dir durable: one
+ * syncfs(2), whose cost hardly grows with the number of files written
+ * (on ext4 one journal commit, where an fsync per file commits once per
+ * file).  0 or -errno (a writeback error since the last sync included). */
+int zerg_fsio_sync_fs(const char *dir);
+
+/* The same for n files of dir (each opened without following a link; one
+ * already gone is skipped), then dir itself: fsync of each and of dir.
+ * 0 or the first -errno. */
+int zerg_fsio_sync_files(const char *dir, char *const *paths, size_t n);
 
 /* Reads a whole file into a malloc'd NUL-terminated buffer (caller frees).
  * Files larger than max bytes fail with -EFBIG.  A missing file returns

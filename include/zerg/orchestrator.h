@@ -81,6 +81,10 @@ struct zerg_orch_opts {
     /* rush.timeout_seconds / --timeout: wall budget from zerg_orch_new's
      * `now`; 0 = none.  Past it the rush stops like --halt now. */
     int64_t timeout_ns;
+    /* rush.schedule / --schedule (enum zerg_schedule, zerg/config.h):
+     * LEVELS (0) claims only the current level's tasks; DAG claims any task
+     * whose dependencies are complete. */
+    int schedule;
 };
 
 struct zerg_orch;

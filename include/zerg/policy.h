@@ -103,19 +103,24 @@ void zerg_policy_retry(struct zerg_policy *p, const struct zerg_retry_in *in,
                        struct zerg_retry_out *out, zerg_json **why);
 
 /* reconcile.check(snapshot, opts) -> list of fixes.  snapshot is built by
- * the caller: {thorough, current_level, tasks = {id = {status, level,
- * graph_level, worker, worker_alive, deps = [ids]}}, levels = [{status,
- * tasks, unfinished}] (an array indexed by level - 1, or an object keyed
- * "n"; Lua sees levels[n] either way)}.  Each fix names a task or a level,
- * the fix and the reason; fixes the C side does not know are dropped and
- * logged.  *fixes is malloc'd (NULL when there are none): the caller
- * free()s it.  Returns 0. */
+ * the caller: {thorough, current_level, isolation ("worktree" or absent),
+ * branch, tasks = {id = {status, level, graph_level, worker, worker_alive,
+ * deps = [ids], commit, merged}}, levels = [{status, tasks, unfinished}]
+ * (an array indexed by level - 1, or an object keyed "n"; Lua sees
+ * levels[n] either way)}; commit and merged only on a thorough check under
+ * worktree isolation.  Each fix names a task or a level, the fix and the
+ * reason; fixes the C side does not know, and a rerun of a task the
+ * snapshot does not show complete, are dropped and logged.  *fixes is
+ * malloc'd (NULL when there are none): the caller free()s it.  Returns
+ * 0. */
 enum zerg_fix_kind {
     ZERG_FIX_REQUEUE,        /* task: claimed/in_progress on a dead worker */
     ZERG_FIX_SET_LEVEL,      /* task: its level is missing or wrong */
     ZERG_FIX_BLOCK,          /* task: queued behind a failed dependency */
     ZERG_FIX_REOPEN_LEVEL,   /* level: marked complete, work unfinished */
     ZERG_FIX_COMPLETE_LEVEL, /* level: all terminal, mark lost */
+    ZERG_FIX_RERUN,          /* task: complete, its commit is no longer on
+                                the integration branch */
 };
 struct zerg_fix {
     char task[72];       /* "" when it is a level fix */

@@ -19,8 +19,10 @@
  *
  * Fencing: `epoch` is unique per spawned worker incarnation.  A result is
  * applied only if (epoch, task, attempt) matches the live assignment;
- * anything else is logged and dropped.  Results are durable (fsync): the
- * orchestrator deletes one only after a state write that includes it. */
+ * anything else is logged and dropped.  Results are made durable before
+ * the orchestrator deletes them, which it does only after a state write
+ * that includes them: by the worker's fsync (state.durability: full) or
+ * by the orchestrator's sync of each batch it applied (batch). */
 #ifndef ZERG_PROTOCOL_H
 #define ZERG_PROTOCOL_H
 
@@ -127,6 +129,10 @@ int zerg_proto_write_heartbeat(const char *dir,
 int zerg_proto_read_heartbeat(const char *path, struct zerg_heartbeat *hb);
 int zerg_proto_write_result(const char *dir, const struct zerg_result *r,
                             struct zerg_err *err);
+/* The same with the zerg_fsio_write_atomic flags: ZERG_FSIO_NOSYNC under
+ * state.durability: batch, where the orchestrator syncs the batch. */
+int zerg_proto_write_result_flags(const char *dir, const struct zerg_result *r,
+                                  int flags, struct zerg_err *err);
 int zerg_proto_read_result(const char *path, struct zerg_result *r);
 
 /* The lease: {pid, run_id, seq}.  Workers exit when its seq stops changing
@@ -143,5 +149,42 @@ int zerg_proto_read_lease(const char *dir, const char *feature, int *pid,
  * 'r' (result), 'l' (lease), 'q' (retry request), or 0.  Assignments live
  * in slot-{n}/ directories and are not state-dir entries. */
 int zerg_proto_classify(const char *name, int *slot);
+
+/* ---- event lines on a worker's stdout (DESIGN §15) ------------------
+ * Where the launcher relays the worker's stdout (capability
+ * stdio_events), the worker also writes each heartbeat and each result
+ * there, after the file, as one line:
+ *   {"zerg":1,"kind":"heartbeat", ...the heartbeat file's fields...}
+ *   {"zerg":1,"kind":"result", ...the result file's fields...}
+ * The files stay the journal; a line only gets there sooner (and from
+ * another node without inotify).  A heartbeat line is about 250 bytes, a
+ * result line under 2 KiB. */
+#define ZERG_EVENT_VERSION 1
+#define ZERG_EVENT_LINE_MAX (64 * 1024) /* longer lines are not events */
+
+enum zerg_event_kind {
+    ZERG_EVENT_NONE,
+    ZERG_EVENT_HEARTBEAT,
+    ZERG_EVENT_RESULT,
+};
+
+struct zerg_event {
+    enum zerg_event_kind kind;
+    union {
+        struct zerg_heartbeat hb; /* ZERG_EVENT_HEARTBEAT */
+        struct zerg_result result; /* ZERG_EVENT_RESULT */
+    };
+};
+
+/* One event line, '\n' included, malloc'd into *line (caller frees) with
+ * its length in *len.  0 or -ENOMEM. */
+int zerg_proto_event_heartbeat(const struct zerg_heartbeat *hb, char **line,
+                               size_t *len);
+int zerg_proto_event_result(const struct zerg_result *r, char **line,
+                            size_t *len);
+/* Decodes one line (its '\n' optional): 0 with ev filled; 1 when the line
+ * does not open like an event (other output); ZERG_ECORRUPT when it does
+ * but is not one we can read (bad JSON, fields, version or kind). */
+int zerg_proto_event_parse(const char *line, size_t len, struct zerg_event *ev);
 
 #endif

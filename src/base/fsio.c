@@ -3,9 +3,12 @@
  * The state file, heartbeats, assignments and results all go through
  * zerg_fsio_write_atomic: a reader - or a restarted orchestrator after a
  * crash at any instant - sees the old file or the new one, never a torn
- * one.  The temp file is ".NAME.tmp.PID.RANDOM" beside the target, so the
+ * one.  The temp file is ".NAME.tmp.PID.SEQ" beside the target, so the
  * rename never crosses a filesystem, and the leading dot keeps it out of
- * globs such as "heartbeat-*.json".
+ * globs such as "heartbeat-*.json".  SEQ counts the process's temp files:
+ * with the pid it is unique among live writers, and O_EXCL catches the
+ * rest (a file left by a dead process whose pid came back, a writer in
+ * another pid namespace), so no getrandom(2) per file is needed.
  *
  * The openers below are the one place that decides what zerg will open:
  * O_NONBLOCK so a FIFO planted by a task cannot stop the orchestrator in
@@ -23,8 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,11 +36,13 @@ const struct zerg_fsio_ops zerg_fsio_ops_default = {
     .write = write,
     .fsync = fsync,
     .rename = rename,
+    .syncfs = syncfs,
 };
 struct zerg_fsio_ops zerg_fsio_ops = {
     .write = write,
     .fsync = fsync,
     .rename = rename,
+    .syncfs = syncfs,
 };
 
 int zerg_fsio_path(char *buf, size_t size, const char *fmt, ...)
@@ -68,25 +74,27 @@ static int split_path(const char *path, char *dir, size_t size,
     return 0;
 }
 
-static uint32_t random_u32(void)
+/* The next temp-name number of this process.  After a clash the next
+ * try jumps ahead by the monotonic clock, so a run of leftovers from a
+ * dead process with our pid is not walked one by one. */
+static uint32_t temp_seq(int tries)
 {
-    uint32_t r;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == sizeof r)
-        return r;
-    /* No entropy yet (early boot): O_EXCL still guards against clashes. */
+    static _Atomic uint32_t seq;
+    if (tries == 0)
+        return ++seq;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint32_t)ts.tv_nsec ^ ((uint32_t)getpid() << 16);
+    return seq += (uint32_t)ts.tv_nsec | 1;
 }
 
-/* Creates dir/.BASE.tmp.PID.RANDOM exclusively; returns the fd (name in
+/* Creates dir/.BASE.tmp.PID.SEQ exclusively; returns the fd (name in
  * tmp) or -errno. */
 static int temp_create(const char *dir, const char *base, char *tmp,
                        size_t size)
 {
     for (int tries = 0; tries < 16; tries++) {
         int rc = zerg_fsio_path(tmp, size, "%s/.%s.tmp.%ld.%08x", dir, base,
-                                (long)getpid(), random_u32());
+                                (long)getpid(), temp_seq(tries));
         if (rc < 0)
             return rc;
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -172,6 +180,32 @@ int zerg_fsio_write_atomic(const char *path, const void *data, size_t len,
 fail:
     return zerg_err_set(err, rc, "cannot write %s: %s", path,
                         zerg_strerror(rc));
+}
+
+int zerg_fsio_sync_fs(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = zerg_fsio_ops.syncfs(fd) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int zerg_fsio_sync_files(const char *dir, char *const *paths, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) {
+            if (errno != ENOENT) /* gone: nothing left to make durable */
+                rc = -errno;
+            continue;
+        }
+        rc = sync_fd(fd);
+        close(fd);
+    }
+    return rc < 0 ? rc : sync_dir(dir);
 }
 
 /* Doubles buf toward limit bytes; 0 or -ENOMEM. */
@@ -546,10 +580,45 @@ static int walk_under(int dfd, const char *rel, mode_t mode, int replace_links,
     return rc < 0 ? mkdirs_failed(full, at, rc, err) : 0;
 }
 
+/* The usual case, everything but the last component of rel already there
+ * as real directories (a task's log directory below .zerg/logs/F/tasks/):
+ * one openat2 that refuses any link on the way, then one step.  1 when
+ * done, 0 to take the walk below (which makes what is missing, replaces
+ * links under mkdirs_own, and says what is wrong). */
+static int mkdirs_fast(const char *root, const char *rel, mode_t mode)
+{
+    const char *slash = strrchr(rel, '/');
+    char parent[PATH_MAX];
+    if (!slash || slash == rel || !slash[1] || strstr(rel, "..") ||
+        (size_t)(slash - rel) >= sizeof parent)
+        return 0;
+    memcpy(parent, rel, (size_t)(slash - rel));
+    parent[slash - rel] = '\0';
+    int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd < 0)
+        return 0;
+    struct open_how how = {
+        .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+        .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH,
+    };
+    int pfd = (int)syscall(SYS_openat2, rfd, parent, &how, sizeof how);
+    close(rfd);
+    if (pfd < 0)
+        return 0;
+    int fd = step_into(pfd, slash + 1, mode, 0);
+    close(pfd);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
 static int mkdirs_below(const char *root, const char *rel, mode_t mode,
                         int replace_links, struct zerg_err *err)
 {
     char full[PATH_MAX], at[PATH_MAX];
+    if (mkdirs_fast(root, rel, mode))
+        return 0;
     int rc = zerg_fsio_path(full, sizeof full, "%s/%s", root, rel);
     if (rc < 0)
         return zerg_err_set(err, rc, "cannot create %s/%s: %s", root, rel,
@@ -581,7 +650,7 @@ static int temp_link(const char *path, const char *dir, const char *base,
 {
     for (int tries = 0; tries < 16; tries++) {
         int rc = zerg_fsio_path(tmp, size, "%s/.%s.tmp.%ld.%08x", dir, base,
-                                (long)getpid(), random_u32());
+                                (long)getpid(), temp_seq(tries));
         if (rc < 0)
             return rc;
         if (link(path, tmp) == 0)

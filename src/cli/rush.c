@@ -20,6 +20,7 @@
 #include "cli/cli.h"
 #include "cli/limits.h"
 #include "cli/plan.h"
+#include "cli/preflight.h"
 #include "cli/task_output.h"
 #include "cli/view.h"
 #include "zerg/clock.h"
@@ -38,6 +39,7 @@ static const char usage[] =
     "usage: zerg rush [--feature F] [--workers N] [--mode MODE] [--resume]\n"
     "                 [--fresh] [--dry-run] [--executor CMD] [--no-progress]\n"
     "                 [--halt now|soon,fail=N|N%] [--timeout SECONDS]\n"
+    "                 [--schedule levels|dag]\n"
     "\n"
     "Runs the feature's task graph level by level on N workers, recovering\n"
     "from spawn failures, crashes, hung tasks and stale workers on its own.\n"
@@ -62,6 +64,10 @@ static const char usage[] =
     "  --timeout SECONDS  wall budget of this rush (overrides\n"
     "                   rush.timeout_seconds; 0 = none); past it the running\n"
     "                   tasks are stopped and --resume continues\n"
+    "  --schedule levels|dag\n"
+    "                   levels: a level starts once the previous one is\n"
+    "                   complete; dag: a task starts once its own\n"
+    "                   dependencies are (default: rush.schedule)\n"
     "\n"
     "Exit codes: 0 all tasks complete; 1 failed/blocked tasks or a runtime\n"
     "failure; 2 usage, config, graph, policy or state error (nothing\n"
@@ -77,6 +83,8 @@ struct rush_opts {
     struct zerg_halt halt;
     int timeout_set;
     int64_t timeout_ns;
+    int schedule_set;
+    enum zerg_schedule schedule;
 };
 
 /* Everything one rush holds, released at the end of zerg_cmd_rush.  The
@@ -116,6 +124,22 @@ static int take_timeout(struct rush_opts *ro)
     }
     ro->timeout_set = 1;
     ro->timeout_ns = (int64_t)(v * 1e9 + 0.5);
+    return 0;
+}
+
+/* --schedule levels|dag. */
+static int take_schedule(struct rush_opts *ro)
+{
+    if (!strcmp(optarg, "levels"))
+        ro->schedule = ZERG_SCHEDULE_LEVELS;
+    else if (!strcmp(optarg, "dag"))
+        ro->schedule = ZERG_SCHEDULE_DAG;
+    else {
+        zerg_cli_error("rush", "--schedule takes levels or dag, not '%s'",
+                       optarg);
+        return ZERG_EXIT_USAGE;
+    }
+    ro->schedule_set = 1;
     return 0;
 }
 
@@ -168,6 +192,8 @@ static int take_opt(int c, struct rush_opts *ro)
         return 0;
     case 'T':
         return take_timeout(ro);
+    case 'S':
+        return take_schedule(ro);
     case 'h':
         fputs(usage, stdout);
         return -1;
@@ -189,6 +215,7 @@ static int parse_opts(int argc, char **argv, struct rush_opts *ro)
         {"no-progress", no_argument, NULL, 'P'},
         {"halt", required_argument, NULL, 'H'},
         {"timeout", required_argument, NULL, 'T'},
+        {"schedule", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -367,7 +394,8 @@ static int prepare_state(struct rush *r)
                 dropped, dropped == 1 ? "" : "s");
     size_t c[ZERG_TASK_NSTATUS];
     zerg_task_count(s->tasks, NULL, s->ntasks, c);
-    if (c[ZERG_TASK_COMPLETE] == r->g->ntasks && !r->ro.fresh) {
+    if (c[ZERG_TASK_COMPLETE] == r->g->ntasks && !r->ro.fresh &&
+        !(r->ro.resume && zerg_rush_ws_lost_work(r->cli, &r->cfg, r->feature, r->g, &r->s))) {
         printf("Nothing to do: all %zu task%s of %s %s complete; `zerg rush "
                "--fresh` runs %s again.\n",
                r->g->ntasks, r->g->ntasks == 1 ? "" : "s", feature,
@@ -619,6 +647,8 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
         .halt = r->ro.halt,
         .timeout_ns = r->ro.timeout_set ? r->ro.timeout_ns
                                         : r->cfg.rush_timeout_ns,
+        .schedule = r->ro.schedule_set ? (int)r->ro.schedule
+                                       : r->cfg.rush_schedule,
     };
     struct zerg_orch *o = zerg_orch_new(&oo, zerg_clock_mono(r->clock), &err);
     if (!o) {
@@ -700,6 +730,10 @@ static int rush(struct rush *r)
     if ((rc = check_limits(r)) || (rc = check_run_args(r)) ||
         (rc = check_unlocked(r)) ||
         (rc = prepare_state(r)) ||
+        (rc = zerg_preflight_rush(r->cli->project, &r->cfg, r->g,
+                                  r->ro.mode_set ? r->ro.mode
+                                                 : r->cfg.workers_mode,
+                                  r->ro.executor)) ||
         (rc = open_run(r)) ||
         (rc = zerg_rush_ws_open(r->cli, &r->cfg, r->feature, &r->s,
                                 r->ro.resume, r->log, &r->ws)))

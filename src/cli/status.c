@@ -343,6 +343,20 @@ static void print_counts(FILE *out, const struct view *v)
     fprintf(out, "%s(%zu in all)\n", first ? "" : " ", v->s.ntasks);
 }
 
+/* The run's agent spend (DESIGN §14), when an executor recorded any. */
+static void print_cost(FILE *out, const struct view *v)
+{
+    int64_t in = 0, outt = 0;
+    for (size_t i = 0; i < v->s.ntasks; i++) {
+        in += v->s.tasks[i].input_tokens;
+        outt += v->s.tasks[i].output_tokens;
+    }
+    double cost = zerg_state_cost_usd(&v->s);
+    if (cost > 0 || in > 0 || outt > 0)
+        fprintf(out, "Cost:   $%.4f (%lld in / %lld out tokens)\n", cost,
+                (long long)in, (long long)outt);
+}
+
 static void print_worker(FILE *out, const struct view *v,
                          const struct zerg_worker_state *w)
 {
@@ -474,6 +488,7 @@ static void print_text(FILE *out, const struct view *v, int color)
     print_header(out, v, color);
     print_levels(out, v);
     print_counts(out, v);
+    print_cost(out, v);
     print_workers(out, v);
     zerg_status_ws_print(out, v->cli, v->feature, &v->s, v->g);
     print_health(out, v, &h, color);
@@ -642,6 +657,7 @@ static zerg_json *json_view(const struct view *v)
         zerg_json_set_str(o, "error", v->s.error) ||
         zerg_json_set_num(o, "current_level", v->s.current_level) ||
         zerg_json_set_num(o, "nlevels", v->g->nlevels) ||
+        zerg_json_set_num(o, "cost_usd", zerg_state_cost_usd(&v->s)) ||
         zerg_json_set(o, "levels", json_levels(v)) ||
         zerg_json_set(o, "tasks", json_counts(v)) ||
         zerg_json_set(o, "failed", json_failed(v)) ||

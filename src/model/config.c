@@ -48,6 +48,11 @@
       "Wall-clock budget of one zerg rush: when it runs out the running "     \
       "tasks are stopped, the state is saved and the rush exits 1 (finish "    \
       "with zerg rush --resume); 0 means no limit.")                           \
+    X("rush.schedule", ENUM, rush_schedule, 0, "levels", "levels|dag",         \
+      "levels: a level starts once the previous one is complete; dag: a "      \
+      "task starts as soon as its own dependencies are complete (merged "      \
+      "under worktree isolation); levels stay the unit of reconciliation, "    \
+      "gates and status.")                                                     \
     X("workers.max_concurrent", INT, workers_max_concurrent, 0, "3", "1..256", \
       "Workers to run when zerg rush is given no --workers.")                  \
     X("workers.mode", ENUM, workers_mode, 0, "subprocess",                     \
@@ -173,6 +178,12 @@
       "on).")                                                                  \
     X("state.poll_interval_ms", INT, state_poll_interval_ms, 0, "100",         \
       "10..5000", "How often the state directory is scanned when polling.")    \
+    X("state.durability", ENUM, state_durability, 0, "batch", "batch|full",    \
+      "batch: workers write results without fsync and the orchestrator "     \
+      "makes each batch durable with one sync (at most every 10 ms) "         \
+      "before deleting them; a power loss can lose the last batch, which "   \
+      "--resume runs again. full: every result is fsynced as it is "          \
+      "written.")                                                              \
     X("policies.instruction_budget", INT64, policy_instruction_budget, 0,      \
       "1000000", "1000..1000000000",                                           \
       "Lua VM instructions one policy call may run before it is stopped "      \

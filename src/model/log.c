@@ -111,16 +111,23 @@ static int file_open(struct log_file *f, const char *dir,
 
 /* Someone rotated the file (the name now holds another inode): write to
  * the new one.  A missing name is the instant between rename and reopen:
- * the old file still takes this line. */
-static void file_follow(struct log_file *f, const char *dir)
+ * the old file still takes this line.  Returns the size of the file the
+ * line goes to as the stat saw it, or -1 when unknown, so the rotation
+ * check after the write needs no second stat. */
+static off_t file_follow(struct log_file *f, const char *dir)
 {
     char path[PATH_MAX];
     struct stat st;
     if (file_path(path, sizeof path, dir, f->name, 0) < 0 ||
         stat(path, &st) != 0)
-        return;
-    if (st.st_dev != f->dev || st.st_ino != f->ino)
-        file_open(f, dir, NULL);
+        return -1;
+    if (st.st_dev == f->dev && st.st_ino == f->ino)
+        return st.st_size;
+    /* The new file is opened by name: the stat may be of a newer one. */
+    return file_open(f, dir, NULL) == 0 && st.st_dev == f->dev &&
+                   st.st_ino == f->ino
+               ? st.st_size
+               : -1;
 }
 
 /* NAME.keep-1 -> NAME.keep, ..., NAME -> NAME.1 (the oldest is replaced).
@@ -164,16 +171,22 @@ int zerg_log_rotate_files(const char *zerg_dir,
 
 /* After a line: past max_bytes, rotate and reopen, unless may_rotate
  * refuses (then ask again after another 1/16 of the size, not at every
- * line). */
-static void file_maybe_rotate(struct zerg_log *lg, struct log_file *f)
+ * line).  size: the file's size after the line (the stat before it plus
+ * the line; lines other writers added meanwhile count at the next line),
+ * or -1 to fstat it. */
+static void file_maybe_rotate(struct zerg_log *lg, struct log_file *f,
+                              off_t size)
 {
     struct stat st;
     const struct zerg_log_rotation *r = &lg->rot;
-    if (r->max_bytes <= 0 || fstat(f->fd, &st) != 0 ||
-        st.st_size < r->max_bytes || st.st_size < f->retry_at_bytes)
+    if (r->max_bytes <= 0)
+        return;
+    if (size < 0 && fstat(f->fd, &st) == 0)
+        size = st.st_size;
+    if (size < 0 || size < r->max_bytes || size < f->retry_at_bytes)
         return;
     if (r->may_rotate && !r->may_rotate(r->ud)) {
-        f->retry_at_bytes = st.st_size + r->max_bytes / 16 + 1;
+        f->retry_at_bytes = size + r->max_bytes / 16 + 1;
         return;
     }
     if (shift_files(lg->dir, f->name, r->keep) == 0)
@@ -351,7 +364,7 @@ static void write_line(struct zerg_log *lg, struct log_file *f,
                        const char *line, size_t len)
 {
     ssize_t n;
-    file_follow(f, lg->dir);
+    off_t size = file_follow(f, lg->dir);
     do
         n = write(f->fd, line, len);
     while (n < 0 && errno == EINTR);
@@ -359,7 +372,7 @@ static void write_line(struct zerg_log *lg, struct log_file *f,
         report_failure(lg, f->name, -errno);
     else if ((size_t)n != len)
         report_failure(lg, f->name, -EIO);
-    file_maybe_rotate(lg, f);
+    file_maybe_rotate(lg, f, size >= 0 && n > 0 ? size + n : -1);
 }
 
 static void emit(struct zerg_log *lg, const struct zerg_log_rec *rec,

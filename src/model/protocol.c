@@ -2,9 +2,11 @@
  * exchange in .zerg/state/ (see zerg/protocol.h for the contract).
  *
  * Every file is built as a zerg_json tree, encoded by lua-cjson and
- * written with the atomic replace: results durably (the orchestrator treats
- * them as its journal), assignments, heartbeats and the lease without fsync
- * (they are rewritten every few seconds and a lost one costs nothing).
+ * written with the atomic replace: results durably, by their worker under
+ * state.durability: full or in batches by the orchestrator under batch
+ * (they are its journal), assignments, heartbeats and the lease without
+ * fsync (they are rewritten every few seconds and a lost one costs
+ * nothing).
  * Readers check every field's type and range, so a file another program
  * wrote badly is ZERG_ECORRUPT, never a half-filled struct. */
 #include "zerg/protocol.h"
@@ -317,41 +319,33 @@ int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)
 
 /* ---- heartbeat ------------------------------------------------------ */
 
-int zerg_proto_write_heartbeat(const char *dir, const struct zerg_heartbeat *hb,
-                               struct zerg_err *err)
+/* The heartbeat's fields into o (the file, or an event line after its
+ * envelope).  0 or -ENOMEM. */
+static int heartbeat_put(zerg_json *o, const struct zerg_heartbeat *hb)
 {
-    char path[PATH_MAX], ts[ZERG_TS_MAX];
-    if (zerg_proto_heartbeat_path(path, sizeof path, dir, hb->worker_id) < 0)
-        return path_error(err, dir, "a heartbeat");
+    char ts[ZERG_TS_MAX];
     zerg_clock_iso8601(hb->timestamp_ns, ts);
-    zerg_json *o = zerg_json_obj();
-    int rc = -ENOMEM;
-    if (o)
-        rc = zerg_json_set_num(o, "worker_id", hb->worker_id) ||
-                     zerg_json_set_num(o, "epoch", (double)hb->epoch) ||
-                     zerg_json_set_str(o, "run_id", hb->run_id) ||
-                     zerg_json_set_num(o, "seq", (double)hb->seq) ||
-                     zerg_json_set_str(o, "timestamp", ts) ||
-                     zerg_json_set_str(o, "task_id",
-                                       hb->task_id[0] ? hb->task_id : NULL) ||
-                     zerg_json_set_num(o, "attempt", hb->attempt) ||
-                     zerg_json_set_str(o, "step", hb->step) ||
-                     zerg_json_set_num(o, "progress_pct", hb->progress_pct) ||
-                     zerg_json_set_num(o, "pid", hb->pid) ||
-                     zerg_json_set_num(o, "task_pgid", hb->task_pgid) ||
-                     zerg_json_set_num(o, "progress_seq",
-                                       (double)hb->progress_seq)
-                 ? -ENOMEM
-                 : 0;
-    return write_doc(path, o, rc, ZERG_FSIO_NOSYNC, err);
+    return zerg_json_set_num(o, "worker_id", hb->worker_id) ||
+                   zerg_json_set_num(o, "epoch", (double)hb->epoch) ||
+                   zerg_json_set_str(o, "run_id", hb->run_id) ||
+                   zerg_json_set_num(o, "seq", (double)hb->seq) ||
+                   zerg_json_set_str(o, "timestamp", ts) ||
+                   zerg_json_set_str(o, "task_id",
+                                     hb->task_id[0] ? hb->task_id : NULL) ||
+                   zerg_json_set_num(o, "attempt", hb->attempt) ||
+                   zerg_json_set_str(o, "step", hb->step) ||
+                   zerg_json_set_num(o, "progress_pct", hb->progress_pct) ||
+                   zerg_json_set_num(o, "pid", hb->pid) ||
+                   zerg_json_set_num(o, "task_pgid", hb->task_pgid) ||
+                   zerg_json_set_num(o, "progress_seq",
+                                     (double)hb->progress_seq)
+               ? -ENOMEM
+               : 0;
 }
 
-int zerg_proto_read_heartbeat(const char *path, struct zerg_heartbeat *hb)
+/* A heartbeat from o, whole or not at all: 0 or ZERG_ECORRUPT. */
+static int heartbeat_get(const zerg_json *o, struct zerg_heartbeat *hb)
 {
-    zerg_json *o = NULL;
-    int rc = read_doc(path, &o);
-    if (rc < 0)
-        return rc;
     struct zerg_heartbeat v = {0};
     const char *ts = zerg_json_as_str(zerg_json_get(o, "timestamp"));
     if (get_int(o, "worker_id", 0, INT_MAX, &v.worker_id) ||
@@ -365,9 +359,29 @@ int zerg_proto_read_heartbeat(const char *path, struct zerg_heartbeat *hb)
         get_int(o, "pid", 0, INT_MAX, &v.pid) ||
         get_int(o, "task_pgid", 0, INT_MAX, &v.task_pgid) ||
         opt_i64(o, "progress_seq", &v.progress_seq))
-        rc = ZERG_ECORRUPT;
-    else
-        *hb = v;
+        return ZERG_ECORRUPT;
+    *hb = v;
+    return 0;
+}
+
+int zerg_proto_write_heartbeat(const char *dir, const struct zerg_heartbeat *hb,
+                               struct zerg_err *err)
+{
+    char path[PATH_MAX];
+    if (zerg_proto_heartbeat_path(path, sizeof path, dir, hb->worker_id) < 0)
+        return path_error(err, dir, "a heartbeat");
+    zerg_json *o = zerg_json_obj();
+    int rc = o ? heartbeat_put(o, hb) : -ENOMEM;
+    return write_doc(path, o, rc, ZERG_FSIO_NOSYNC, err);
+}
+
+int zerg_proto_read_heartbeat(const char *path, struct zerg_heartbeat *hb)
+{
+    zerg_json *o = NULL;
+    int rc = read_doc(path, &o);
+    if (rc < 0)
+        return rc;
+    rc = heartbeat_get(o, hb);
     zerg_json_free(o);
     return rc;
 }
@@ -426,48 +440,34 @@ static int read_result_extra(const zerg_json *o, struct zerg_result *v)
                : 0;
 }
 
-int zerg_proto_write_result(const char *dir, const struct zerg_result *r,
-                            struct zerg_err *err)
+/* The result's fields into o (the file, or an event line after its
+ * envelope).  0 or -ENOMEM. */
+static int result_put(zerg_json *o, const struct zerg_result *r)
 {
-    char path[PATH_MAX];
-    if (!zerg_id_valid(r->task))
-        return zerg_err_set(err, -EINVAL,
-                            "cannot write a result in %s: bad task id \"%s\"",
-                            dir, r->task);
-    if (zerg_proto_result_path(path, sizeof path, dir, r->task, r->attempt) < 0)
-        return path_error(err, dir, "a result");
-    zerg_json *o = zerg_json_obj();
-    int rc = -ENOMEM;
-    if (o)
-        rc =
-            zerg_json_set_num(o, "epoch", (double)r->epoch) ||
-                    zerg_json_set_str(o, "run_id", r->run_id) ||
-                    zerg_json_set_num(o, "worker_id", r->worker_id) ||
-                    zerg_json_set_str(o, "task", r->task) ||
-                    zerg_json_set_num(o, "attempt", r->attempt) ||
-                    zerg_json_set_str(o, "outcome", outcome_name(r->outcome)) ||
-                    zerg_json_set_str(o, "stage", r->stage) ||
-                    zerg_json_set_num(o, "exit_code", r->exit_code) ||
-                    zerg_json_set_num(o, "signal", r->signal) ||
-                    zerg_json_set_bool(o, "timed_out", r->timed_out) ||
-                    zerg_json_set_num(o, "duration_ms",
-                                      (double)r->duration_ms) ||
-                    zerg_json_set_str(o, "error", r->error) ||
-                    (r->base[0] && zerg_json_set_str(o, "base", r->base)) ||
-                    (r->commit[0] &&
-                     zerg_json_set_str(o, "commit", r->commit)) ||
-                    put_str(o, "patch", r->patch) || result_extra(o, r)
-                ? -ENOMEM
-                : 0;
-    return write_doc(path, o, rc, ZERG_FSIO_DURABLE, err);
+    return zerg_json_set_num(o, "epoch", (double)r->epoch) ||
+                   zerg_json_set_str(o, "run_id", r->run_id) ||
+                   zerg_json_set_num(o, "worker_id", r->worker_id) ||
+                   zerg_json_set_str(o, "task", r->task) ||
+                   zerg_json_set_num(o, "attempt", r->attempt) ||
+                   zerg_json_set_str(o, "outcome", outcome_name(r->outcome)) ||
+                   zerg_json_set_str(o, "stage", r->stage) ||
+                   zerg_json_set_num(o, "exit_code", r->exit_code) ||
+                   zerg_json_set_num(o, "signal", r->signal) ||
+                   zerg_json_set_bool(o, "timed_out", r->timed_out) ||
+                   zerg_json_set_num(o, "duration_ms",
+                                     (double)r->duration_ms) ||
+                   zerg_json_set_str(o, "error", r->error) ||
+                   (r->base[0] && zerg_json_set_str(o, "base", r->base)) ||
+                   (r->commit[0] &&
+                    zerg_json_set_str(o, "commit", r->commit)) ||
+                   put_str(o, "patch", r->patch) || result_extra(o, r)
+               ? -ENOMEM
+               : 0;
 }
 
-int zerg_proto_read_result(const char *path, struct zerg_result *r)
+/* A result from o, whole or not at all: 0 or ZERG_ECORRUPT. */
+static int result_get(const zerg_json *o, struct zerg_result *r)
 {
-    zerg_json *o = NULL;
-    int rc = read_doc(path, &o);
-    if (rc < 0)
-        return rc;
     struct zerg_result v = {0};
     if (get_u64(o, "epoch", &v.epoch) || get_run_id(o, v.run_id) ||
         get_int(o, "worker_id", 0, INT_MAX, &v.worker_id) ||
@@ -483,9 +483,117 @@ int zerg_proto_read_result(const char *path, struct zerg_result *r)
         get_oid(o, "base", v.base) || get_oid(o, "commit", v.commit) ||
         opt_str(o, "patch", v.patch, sizeof v.patch) ||
         read_result_extra(o, &v))
-        rc = ZERG_ECORRUPT;
-    else
-        *r = v;
+        return ZERG_ECORRUPT;
+    *r = v;
+    return 0;
+}
+
+int zerg_proto_write_result(const char *dir, const struct zerg_result *r,
+                            struct zerg_err *err)
+{
+    return zerg_proto_write_result_flags(dir, r, ZERG_FSIO_DURABLE, err);
+}
+
+int zerg_proto_write_result_flags(const char *dir, const struct zerg_result *r,
+                                  int flags, struct zerg_err *err)
+{
+    char path[PATH_MAX];
+    if (!zerg_id_valid(r->task))
+        return zerg_err_set(err, -EINVAL,
+                            "cannot write a result in %s: bad task id \"%s\"",
+                            dir, r->task);
+    if (zerg_proto_result_path(path, sizeof path, dir, r->task, r->attempt) < 0)
+        return path_error(err, dir, "a result");
+    zerg_json *o = zerg_json_obj();
+    int rc = o ? result_put(o, r) : -ENOMEM;
+    return write_doc(path, o, rc, flags, err);
+}
+
+int zerg_proto_read_result(const char *path, struct zerg_result *r)
+{
+    zerg_json *o = NULL;
+    int rc = read_doc(path, &o);
+    if (rc < 0)
+        return rc;
+    rc = result_get(o, r);
+    zerg_json_free(o);
+    return rc;
+}
+
+/* ---- event lines (stdout) ------------------------------------------- */
+
+static const char *const event_kinds[] = {
+    [ZERG_EVENT_HEARTBEAT] = "heartbeat",
+    [ZERG_EVENT_RESULT] = "result",
+};
+
+/* {"zerg":1,"kind":K, then the document's own fields}\n: the envelope
+ * first, so a reader (or a person) tells an event from stray output by
+ * its first bytes. */
+static int event_encode(enum zerg_event_kind kind, const void *doc,
+                        char **line, size_t *len)
+{
+    zerg_json *o = zerg_json_obj();
+    int rc = -ENOMEM;
+    if (o && !zerg_json_set_num(o, "zerg", ZERG_EVENT_VERSION) &&
+        !zerg_json_set_str(o, "kind", event_kinds[kind]))
+        rc = kind == ZERG_EVENT_HEARTBEAT ? heartbeat_put(o, doc)
+                                          : result_put(o, doc);
+    char *text = rc == 0 ? zerg_json_encode(o, len, NULL) : NULL;
+    zerg_json_free(o);
+    char *grown = text ? realloc(text, *len + 2) : NULL;
+    if (!grown) {
+        free(text);
+        return -ENOMEM;
+    }
+    grown[(*len)++] = '\n';
+    grown[*len] = '\0';
+    *line = grown;
+    return 0;
+}
+
+int zerg_proto_event_heartbeat(const struct zerg_heartbeat *hb, char **line,
+                               size_t *len)
+{
+    return event_encode(ZERG_EVENT_HEARTBEAT, hb, line, len);
+}
+
+int zerg_proto_event_result(const struct zerg_result *r, char **line,
+                            size_t *len)
+{
+    return event_encode(ZERG_EVENT_RESULT, r, line, len);
+}
+
+/* The envelope's kind, ZERG_EVENT_NONE when o is not an event of ours. */
+static enum zerg_event_kind event_kind(const zerg_json *o)
+{
+    const char *kind = zerg_json_as_str(zerg_json_get(o, "kind"));
+    for (size_t k = 1; kind && k < sizeof event_kinds / sizeof *event_kinds;
+         k++)
+        if (strcmp(kind, event_kinds[k]) == 0)
+            return (enum zerg_event_kind)k;
+    return ZERG_EVENT_NONE;
+}
+
+int zerg_proto_event_parse(const char *line, size_t len, struct zerg_event *ev)
+{
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    /* Stray output is anything that does not even open like an event:
+     * not worth a JSON parse. */
+    if (len < 8 || memcmp(line, "{\"zerg\":", 8) != 0)
+        return 1;
+    zerg_json *o = zerg_json_parse(line, len, NULL);
+    int rc = ZERG_ECORRUPT;
+    if (!o || !zerg_json_is(o, ZERG_JSON_OBJECT))
+        goto out;
+    double version = zerg_json_as_num(zerg_json_get(o, "zerg"), 0);
+    ev->kind = event_kind(o);
+    if (version != ZERG_EVENT_VERSION || ev->kind == ZERG_EVENT_NONE)
+        goto out;
+    rc = ev->kind == ZERG_EVENT_HEARTBEAT ? heartbeat_get(o, &ev->hb)
+                                          : result_get(o, &ev->result);
+out:
     zerg_json_free(o);
     return rc;
 }

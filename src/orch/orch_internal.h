@@ -8,6 +8,7 @@
  *   orch_reconcile.c  snapshot -> reconcile.check -> validated fixes
  *   orch_slot.c       the worker-slot life cycle: state x event table
  *   orch_tasks.c      task moves with their log events (the leaf)
+ *   orch_dag.c        rush.schedule dag: the ready set (told of every move)
  *
  * Times carry their clock in their names: *_mono_ns from the monotonic
  * `now` every entry point takes, *_wall_ns from o->o.clock. */
@@ -139,6 +140,9 @@ struct zerg_orch {
     int *wgroup_running;       /* per write group: running tasks in it */
     char **pending_unlink;     /* applied results to delete after a save */
     size_t nunlink, unlink_cap;
+    size_t nsynced;            /* pending_unlink[0..nsynced) are durable */
+    int64_t last_sync_mono_ns, sync_cost_ns; /* state.durability: batch */
+    int syncs;                 /* batch syncs done (the power-loss hook) */
 
     int dirty;
     int replaying; /* applying the journal on --resume */
@@ -161,6 +165,7 @@ struct zerg_orch {
 
     char ws_tip[ZERG_OID_MAX]; /* worktree isolation: the integration tip */
     int budget_exhausted;      /* rush.max_cost_usd reached */
+    double spent_usd;          /* the run's agent spend; < 0 = not summed */
     int rate_limits;           /* rate limits seen (the backoff grows) */
     int64_t pool_paused_until_mono_ns; /* 0 = not paused */
     pid_t gate_pid;            /* the running quality gate, 0 = none */
@@ -174,6 +179,8 @@ struct zerg_orch {
     int halt_armed;          /* halt_failed_base was taken */
     size_t halt_failed_base; /* tasks already failed when the rush began */
     size_t halt_failed;      /* failed in this rush when it halted */
+
+    struct orch_dag *dag; /* orch_dag.c: rush.schedule dag; NULL = levels */
 };
 
 static inline struct zerg_task_state *orch_ts(struct zerg_orch *o, size_t t)
@@ -218,6 +225,9 @@ void orch_task_fail_now(struct zerg_orch *o, size_t t, const char *reason,
 void orch_task_adopt_complete(struct zerg_orch *o, size_t t, int attempt,
                               const char *why);
 void orch_task_started(struct zerg_orch *o, size_t t, int worker, int pgid);
+/* A retry's assignment says what went wrong last time (for the prompt). */
+void orch_retry_context(const struct zerg_orch *o, size_t t,
+                        struct zerg_assign *a);
 /* Blocks every queued task with a failed or blocked dependency. */
 void orch_block_dependents(struct zerg_orch *o);
 /* Any task level became unfinished again: level cursors rewind. */
@@ -311,6 +321,11 @@ void orch_apply_retry_request(struct zerg_orch *o, const char *path,
                               int64_t now);
 /* Deletes the results applied before the checkpoint that just landed. */
 void orch_flush_unlinks(struct zerg_orch *o);
+/* state.durability: batch: makes the results applied since the last sync
+ * durable with one sync, when force or the batch window (10 ms, at least
+ * 4x the last sync's cost) has passed.  0 (also when nothing was to be
+ * done or under full, where workers synced them) or -errno. */
+int orch_sync_results(struct zerg_orch *o, int64_t now, int force);
 
 /* ---- orchestrator.c --------------------------------------------------- */
 
@@ -341,5 +356,91 @@ int orch_halt_tick(struct zerg_orch *o, int64_t now, int64_t *wake);
 /* The summary's sentence about a halt or a timeout; 0 (nothing written)
  * when the rush was not ended by either. */
 int orch_halt_summary(const struct zerg_orch *o, char *buf, size_t size);
+
+/* ---- orch_dag.c: rush.schedule dag, the ready set ---------------------- */
+
+/* Builds the ready set from the task states when o->o.schedule is DAG
+ * (else does nothing, o->dag stays NULL).  0 or -ENOMEM. */
+int orch_dag_new(struct zerg_orch *o);
+void orch_dag_free(struct zerg_orch *o);
+/* Recounts every task's unfinished dependencies and refills the set from
+ * the states (statuses changed outside orch_task_move). */
+void orch_dag_rescan(struct zerg_orch *o);
+/* Task t moved from status `from` (orch_task_move): dependents of a task
+ * that became complete may become ready; t itself may be ready again. */
+void orch_dag_moved(struct zerg_orch *o, size_t t, enum zerg_task_status from);
+/* t enters the set if it is claimable and its dependencies are complete. */
+void orch_dag_offer(struct zerg_orch *o, size_t t);
+/* The preferred ready task, taken out of the set, or -1. */
+ssize_t orch_dag_pop(struct zerg_orch *o);
+/* A popped task that may not start now: back in the set at settle. */
+void orch_dag_hold(struct zerg_orch *o, size_t t);
+void orch_dag_settle(struct zerg_orch *o);
+/* 1 while a running task writes a path task t writes, at any level. */
+int orch_dag_conflict(const struct zerg_orch *o, size_t t);
+/* Tasks in the set (some may be stale until popped). */
+size_t orch_dag_ready(const struct zerg_orch *o);
+
+
+/* ---- orch_intake.c: the same intake for lines from a worker's stdout -- */
+
+/* A heartbeat of slot however it came (orch_on_heartbeat reads its file);
+ * fenced by epoch, and by seq (only newer beats count). */
+void orch_heartbeat_apply(struct zerg_orch *o, int slot,
+                          const struct zerg_heartbeat *hb, int64_t now);
+/* A result from a stdout line: applied as its file would be (which it
+ * names: it is deleted after the checkpoint like any applied result), or
+ * left to the file's own intake when fenced, so a stale result is logged
+ * once.  1 when applied. */
+int orch_apply_result_event(struct zerg_orch *o, const struct zerg_result *r,
+                            int64_t now);
+
+/* ---- orch_stdio.c: event lines on the workers' stdout (DESIGN §15) ----- */
+
+/* A byte stream cut into lines of at most max bytes; a longer line is
+ * dropped up to its end.  Data-only, for orch_lines_feed. */
+struct orch_lines {
+    char *buf;
+    size_t len, cap, max;
+    int skipping; /* inside an over-long line: dropped up to its '\n' */
+};
+
+struct orch_lines_cb {
+    /* A whole line, without its '\n'. */
+    void (*line)(void *ctx, const char *line, size_t len);
+    /* A line over max was dropped; len is how much of it was seen. */
+    void (*too_long)(void *ctx, size_t len);
+    void *ctx;
+};
+
+/* Feeds n bytes; calls cb for each line they complete.  0, or -ENOMEM
+ * (the partial line is then dropped). */
+int orch_lines_feed(struct orch_lines *l, const char *data, size_t n,
+                    const struct orch_lines_cb *cb);
+void orch_lines_close(struct orch_lines *l);
+
+/* One line of worker slot's stream (the incarnation epoch's): decoded and
+ * given to the intake above; other output goes to the worker log, a bad
+ * event line is logged (worker_event_invalid) and dropped. */
+void orch_stdio_line(struct zerg_orch *o, int slot, uint64_t epoch,
+                     const char *line, size_t len, int64_t now);
+
+/* The streams of the loop (orch_loop.c).  NULL from _new is usable: no
+ * streams, plain poll. */
+struct orch_stdio;
+struct pollfd;
+struct orch_stdio *orch_stdio_new(void);
+/* Closes every stream, and the events fds of slots never taken over. */
+void orch_stdio_free(struct orch_stdio *io, struct zerg_orch *o);
+/* Takes over the events fds spawns left in the slots' zerg_proc (and
+ * zeroes them there: from now on the stream owns the fd). */
+void orch_stdio_adopt(struct orch_stdio *io, struct zerg_orch *o);
+/* poll(2) over the caller's nhead fds and every stream; revents of the
+ * streams are kept for orch_stdio_drain. */
+int orch_stdio_poll(struct orch_stdio *io, struct pollfd *head, size_t nhead,
+                    int timeout_ms);
+/* Reads the streams poll found readable and applies their lines; a stream
+ * at its end (the worker and srun gone) is closed. */
+void orch_stdio_drain(struct orch_stdio *io, struct zerg_orch *o, int64_t now);
 
 #endif

@@ -29,13 +29,17 @@ void orch_pool_add_cost(struct zerg_orch *o, size_t t,
                         const struct zerg_result *r)
 {
     struct zerg_task_state *st = orch_ts(o, t);
-    if (r->cost_usd > 0)
+    if (o->spent_usd < 0)
+        o->spent_usd = zerg_state_cost_usd(o->s); /* once: resumed spend */
+    if (r->cost_usd > 0) {
         st->cost_usd += r->cost_usd;
+        o->spent_usd += r->cost_usd;
+    }
     st->input_tokens += r->input_tokens;
     st->output_tokens += r->output_tokens;
     if (r->session_id[0])
         snprintf(st->session_id, sizeof st->session_id, "%s", r->session_id);
-    double cap = o->cfg->rush_max_cost_usd, spent = zerg_state_cost_usd(o->s);
+    double cap = o->cfg->rush_max_cost_usd, spent = o->spent_usd;
     if (cap <= 0 || o->budget_exhausted || spent < cap)
         return;
     o->budget_exhausted = 1;

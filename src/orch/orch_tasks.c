@@ -18,7 +18,8 @@
  * charge = false, delay = 0} runs a failing task thousands of times a
  * second, forever.
  *
- * The leaf of src/orch/: it calls nothing else of the orchestrator. */
+ * The leaf of src/orch/: it calls nothing else of the orchestrator but
+ * the ready set of rush.schedule dag (orch_dag.c), told of every move. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ int orch_task_move(struct zerg_orch *o, size_t t, enum zerg_task_event ev,
     int w = st->worker_id;
     int was_terminal = zerg_task_status_terminal(st->status);
     int was_running = orch_task_running(st->status);
+    enum zerg_task_status from = st->status;
     char why[160];
 
     int rc = zerg_task_apply(st, ev, m, why, sizeof why);
@@ -65,6 +67,8 @@ int orch_task_move(struct zerg_orch *o, size_t t, enum zerg_task_event ev,
      * one becomes unfinished. */
     if (was_terminal && !zerg_task_status_terminal(st->status))
         orch_level_reopened(o, t);
+    /* Under dag: dependents of a task just complete may be ready now. */
+    orch_dag_moved(o, t, from);
     orch_mark_dirty(o);
     return rc;
 }
@@ -87,6 +91,24 @@ void orch_requeue(struct zerg_orch *o, size_t t, const char *why)
     struct zerg_task_move m = {.error = why};
     if (orch_task_move(o, t, ZERG_TASK_EV_REQUEUE, &m) == 0)
         o->retry_at_mono_ns[t] = 0;
+}
+
+void orch_retry_context(const struct zerg_orch *o, size_t t,
+                        struct zerg_assign *a)
+{
+    const struct zerg_task_state *st = &o->s->tasks[t];
+    if (st->attempt < 1)
+        return;
+    int conflict = st->error && !strcmp(st->error, "conflict");
+    snprintf(a->last_class, sizeof a->last_class, "%s",
+             conflict ? "conflict" : st->reason ? st->reason : "");
+    snprintf(a->last_error, sizeof a->last_error, "%s",
+             conflict ? "its commit conflicted with the integration branch"
+             : st->error ? st->error
+                         : "");
+    if (conflict && st->conflict_paths)
+        snprintf(a->last_conflicts, sizeof a->last_conflicts, "%s",
+                 st->conflict_paths);
 }
 
 void orch_task_started(struct zerg_orch *o, size_t t, int worker, int pgid)

@@ -4,7 +4,8 @@
  * result or retry request arrived: orch_intake.c; a stop was asked) and
  * ticks with the current monotonic time.  This file holds what is left
  * once those are handled: the tick itself, dispatch of the current
- * level's tasks to idle slots, level transitions (judged from task
+ * level's tasks (under rush.schedule dag: of every ready task, orch_dag.c)
+ * to idle slots, level transitions (judged from task
  * states after a thorough reconciliation, FR-4), the checkpoint and the
  * end of the rush.  Only orch_checkpoint writes the state document. */
 #include <errno.h>
@@ -45,10 +46,16 @@ static int64_t checkpoint_gap(const struct zerg_orch *o)
 void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
 {
     struct zerg_err err = {0};
+    int save = force || (o->dirty &&
+                         now - o->last_save_mono_ns >= checkpoint_gap(o));
 
-    if (!o->dirty && !force)
-        return;
-    if (!force && now - o->last_save_mono_ns < checkpoint_gap(o))
+    /* The journal before the checkpoint (state.durability: batch): the
+     * results applied so far are made durable, in one sync per batch,
+     * before a state write records them as done and before they are
+     * deleted.  Between checkpoints a batch is synced once its window
+     * has passed, so a power cut loses at most the last one. */
+    orch_sync_results(o, now, save);
+    if (!save)
         return;
     sync_workers(o);
     o->s->updated_at_wall_ns = orch_wall_ns(o);
@@ -96,10 +103,33 @@ static int conflict_running(const struct zerg_orch *o, size_t t)
     return 0;
 }
 
+/* rush.schedule dag: the preferred ready task that may run now, or -1.
+ * Ready tasks in retry backoff or sharing a file with a running task (of
+ * any level: orch_dag.c keeps its own groups across levels) are held
+ * until dispatch ends, so a pass costs what it pops. */
+static ssize_t next_ready(struct zerg_orch *o, int64_t now, int64_t *wake)
+{
+    ssize_t t;
+    while ((t = orch_dag_pop(o)) >= 0) {
+        if (o->retry_at_mono_ns[t] > now) {
+            if (o->retry_at_mono_ns[t] < *wake)
+                *wake = o->retry_at_mono_ns[t];
+            orch_dag_hold(o, (size_t)t);
+        } else if (orch_dag_conflict(o, (size_t)t)) {
+            orch_dag_hold(o, (size_t)t);
+        } else {
+            return t;
+        }
+    }
+    return -1;
+}
+
 /* The next task of the current level that may run now, or -1.  *wake is
  * lowered to the earliest retry time still in the future. */
 static ssize_t next_task(struct zerg_orch *o, int64_t now, int64_t *wake)
 {
+    if (o->dag)
+        return next_ready(o, now, wake);
     int lvl = o->s->current_level;
     if (lvl < 1 || lvl > o->g->nlevels)
         return -1;
@@ -124,6 +154,22 @@ static ssize_t next_task(struct zerg_orch *o, int64_t now, int64_t *wake)
     return -1;
 }
 
+static void level_log(struct zerg_orch *o, const char *event, int lvl);
+
+/* A level's first claim under dag (any level whose tasks are ready, not
+ * only the current one): it is running from now on, durably, then said. */
+static void level_claimed(struct zerg_orch *o, int lvl, int64_t now)
+{
+    struct zerg_level_state *ls = &o->s->levels[lvl];
+    if (!o->dag || ls->status != ZERG_LEVEL_PENDING)
+        return;
+    ls->status = ZERG_LEVEL_RUNNING;
+    ls->started_at_wall_ns = orch_wall_ns(o);
+    orch_mark_dirty(o);
+    orch_checkpoint(o, now, 1);
+    level_log(o, "level_start", lvl);
+}
+
 static int assign(struct zerg_orch *o, struct slot *sl, size_t t, int64_t now)
 {
     struct zerg_task_state *st = orch_ts(o, t);
@@ -134,12 +180,14 @@ static int assign(struct zerg_orch *o, struct slot *sl, size_t t, int64_t now)
     snprintf(a.task, sizeof a.task, "%s", orch_tid(o, t));
     snprintf(a.run_id, sizeof a.run_id, "%s", o->s->run_id);
     orch_ws_assign_base(o, &a);
+    orch_retry_context(o, t, &a);
     if (zerg_proto_write_assign(o->run_dir, sl->id, &a, &err) < 0) {
         zerg_log_event(o->o.log, sl->id, ZERG_LOG_ERROR, "assign_failed",
                        orch_tid(o, t), NULL, "Cannot assign %s: %s",
                        orch_tid(o, t), err.msg);
         return -1;
     }
+    level_claimed(o, o->g->tasks[t].level, now);
     struct zerg_task_move m = {.worker_id = sl->id,
                                .epoch = a.epoch,
                                .attempt = a.attempt,
@@ -161,16 +209,21 @@ static int assign(struct zerg_orch *o, struct slot *sl, size_t t, int64_t now)
 
 static void dispatch(struct zerg_orch *o, int64_t now, int64_t *wake)
 {
+    if (o->gate_failed) /* dag: running tasks finish, nothing new starts */
+        return;
     for (int i = 0; i < o->nslots; i++) {
         struct slot *sl = &o->slots[i];
         if (sl->state != SLOT_READY)
             continue;
         ssize_t t = next_task(o, now, wake);
         if (t < 0)
-            return;
-        if (assign(o, sl, (size_t)t, now) < 0)
-            return;
+            break;
+        if (assign(o, sl, (size_t)t, now) < 0) {
+            orch_dag_offer(o, (size_t)t); /* still ready: next tick */
+            break;
+        }
     }
+    orch_dag_settle(o);
 }
 
 static void level_log(struct zerg_orch *o, const char *event, int lvl)
@@ -231,8 +284,21 @@ static int close_level(struct zerg_orch *o, int lvl, int64_t now)
     return 1;
 }
 
+/* Under dag, claims go on while a closed level's gates run: a level
+ * already marked complete whose cursor still says done is not closed
+ * again (a thorough reconciliation and a scan of the state on every tick
+ * of a five-minute gate).  Under levels nothing else runs meanwhile. */
+static int level_closed(const struct zerg_orch *o, int lvl)
+{
+    return o->dag && o->s->levels[lvl].status == ZERG_LEVEL_COMPLETE;
+}
+
 /* Moves current_level forward while the current one is complete, judged
- * from task states (never a counter) after a thorough reconciliation. */
+ * from task states (never a counter) after a thorough reconciliation.
+ * Levels close in order under either schedule: under dag a level whose
+ * tasks all ended early waits here until every lower level closed and
+ * passed its gates, so level_complete and gates stay in level order and
+ * current_level is the lowest unfinished level. */
 static void advance_levels(struct zerg_orch *o, int64_t now, int64_t *wake)
 {
     struct zerg_state *s = o->s;
@@ -242,14 +308,16 @@ static void advance_levels(struct zerg_orch *o, int64_t now, int64_t *wake)
         if (lvl >= 1) {
             if (!level_maybe_done(o, lvl))
                 return;
-            if (!zerg_state_level_done(s, o->g, lvl)) {
+            if (level_closed(o, lvl)) {
+                /* closed on an earlier tick: only its gates are left */
+            } else if (!zerg_state_level_done(s, o->g, lvl)) {
                 /* The cursor passed a task that is unfinished again
                  * without a move: look at the whole level next time. */
                 o->level_cursor[lvl] = 0;
                 return;
-            }
-            if (!close_level(o, lvl, now))
+            } else if (!close_level(o, lvl, now)) {
                 continue;
+            }
             if (!orch_gates_passed(o, lvl, now, wake))
                 return;
         }
@@ -258,13 +326,16 @@ static void advance_levels(struct zerg_orch *o, int64_t now, int64_t *wake)
         if (s->current_level > o->g->nlevels)
             return;
         struct zerg_level_state *ls = &s->levels[s->current_level];
-        if (ls->status == ZERG_LEVEL_PENDING) {
+        int fresh = ls->status == ZERG_LEVEL_PENDING;
+        if (fresh) {
             ls->status = ZERG_LEVEL_RUNNING;
             ls->started_at_wall_ns = orch_wall_ns(o);
         }
-        /* Every level transition is durable before it is announced. */
+        /* Every level transition is durable before it is announced; under
+         * dag a level already running was announced at its first claim. */
         orch_checkpoint(o, now, 1);
-        level_log(o, "level_start", s->current_level);
+        if (fresh || !o->dag)
+            level_log(o, "level_start", s->current_level);
     }
 }
 
@@ -451,6 +522,8 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
         dispatch(o, now, &wake);
     else if (o->budget_exhausted && !orch_running_tasks(o))
         budget_stop(o, now);
+    if (o->gate_failed && !o->stopping && !orch_running_tasks(o))
+        zerg_orch_request_stop(o, 0, now); /* dag: the last one finished */
     orch_checkpoint(o, now, 0);
     if (o->dirty)
         lower(&wake, o->last_save_mono_ns + checkpoint_gap(o));
@@ -534,6 +607,9 @@ void zerg_orch_summary(const struct zerg_orch *o, char *buf, size_t size)
         m->spawn_retries, plural(m->spawn_retries, "retry", "retries"),
         m->stale_detections,
         plural(m->stale_detections, "detection", "detections"));
+    double spent = zerg_state_cost_usd(o->s);
+    if (n >= 0 && (size_t)n < size && spent > 0)
+        n += snprintf(buf + n, size - (size_t)n, " Agent spend: $%.4f.", spent);
     if (n >= 0 && (size_t)n < size)
         summary_next(o, c[ZERG_TASK_COMPLETE], buf + n, size - (size_t)n);
 }
@@ -610,12 +686,17 @@ struct zerg_orch *zerg_orch_new(const struct zerg_orch_opts *opts, int64_t now,
     if (alloc_tables(o) < 0)
         goto oom;
     o->started_mono_ns = now;
+    o->spent_usd = -1;
     o->next_reconcile_mono_ns = now + o->cfg->reconcile_interval_ns;
     set_run_status(o, "running");
     if (orch_prepare_dir(o, err) < 0 || orch_ws_refresh_tip(o, err) < 0)
         goto fail;
     if (opts->resume)
         orch_resume_results(o, now);
+    /* After the replay: the ready set is counted from the states as they
+     * are now, so a resumed rush needs nothing saved about it. */
+    if (orch_dag_new(o) < 0)
+        goto oom;
     orch_mark_dirty(o);
     return o;
 oom:
@@ -634,6 +715,7 @@ void zerg_orch_free(struct zerg_orch *o)
     free(o->applied_attempt);
     free(o->level_cursor);
     free(o->wgroup_running);
+    orch_dag_free(o);
     for (size_t i = 0; i < o->nunlink; i++)
         free(o->pending_unlink[i]);
     free(o->pending_unlink);

@@ -389,14 +389,24 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
      * removed): try for about two seconds before giving up.  A result that
      * never arrives is requeued, uncharged, by the orchestrator when it
      * sees this worker idle. */
-    for (int tries = 0; zerg_proto_write_result(w->state_dir, &r, &e) < 0;
+    int lost = 0;
+    /* Under state.durability: batch the orchestrator syncs the results it
+     * applied, one sync per batch instead of two fsyncs per task here. */
+    int flags = w->cfg.state_durability == ZERG_DURABILITY_FULL
+                    ? ZERG_FSIO_DURABLE
+                    : ZERG_FSIO_NOSYNC;
+    for (int tries = 0;
+         zerg_proto_write_result_flags(w->state_dir, &r, flags, &e) < 0;
          tries++) {
         if (tries == 20) {
             fprintf(stderr, "zerg worker %d: %s\n", w->o->slot, e.msg);
+            lost = 1;
             break;
         }
         nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
     }
+    if (!lost)
+        wk_event_result(&r); /* the journal file first, then the line */
     w->hb.task_id[0] = '\0';
     w->hb.attempt = 0;
     wk_step(w, "idle", 0);

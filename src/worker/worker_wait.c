@@ -16,8 +16,15 @@
  *
  * At every tick the orchestrator must still be there: its pid, when
  * known, and the lease, whose seq must keep changing (the only sign of
- * life across a container boundary).  This file calls nothing in
- * worker.c or worker_run.c; both call into it. */
+ * life across a container boundary).
+ *
+ * Where the launcher relays our stdout (ZERG_STDIO_EVENTS=1), each
+ * heartbeat and result also goes there as one event line (DESIGN §15),
+ * after its file: the orchestrator learns of it at once, from any node,
+ * with or without inotify.  Stdout then carries nothing else.
+ *
+ * This file calls nothing in worker.c or worker_run.c; both call into
+ * it. */
 #include "worker_wait.h"
 
 #include <dirent.h>
@@ -32,6 +39,7 @@
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "zerg/fsio.h"
@@ -45,6 +53,107 @@
 /* How long a stage killed by a stop signal waits for the worker's own. */
 #define STOP_SIGNAL_GRACE_MS 200
 
+/* ---- event lines on stdout ----------------------------------------- */
+
+/* A partly written line gets this long to be finished (only lines over
+ * PIPE_BUF can be cut; none of ours is in practice). */
+#define EVENT_FINISH_TRIES 100
+#define EVENT_FINISH_WAIT_MS 10
+
+/* The event fd: -2 before the first event, -1 when events are off.  One
+ * worker per process, so one fd. */
+static int events_fd = -2;
+
+/* At the first event: stdout becomes the events' private fd, and fd 1
+ * the log (stderr), so nothing else -- our own output, a library's, a
+ * child's -- can ever interleave with an event line. */
+static int events_open(void)
+{
+    if (events_fd != -2)
+        return events_fd;
+    events_fd = -1;
+    const char *on = getenv("ZERG_STDIO_EVENTS");
+    int wanted = on && strcmp(on, "1") == 0;
+    unsetenv("ZERG_STDIO_EVENTS"); /* ours: not for the tasks we start */
+    if (!wanted)
+        return -1;
+    int fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+        return -1;
+    if (dup2(2, 1) < 0) {
+        close(fd);
+        return -1;
+    }
+    /* A reader that stops reading must not stop the worker: a full pipe
+     * drops the line (its file carries it). */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    events_fd = fd;
+    return fd;
+}
+
+/* Writes one whole line or none of it: 0, or -1 when the fd is broken
+ * (EPIPE: nobody reads any more; a line cut and not finished), after
+ * which events stay off. */
+static int events_put(const char *line, size_t len)
+{
+    size_t off = 0;
+    int tries = 0;
+    while (off < len) {
+        ssize_t n = write(events_fd, line + off, len - off);
+        if (n > 0) {
+            off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN && off == 0)
+            return 0; /* full: this line is lost, the pipe stays whole */
+        if (n < 0 && errno == EAGAIN && tries++ < EVENT_FINISH_TRIES) {
+            struct pollfd pfd = {.fd = events_fd, .events = POLLOUT};
+            poll(&pfd, 1, EVENT_FINISH_WAIT_MS);
+            continue;
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* Sends line with SIGPIPE held back (our tasks must keep its default, so
+ * it is not ignored): a gone reader turns events off, it does not kill
+ * the worker. */
+static void events_send(char *line, size_t len)
+{
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipe_set, &old);
+    if (events_put(line, len) < 0) {
+        close(events_fd);
+        events_fd = -1;
+    }
+    sigpending(&pending);
+    if (!sigismember(&old, SIGPIPE) && sigismember(&pending, SIGPIPE))
+        sigtimedwait(&pipe_set, NULL, &(struct timespec){0, 0});
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    free(line);
+}
+
+static void event_heartbeat(const struct zerg_heartbeat *hb)
+{
+    char *line;
+    size_t len;
+    if (events_open() >= 0 && zerg_proto_event_heartbeat(hb, &line, &len) == 0)
+        events_send(line, len);
+}
+
+void wk_event_result(const struct zerg_result *r)
+{
+    char *line;
+    size_t len;
+    if (events_open() >= 0 && zerg_proto_event_result(r, &line, &len) == 0)
+        events_send(line, len);
+}
+
 /* ---- heartbeat ------------------------------------------------------ */
 
 /* Writes the next heartbeat; a failure is reported once on stderr (the
@@ -57,6 +166,9 @@ int wk_beat(struct worker *w)
     w->hb.timestamp_ns = zerg_clock_wall(w->clock);
     w->next_hb_ns = now + w->hb_interval_ns;
     int rc = zerg_proto_write_heartbeat(w->state_dir, &w->hb, &e);
+    /* Also when the file could not be written: the line still says we
+     * are alive. */
+    event_heartbeat(&w->hb);
     if (rc < 0 && !w->hb_failed) {
         fprintf(stderr, "zerg worker %d: %s\n", w->o->slot, e.msg);
         w->hb_failed = 1;
@@ -258,6 +370,12 @@ void wk_kill_strays(void)
     pid_t kids[STRAY_BATCH], self = getpid();
     for (int round = 0; round < STRAY_ROUNDS; round++) {
         wk_reap_strays();
+        /* No child at all (ECHILD), the usual case: no /proc scan, which
+         * reads every process of the machine. */
+        siginfo_t si;
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 &&
+            errno == ECHILD)
+            return;
         size_t n = live_children(self, kids, STRAY_BATCH);
         if (n == 0)
             return;
