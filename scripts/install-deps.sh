@@ -25,8 +25,19 @@ container) want=$container ;;
 *) echo "usage: $0 build|test|container" >&2; exit 2 ;;
 esac
 
+# A Node.js from elsewhere (NodeSource's nodejs package bundles npm and
+# conflicts with Debian's) satisfies nodejs and npm by its commands.
+have_command() {
+    case $1 in
+    nodejs) command -v node >/dev/null 2>&1 ;;
+    npm) command -v npm >/dev/null 2>&1 ;;
+    *) return 1 ;;
+    esac
+}
+
 missing=""
 for p in $want; do
+    have_command "$p" && continue
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
         missing="$missing $p"
 done
