@@ -22,6 +22,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,12 +80,14 @@ static int split_path(const char *path, char *dir, size_t size,
  * dead process with our pid is not walked one by one. */
 static uint32_t temp_seq(int tries)
 {
-    static _Atomic uint32_t seq;
-    if (tries == 0)
-        return ++seq;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return seq += (uint32_t)ts.tv_nsec | 1;
+    static atomic_uint seq;
+    unsigned inc = 1;
+    if (tries > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        inc = (unsigned)ts.tv_nsec | 1;
+    }
+    return (uint32_t)(atomic_fetch_add(&seq, inc) + inc);
 }
 
 /* Creates dir/.BASE.tmp.PID.SEQ exclusively; returns the fd (name in
