@@ -47,8 +47,12 @@ const char *const state_task_names[] = {
     "failed",  "waiting_retry", "blocked",
 };
 const char *const state_worker_names[] = {
-    "starting", "ready", "busy", "backoff", "stopped", "crashed", "retired",
+    "starting", "ready",   "busy",     "backoff",
+    "stopped",  "crashed", "retired",  "stopping",
 };
+_Static_assert(sizeof state_worker_names / sizeof *state_worker_names ==
+                   ZERG_WORKER_STOPPING + 1,
+               "a name for every enum zerg_worker_status");
 const char *const state_level_names[] = {"pending", "running", "complete"};
 
 int state_name_lookup(const char *const *names, size_t n, const char *s)

@@ -13,7 +13,7 @@
 /* Indexed by the status enums; the sizes make a definition with a missing
  * or extra name fail to compile. */
 extern const char *const state_task_names[7];
-extern const char *const state_worker_names[7];
+extern const char *const state_worker_names[8];
 extern const char *const state_level_names[3];
 
 /* Index of s in names[0..n), or -1 (also for s NULL). */

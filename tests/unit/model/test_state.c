@@ -200,7 +200,9 @@ static void test_status_names(void **ctx)
             zerg_task_status_parse(zerg_task_status_name(i), &back), 0);
         assert_int_equal(back, i);
     }
-    for (int i = ZERG_WORKER_STARTING; i <= ZERG_WORKER_RETIRED; i++) {
+    /* Every status a slot can be saved in, "stopping" (a slot being
+     * killed) included: a checkpoint taken then must load again. */
+    for (int i = ZERG_WORKER_STARTING; i <= ZERG_WORKER_STOPPING; i++) {
         enum zerg_worker_status back;
         assert_int_equal(
             zerg_worker_status_parse(zerg_worker_status_name(i), &back), 0);
@@ -218,6 +220,8 @@ static void test_status_names(void **ctx)
                         "waiting_retry");
     assert_string_equal(zerg_worker_status_name(ZERG_WORKER_RETIRED),
                         "retired");
+    assert_string_equal(zerg_worker_status_name(ZERG_WORKER_STOPPING),
+                        "stopping");
     enum zerg_task_status t;
     assert_int_equal(zerg_task_status_parse("donee", &t), -EINVAL);
     assert_int_equal(zerg_task_status_parse("Complete", &t), -EINVAL);
