@@ -400,7 +400,12 @@ void zerg_orch_file_changed(struct zerg_orch *o, const char *name, int64_t now)
     int kind = zerg_proto_classify(name, &slot);
 
     if (kind == 'h') {
-        orch_on_heartbeat(o, slot, now);
+        /* A slot whose heartbeats come by line skips the file (the
+         * periodic scan still reads it): half the parsing per beat. */
+        if (slot < 0 || slot >= o->nslots ||
+            !o->slots[slot].hb_lines_epoch ||
+            o->slots[slot].hb_lines_epoch != o->slots[slot].proc.epoch)
+            orch_on_heartbeat(o, slot, now);
         return;
     }
     if ((kind != 'r' && kind != 'q') ||

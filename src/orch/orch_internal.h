@@ -94,6 +94,7 @@ struct slot {
     char hb_step[24];
     int hb_pct;
     int64_t hb_progress_seq; /* the worker's output-progress counter */
+    uint64_t hb_lines_epoch; /* heartbeats of this epoch arrive by line */
     int hb_task_pgid;
     int64_t assigned_at_mono_ns;      /* task assigned */
     int64_t progress_at_mono_ns;      /* task start or last progress */

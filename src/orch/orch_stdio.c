@@ -170,9 +170,14 @@ void orch_stdio_line(struct zerg_orch *o, int slot, uint64_t epoch,
     }
     /* The intake fences both: a heartbeat by the slot's live epoch, a
      * result by its task's (epoch, attempt). */
-    if (ev.kind == ZERG_EVENT_HEARTBEAT)
+    if (ev.kind == ZERG_EVENT_HEARTBEAT) {
         orch_heartbeat_apply(o, slot, &ev.hb, now);
-    else
+        /* This incarnation's heartbeats come by line: its heartbeat file
+         * need not be read on every write (the periodic scan still
+         * does, should a line be dropped). */
+        if (slot >= 0 && slot < o->nslots && o->slots[slot].proc.epoch == epoch)
+            o->slots[slot].hb_lines_epoch = epoch;
+    } else
         orch_apply_result_event(o, &ev.result, now);
 }
 
@@ -342,6 +347,9 @@ void orch_stdio_drain(struct orch_stdio *io, struct zerg_orch *o, int64_t now)
         if (st->lines.len && !st->lines.skipping)
             orch_stdio_line(o, st->slot, st->epoch, st->lines.buf,
                             st->lines.len, now);
+        if (st->slot >= 0 && st->slot < o->nslots &&
+            o->slots[st->slot].hb_lines_epoch == st->epoch)
+            o->slots[st->slot].hb_lines_epoch = 0; /* back to the files */
         stream_close(io, i); /* the last stream moves to i */
     }
 }
