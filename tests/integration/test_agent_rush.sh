@@ -15,12 +15,10 @@
 #   h. worktree isolation: the agent's file lands on zerg/f/integration
 # A CLI that cannot be installed fails the test.
 source "$(dirname "$0")/lib.sh"
-src=${ZERG_SOURCE_DIR:?}
+source "$(dirname "$0")/lib-agent.sh"
 T0=$(date +%s)
 
-CLAUDE=$(sh "$src/scripts/install-claude.sh" 2>"$TEST_ROOT/install.err" | tail -n 1) ||
-    { cat "$TEST_ROOT/install.err" >&2; fail "scripts/install-claude.sh could not install the CLI"; }
-[ -x "$CLAUDE" ] || fail "install-claude.sh printed '$CLAUDE', not an executable"
+agent_cli
 
 # ---- the scripted server ---------------------------------------------
 cat > "$TEST_ROOT/scenario.json" <<'JSON'
@@ -39,20 +37,7 @@ cat > "$TEST_ROOT/scenario.json" <<'JSON'
               {"text": "done"}],
  "*": [{"text": "done"}]}
 JSON
-python3 "$src/tests/agent/fake_messages_api.py" --port-file "$TEST_ROOT/port" \
-    --record-dir "$TEST_ROOT/requests" --scenario "$TEST_ROOT/scenario.json" \
-    --log "$TEST_ROOT/server.log" &
-SERVER_PID=$!
-stop_server() {
-    local rc=$?
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    (exit $rc)
-    on_exit
-}
-trap stop_server EXIT
-wait_for 10 test -s "$TEST_ROOT/port"
-PORT=$(cat "$TEST_ROOT/port")
+agent_server "$TEST_ROOT/scenario.json"
 
 # What the CLI needs to stay offline and fast (docs/wiki/Agents.md); the
 # workers inherit it.  No retries of its own: zerg's handling is tested.

@@ -6,11 +6,9 @@
 # docs/wiki/Agents.md ("What Claude Code reports") says, which is what
 # src/agent/ parses.  A CLI that cannot be installed fails the test.
 source "$(dirname "$0")/lib.sh"
-src=${ZERG_SOURCE_DIR:?}
+source "$(dirname "$0")/lib-agent.sh"
 
-CLAUDE=$(sh "$src/scripts/install-claude.sh" 2>"$TEST_ROOT/install.err" | tail -n 1) ||
-    { cat "$TEST_ROOT/install.err" >&2; fail "scripts/install-claude.sh could not install the CLI"; }
-[ -x "$CLAUDE" ] || fail "install-claude.sh printed '$CLAUDE', not an executable"
+agent_cli
 "$CLAUDE" --version | grep -q '^2\.1\.332 ' || fail "claude --version: $("$CLAUDE" --version)"
 pass "install-claude.sh gives Claude Code 2.1.332"
 
@@ -27,20 +25,7 @@ cat > "$TEST_ROOT/scenario.json" <<JSON
      "anthropic-ratelimit-unified-representative-claim": "five_hour"}}],
  "*": [{"text": "done"}]}
 JSON
-python3 "$src/tests/agent/fake_messages_api.py" --port-file "$TEST_ROOT/port" \
-    --record-dir "$TEST_ROOT/requests" --scenario "$TEST_ROOT/scenario.json" \
-    --log "$TEST_ROOT/server.log" &
-SERVER_PID=$!
-stop_server() {
-    local rc=$?
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    (exit $rc)
-    on_exit
-}
-trap stop_server EXIT
-wait_for 10 test -s "$TEST_ROOT/port"
-PORT=$(cat "$TEST_ROOT/port")
+agent_server "$TEST_ROOT/scenario.json"
 
 # claude_run NAME PROMPT [VAR=VALUE...]: runs the CLI in a fresh cwd with
 # the environment a test needs to stay offline and fast (see Agents.md),

@@ -11,6 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "zerg/err.h"
+#include "zerg/json.h"
+#include "zerg/log.h"
+
 const char *tu_mkdtemp(void)
 {
     static char buf[PATH_MAX];
@@ -122,4 +126,40 @@ void tu_check_doc_table(const char *doc, const char *name, const char *want)
         fail();
     }
     free(text);
+}
+
+/* ---- policy test projects ---------------------------------------------- */
+
+static void count_policy_errors(void *ud, const struct zerg_log_rec *rec)
+{
+    struct tu_policy_project *pp = ud;
+    if (strcmp(rec->event, "policy_error") != 0)
+        return;
+    pp->nerrors++;
+    char *s = rec->data ? zerg_json_encode(rec->data, NULL, NULL) : NULL;
+    snprintf(pp->last_data, sizeof pp->last_data, "%s", s ? s : "");
+    free(s);
+}
+
+void tu_policy_project_open(struct tu_policy_project *pp)
+{
+    char zdir[sizeof pp->dir + 8];
+    struct zerg_err err = {0};
+    memset(pp, 0, sizeof *pp);
+    snprintf(pp->dir, sizeof pp->dir, "%s", tu_mkdtemp());
+    snprintf(pp->ovdir, sizeof pp->ovdir, "%s/.zerg/policies", pp->dir);
+    snprintf(zdir, sizeof zdir, "%s/.zerg", pp->dir);
+    mkdir(zdir, 0755);
+    mkdir(pp->ovdir, 0755);
+    pp->lg = zerg_log_open(zdir, NULL, &err);
+    if (!pp->lg)
+        fail_msg("zerg_log_open: %s", err.msg);
+    zerg_log_set_observer(pp->lg, count_policy_errors, pp);
+}
+
+void tu_policy_project_close(struct tu_policy_project *pp)
+{
+    zerg_log_close(pp->lg);
+    pp->lg = NULL;
+    tu_rmtree(pp->dir);
 }

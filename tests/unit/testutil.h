@@ -32,4 +32,18 @@ int tu_contains(const char *haystack, const char *needle);
  * ZERG_UPDATE_DOCS=1 in the environment it rewrites that part instead. */
 void tu_check_doc_table(const char *doc, const char *name, const char *want);
 
+/* A project for policy tests: defaults in cfg, an empty .zerg/policies
+ * (ovdir) and a monitor log whose policy_error events are counted, the
+ * last one's data kept as JSON text. */
+struct zerg_log;
+struct tu_policy_project {
+    char dir[2048];   /* the project */
+    char ovdir[4096]; /* its .zerg/policies */
+    struct zerg_log *lg;
+    int nerrors;
+    char last_data[4096];
+};
+void tu_policy_project_open(struct tu_policy_project *pp);
+void tu_policy_project_close(struct tu_policy_project *pp);
+
 #endif

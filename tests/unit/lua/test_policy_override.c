@@ -23,50 +23,20 @@
 #define S ZERG_NS_PER_S
 
 static struct zerg_config cfg;
-static char dir[PATH_MAX / 2]; /* the project */
-static char ovdir[PATH_MAX];   /* its .zerg/policies */
-static struct zerg_log *lg;
-
-/* policy_error events seen by the log observer */
-static int nerrors;
-static char last_data[4096];
-
-static void observe(void *ud, const struct zerg_log_rec *rec)
-{
-    (void)ud;
-    if (strcmp(rec->event, "policy_error") != 0)
-        return;
-    nerrors++;
-    char *s = rec->data ? zerg_json_encode(rec->data, NULL, NULL) : NULL;
-    snprintf(last_data, sizeof last_data, "%s", s ? s : "");
-    free(s);
-}
+static struct tu_policy_project pp;
 
 static int setup(void **state)
 {
     (void)state;
     zerg_config_defaults(&cfg);
-    snprintf(dir, sizeof dir, "%s", tu_mkdtemp());
-    snprintf(ovdir, sizeof ovdir, "%s/.zerg/policies", dir);
-    char zdir[PATH_MAX];
-    snprintf(zdir, sizeof zdir, "%s/.zerg", dir);
-    mkdir(zdir, 0755);
-    mkdir(ovdir, 0755);
-    struct zerg_err err = {0};
-    lg = zerg_log_open(zdir, NULL, &err);
-    if (!lg)
-        fail_msg("zerg_log_open: %s", err.msg);
-    zerg_log_set_observer(lg, observe, NULL);
-    nerrors = 0;
-    last_data[0] = '\0';
+    tu_policy_project_open(&pp);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    zerg_log_close(lg);
-    tu_rmtree(dir);
+    tu_policy_project_close(&pp);
     zerg_config_free(&cfg);
     return 0;
 }
@@ -76,10 +46,10 @@ static int teardown(void **state)
 static void write_override(const char *name, const char *text, int mtime)
 {
     char rel[128], path[PATH_MAX];
-    assert_true(strlen(dir) + strlen(name) + 20 < sizeof path);
+    assert_true(strlen(pp.dir) + strlen(name) + 20 < sizeof path);
     snprintf(rel, sizeof rel, ".zerg/policies/%s", name);
-    tu_write(dir, rel, text);
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    tu_write(pp.dir, rel, text);
+    snprintf(path, sizeof path, "%s/%s", pp.dir, rel);
     struct timespec ts[2] = {{mtime, 0}, {mtime, 0}};
     utimensat(AT_FDCWD, path, ts, 0);
 }
@@ -87,7 +57,7 @@ static void write_override(const char *name, const char *text, int mtime)
 static struct zerg_policy *load_ok(void)
 {
     struct zerg_err err = {0};
-    struct zerg_policy *p = zerg_policy_new(ovdir, &cfg, lg, &err);
+    struct zerg_policy *p = zerg_policy_new(pp.ovdir, &cfg, pp.lg, &err);
     if (!p)
         fail_msg("zerg_policy_new: %s", err.msg);
     return p;
@@ -97,7 +67,7 @@ static const char *load_fails(void)
 {
     static struct zerg_err err;
     memset(&err, 0, sizeof err);
-    struct zerg_policy *p = zerg_policy_new(ovdir, &cfg, lg, &err);
+    struct zerg_policy *p = zerg_policy_new(pp.ovdir, &cfg, pp.lg, &err);
     if (p)
         fail_msg("zerg_policy_new accepted a broken override");
     assert_int_equal(err.code, ZERG_EPOLICY);
@@ -115,7 +85,7 @@ static const char *why_str(const zerg_json *why, const char *key)
 static void test_missing_dir_is_fine(void **state)
 {
     (void)state;
-    tu_rmtree(ovdir);
+    tu_rmtree(pp.ovdir);
     struct zerg_policy *p = load_ok();
     assert_int_equal(zerg_policy_backoff_ns(p, "spawn", 1, NULL), 2 * S);
     assert_int_equal(zerg_policy_reload(p), 0);
@@ -174,7 +144,7 @@ static void test_override_of_one_hook(void **state)
     assert_string_equal(why_str(why, "policy"), "bundled");
     zerg_json_free(why);
     assert_int_equal(zerg_policy_error_count(p), 0);
-    assert_int_equal(nerrors, 0);
+    assert_int_equal(pp.nerrors, 0);
     zerg_policy_free(p);
 }
 
@@ -231,7 +201,7 @@ static void test_unknown_policy_file(void **state)
     assert_true(tu_contains(msg, "stail.lua: no policy is called 'stail'"));
     assert_true(tu_contains(msg, "did you mean 'stale.lua'?"));
     /* other files are not policies and are left alone */
-    tu_rmtree(ovdir);
+    tu_rmtree(pp.ovdir);
     write_override("README.md", "notes\n", 1000);
     write_override("backoff.lua~", "junk(", 1000);
     struct zerg_policy *p = load_ok();
@@ -264,12 +234,12 @@ static void test_wrong_type_falls_back(void **state)
                             "number"));
     zerg_json_free(why);
     assert_int_equal(zerg_policy_error_count(p), 1);
-    assert_int_equal(nerrors, 1);
-    assert_true(tu_contains(last_data, "\"policy\":\"backoff\""));
-    assert_true(tu_contains(last_data, "\"hook\":\"backoff.delay\""));
-    assert_true(tu_contains(last_data, "\"used\":\"bundled\""));
-    assert_true(tu_contains(last_data, "backoff.lua\",\"hook\""));
-    assert_null(strstr(last_data, "traceback")); /* only C frames */
+    assert_int_equal(pp.nerrors, 1);
+    assert_true(tu_contains(pp.last_data, "\"policy\":\"backoff\""));
+    assert_true(tu_contains(pp.last_data, "\"hook\":\"backoff.delay\""));
+    assert_true(tu_contains(pp.last_data, "\"used\":\"bundled\""));
+    assert_true(tu_contains(pp.last_data, "backoff.lua\",\"hook\""));
+    assert_null(strstr(pp.last_data, "traceback")); /* only C frames */
     zerg_policy_free(p);
 }
 
@@ -291,8 +261,8 @@ static void test_runtime_error_falls_back_with_traceback(void **state)
     assert_true(out.retry);
     assert_false(out.charge);
     assert_int_equal(zerg_policy_error_count(p), 1);
-    assert_true(tu_contains(last_data, "retry.lua:3: attempt to index"));
-    assert_true(tu_contains(last_data, "stack traceback"));
+    assert_true(tu_contains(pp.last_data, "retry.lua:3: attempt to index"));
+    assert_true(tu_contains(pp.last_data, "stack traceback"));
     zerg_policy_free(p);
 }
 
@@ -360,7 +330,7 @@ static void test_runaway_override_stopped(void **state)
     for (int i = 0; i < 3; i++) /* stopped every time, never stuck */
         assert_true(zerg_policy_stale_worker(p, 0, 1, 0, 200 * S, NULL));
     assert_int_equal(zerg_policy_error_count(p), 3);
-    assert_true(tu_contains(last_data, "instruction budget exceeded"));
+    assert_true(tu_contains(pp.last_data, "instruction budget exceeded"));
     zerg_policy_free(p);
 }
 
@@ -420,7 +390,7 @@ static void test_infinite_delays_fall_back(void **state)
         /* backoff.delay, retry.decide (and backoff again if the retry
          * path asks it) */
         assert_true(zerg_policy_error_count(p) >= 2);
-        assert_true(tu_contains(last_data, "as a delay"));
+        assert_true(tu_contains(pp.last_data, "as a delay"));
         zerg_policy_free(p);
     }
 }
@@ -446,8 +416,8 @@ static void test_catastrophic_pattern_in_hook(void **state)
     assert_string_equal(why_str(why, "policy"), "bundled");
     zerg_json_free(why);
     assert_int_equal(zerg_policy_error_count(p), 1);
-    assert_true(tu_contains(last_data, "budget exceeded"));
-    assert_true(tu_contains(last_data, "retry.lua:4:"));
+    assert_true(tu_contains(pp.last_data, "budget exceeded"));
+    assert_true(tu_contains(pp.last_data, "retry.lua:4:"));
     zerg_policy_free(p);
 }
 
@@ -501,8 +471,8 @@ static void test_reconcile_unknown_fix_dropped(void **state)
     assert_true(zerg_json_get(why, "dropped")->u.number == 2);
     assert_true(tu_contains(why_str(why, "dropped_reason"),
                             "unknown fix 'frobnicate'"));
-    assert_int_equal(nerrors, 1);
-    assert_true(tu_contains(last_data, "2 fix(es) dropped"));
+    assert_int_equal(pp.nerrors, 1);
+    assert_true(tu_contains(pp.last_data, "2 fix(es) dropped"));
     free(fixes);
     zerg_json_free(why);
     zerg_policy_free(p);
@@ -538,7 +508,7 @@ static void test_reload_picks_up_changes(void **state)
     assert_true(zerg_policy_stale_worker(p, 0, 0, 0, 0, NULL));
     /* removed: back to the bundled one */
     char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/backoff.lua", ovdir);
+    snprintf(path, sizeof path, "%s/backoff.lua", pp.ovdir);
     unlink(path);
     assert_int_equal(zerg_policy_reload(p), 1);
     assert_int_equal(zerg_policy_backoff_ns(p, "spawn", 1, NULL), 2 * S);
@@ -556,16 +526,16 @@ static void test_reload_broken_keeps_last_good(void **state)
     assert_int_equal(zerg_policy_reload(p), 0);
     assert_int_equal(zerg_policy_backoff_ns(p, "spawn", 1, NULL), 7 * S);
     assert_int_equal(zerg_policy_error_count(p), 1);
-    assert_int_equal(nerrors, 1);
-    assert_true(tu_contains(last_data, "\"used\":\"last good\""));
-    assert_true(tu_contains(last_data, "backoff.lua:2:"));
+    assert_int_equal(pp.nerrors, 1);
+    assert_true(tu_contains(pp.last_data, "\"used\":\"last good\""));
+    assert_true(tu_contains(pp.last_data, "backoff.lua:2:"));
     /* not retried until the file changes again */
     assert_int_equal(zerg_policy_reload(p), 0);
     assert_int_equal(zerg_policy_error_count(p), 1);
     /* a typo'd hook is broken too */
     write_override("backoff.lua", "return {dealy = function() end}\n", 3000);
     assert_int_equal(zerg_policy_reload(p), 0);
-    assert_true(tu_contains(last_data, "did you mean 'delay'?"));
+    assert_true(tu_contains(pp.last_data, "did you mean 'delay'?"));
     assert_int_equal(zerg_policy_backoff_ns(p, "spawn", 1, NULL), 7 * S);
     /* fixed: picked up */
     write_delay(11, 4000);
@@ -581,7 +551,7 @@ static void test_reload_broken_new_file_uses_bundled(void **state)
     struct zerg_policy *p = load_ok();
     write_override("stale.lua", "syntax error here\n", 2000);
     assert_int_equal(zerg_policy_reload(p), 0);
-    assert_true(tu_contains(last_data, "\"used\":\"bundled\""));
+    assert_true(tu_contains(pp.last_data, "\"used\":\"bundled\""));
     /* the good one is untouched */
     assert_int_equal(zerg_policy_backoff_ns(p, "spawn", 1, NULL), 7 * S);
     assert_false(zerg_policy_stale_worker(p, 0, 0, 0, 1, NULL));

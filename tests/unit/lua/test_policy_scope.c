@@ -21,11 +21,7 @@
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static struct zerg_config cfg;
-static char dir[PATH_MAX / 2]; /* the project */
-static char ovdir[PATH_MAX];   /* its .zerg/policies */
-static struct zerg_log *lg;
-static int nerrors; /* policy_error events seen */
-static char last_data[4096];
+static struct tu_policy_project pp;
 
 static char *creates[] = {"src/auth.c", "src/auth.h"};
 static char *modifies[] = {"src/main.c"};
@@ -40,55 +36,31 @@ static const struct zerg_task task = {
     .files_read = {reads, N(reads)},
 };
 
-static void observe(void *ud, const struct zerg_log_rec *rec)
-{
-    (void)ud;
-    if (strcmp(rec->event, "policy_error") != 0)
-        return;
-    nerrors++;
-    char *s = rec->data ? zerg_json_encode(rec->data, NULL, NULL) : NULL;
-    snprintf(last_data, sizeof last_data, "%s", s ? s : "");
-    free(s);
-}
-
 static int setup(void **state)
 {
     (void)state;
     zerg_config_defaults(&cfg);
-    snprintf(dir, sizeof dir, "%s", tu_mkdtemp());
-    snprintf(ovdir, sizeof ovdir, "%s/.zerg/policies", dir);
-    char zdir[PATH_MAX];
-    snprintf(zdir, sizeof zdir, "%s/.zerg", dir);
-    mkdir(zdir, 0755);
-    mkdir(ovdir, 0755);
-    struct zerg_err err = {0};
-    lg = zerg_log_open(zdir, NULL, &err);
-    if (!lg)
-        fail_msg("zerg_log_open: %s", err.msg);
-    zerg_log_set_observer(lg, observe, NULL);
-    nerrors = 0;
-    last_data[0] = '\0';
+    tu_policy_project_open(&pp);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    zerg_log_close(lg);
-    tu_rmtree(dir);
+    tu_policy_project_close(&pp);
     zerg_config_free(&cfg);
     return 0;
 }
 
 static void write_override(const char *text)
 {
-    tu_write(dir, ".zerg/policies/scope.lua", text);
+    tu_write(pp.dir, ".zerg/policies/scope.lua", text);
 }
 
 static struct zerg_policy *load_ok(void)
 {
     struct zerg_err err = {0};
-    struct zerg_policy *p = zerg_policy_new(ovdir, &cfg, lg, &err);
+    struct zerg_policy *p = zerg_policy_new(pp.ovdir, &cfg, pp.lg, &err);
     if (!p)
         fail_msg("zerg_policy_new: %s", err.msg);
     return p;
@@ -248,7 +220,7 @@ static void test_override_fail_and_allow(void **state)
     assert_int_equal(decide(p, other, 2, reason, NULL), ZERG_SCOPE_WARN);
     assert_string_equal(reason, "2 paths out of scope: docs/a.md, lib/x.c");
     assert_int_equal(zerg_policy_error_count(p), 0);
-    assert_int_equal(nerrors, 0);
+    assert_int_equal(pp.nerrors, 0);
     zerg_policy_free(p);
 }
 
@@ -324,7 +296,7 @@ static void test_bad_answers_fall_back(void **state)
         snprintf(text, sizeof text,
                  "return {decide = function() return %s end}\n", rows[i].ret);
         write_override(text);
-        nerrors = 0;
+        pp.nerrors = 0;
         struct zerg_policy *p = load_ok();
         char reason[256];
         zerg_json *why = NULL;
@@ -334,9 +306,9 @@ static void test_bad_answers_fall_back(void **state)
         assert_true(tu_contains(why_str(why, "override_error"), rows[i].error));
         zerg_json_free(why);
         assert_int_equal(zerg_policy_error_count(p), 1);
-        assert_int_equal(nerrors, 1);
-        assert_true(tu_contains(last_data, "\"hook\":\"scope.decide\""));
-        assert_true(tu_contains(last_data, "\"used\":\"bundled\""));
+        assert_int_equal(pp.nerrors, 1);
+        assert_true(tu_contains(pp.last_data, "\"hook\":\"scope.decide\""));
+        assert_true(tu_contains(pp.last_data, "\"used\":\"bundled\""));
         zerg_policy_free(p);
     }
 }
@@ -366,7 +338,7 @@ static void test_broken_override_falls_back(void **state)
                  "return {decide = function(task, paths, opts)\n  %s\nend}\n",
                  rows[i].body);
         write_override(text);
-        nerrors = 0;
+        pp.nerrors = 0;
         struct zerg_policy *p = load_ok();
         for (int k = 0; k < 2; k++) { /* stopped every time */
             char reason[256];
@@ -380,9 +352,9 @@ static void test_broken_override_falls_back(void **state)
             zerg_json_free(why);
         }
         assert_int_equal(zerg_policy_error_count(p), 2);
-        assert_int_equal(nerrors, 2);
-        assert_true(tu_contains(last_data, "scope.lua:2:") ||
-                    tu_contains(last_data, "not enough memory"));
+        assert_int_equal(pp.nerrors, 2);
+        assert_true(tu_contains(pp.last_data, "scope.lua:2:") ||
+                    tu_contains(pp.last_data, "not enough memory"));
         zerg_policy_free(p);
     }
 }
@@ -393,16 +365,16 @@ static void test_override_load_errors(void **state)
     (void)state;
     write_override("return {decid = function() return 'allow' end}\n");
     struct zerg_err err = {0};
-    struct zerg_policy *p = zerg_policy_new(ovdir, &cfg, lg, &err);
+    struct zerg_policy *p = zerg_policy_new(pp.ovdir, &cfg, pp.lg, &err);
     assert_null(p);
     assert_int_equal(err.code, ZERG_EPOLICY);
     assert_true(tu_contains(err.msg, "'decid' is not a hook of the scope "
                                      "policy (hooks: decide)"));
     assert_true(tu_contains(err.msg, "did you mean 'decide'?"));
-    tu_rmtree(ovdir);
-    tu_write(dir, ".zerg/policies/scop.lua", "return {}\n");
+    tu_rmtree(pp.ovdir);
+    tu_write(pp.dir, ".zerg/policies/scop.lua", "return {}\n");
     memset(&err, 0, sizeof err);
-    p = zerg_policy_new(ovdir, &cfg, lg, &err);
+    p = zerg_policy_new(pp.ovdir, &cfg, pp.lg, &err);
     assert_null(p);
     assert_true(tu_contains(err.msg, "no policy is called 'scop'"));
     assert_true(tu_contains(err.msg, "reconcile, scope)"));
