@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # demo.sh - a real rush on examples/demo with a worker crash recovered live.
-#   scripts/demo.sh path/to/zerg
-# Starts `zerg rush` on the bundled 3-level example with 3 workers, waits
-# until the slow task DEMO-L2-002 is running, kills its worker with
-# SIGKILL, and lets zerg reassign the task and respawn the worker.
+#   scripts/demo.sh path/to/zerg [DEMO_DIR]
+# Starts `zerg rush` on the bundled 3-level example (or a copy of it in
+# DEMO_DIR) with 3 workers, waits until the slow task DEMO-L2-002 is
+# running, kills its worker with SIGKILL, and lets zerg reassign the task
+# and respawn the worker.  Exits non-zero when the rush fails or the crash
+# could not be staged.
 set -euo pipefail
 zerg=$(realpath "${1:-build/zerg}")
-demo=$(cd "$(dirname "$0")/../examples/demo" && pwd)
+demo=$(cd "${2:-$(dirname "$0")/../examples/demo}" && pwd)
 cd "$demo"
+feature=$(cat .gsd/.current-feature)
 rm -rf .zerg/state .zerg/logs .zerg/monitor.log .zerg/monitor.jsonl site
 
 echo "== zerg validate"
@@ -24,16 +27,20 @@ for _ in $(seq 1 200); do
         slot=$(grep '"event":"task_claimed"' .zerg/monitor.jsonl |
             grep '"task":"DEMO-L2-002"' | tail -1 |
             sed 's/.*"worker":\([0-9]*\).*/\1/')
-        victim=$(sed 's/.*"pid":\([0-9]*\).*/\1/' ".zerg/state/heartbeat-$slot.json")
+        victim=$(sed 's/.*"pid":\([0-9]*\).*/\1/' \
+            ".zerg/state/$feature/heartbeat-$slot.json")
         break
     fi
     sleep 0.1
 done
-if [ -n "$victim" ]; then
-    sleep 0.5
-    echo ">>> demo: kill -9 worker $slot (pid $victim) while it runs DEMO-L2-002"
-    kill -9 "$victim" || true
+if [ -z "$victim" ]; then
+    echo "demo.sh: DEMO-L2-002 never started; no crash staged" >&2
+    kill "$rush" 2>/dev/null || true
+    exit 1
 fi
+sleep 0.5
+echo ">>> demo: kill -9 worker $slot (pid $victim) while it runs DEMO-L2-002"
+kill -9 "$victim" || true
 rc=0
 wait "$rush" || rc=$?
 echo
