@@ -78,6 +78,10 @@ const char *zerg_fsio_kind(mode_t mode);
  * refused under ZERG_FSIO_NOFOLLOW. */
 int zerg_fsio_open_read(const char *path, int flags, struct zerg_err *err);
 
+/* The last `max` bytes of the readable open file fd (its whole content
+ * when smaller), malloc'd and NUL-terminated in *text.  0 or -errno. */
+int zerg_fsio_read_end(int fd, size_t max, char **text, size_t *len);
+
 /* The last `lines` lines of zerg's own file path (no link followed, at
  * most the last 64 KiB read) into buf, control bytes but newline and tab
  * shown as '?', cut to size.  0, or negative (buf "") when unreadable. */

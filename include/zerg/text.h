@@ -22,4 +22,8 @@ void zerg_last_line(const char *text, char *buf, size_t size);
 void zerg_text_append(char *buf, size_t size, size_t *off, const char *fmt,
                       ...) __attribute__((format(printf, 4, 5)));
 
+/* Where the last `lines` lines of text[0..len) start (a final newline
+ * does not count as a line of its own). */
+size_t zerg_text_tail_start(const char *text, size_t len, size_t lines);
+
 #endif

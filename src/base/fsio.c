@@ -16,6 +16,7 @@
  * directory walk so zerg's own files stay inside .zerg/. */
 #include "zerg/fsio.h"
 #include "zerg/err.h"
+#include "zerg/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -705,33 +706,45 @@ int zerg_fsio_remove_tree(const char *path)
 
 #define TAIL_MAX_BYTES 65536
 
+int zerg_fsio_read_end(int fd, size_t max, char **text, size_t *len)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -errno;
+    off_t from = st.st_size > (off_t)max ? st.st_size - (off_t)max : 0;
+    size_t want = (size_t)(st.st_size - from);
+    char *buf = malloc(want + 1);
+    if (!buf)
+        return -ENOMEM;
+    ssize_t got = pread(fd, buf, want, from);
+    if (got < 0) {
+        int e = -errno;
+        free(buf);
+        return e;
+    }
+    buf[got] = '\0';
+    *text = buf;
+    *len = (size_t)got;
+    return 0;
+}
+
 int zerg_fsio_read_tail(const char *path, size_t lines, char *buf, size_t size)
 {
+    char *text = NULL;
+    size_t len = 0;
     if (size)
         buf[0] = '\0';
     int fd = zerg_fsio_open_read(path, ZERG_FSIO_NOFOLLOW, NULL);
     if (fd < 0)
         return fd;
-    struct stat st;
-    char *text = NULL;
-    ssize_t got = -1;
-    if (fstat(fd, &st) == 0) {
-        off_t from = st.st_size > TAIL_MAX_BYTES ? st.st_size - TAIL_MAX_BYTES
-                                                 : 0;
-        text = malloc((size_t)(st.st_size - from) + 1);
-        got = text ? pread(fd, text, (size_t)(st.st_size - from), from) : -1;
-    }
+    int rc = zerg_fsio_read_end(fd, TAIL_MAX_BYTES, &text, &len);
     close(fd);
-    if (got < 0) {
-        free(text);
-        return -EIO;
-    }
-    size_t i = (size_t)got;
-    while (i > 0 && text[i - 1] == '\n')
-        i--;
-    size_t end = i;
-    while (i > 0 && !(text[i - 1] == '\n' && --lines == 0))
-        i--;
+    if (rc < 0)
+        return rc;
+    size_t end = len;
+    while (end > 0 && text[end - 1] == '\n')
+        end--;
+    size_t i = zerg_text_tail_start(text, end, lines);
     /* Keep the end when it does not fit: the last lines say what broke. */
     if (end - i >= size)
         i = end - (size - 1);

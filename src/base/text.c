@@ -62,3 +62,13 @@ void zerg_text_append(char *buf, size_t size, size_t *off, const char *fmt, ...)
     if (n > 0)
         *off += (size_t)n;
 }
+
+size_t zerg_text_tail_start(const char *text, size_t len, size_t lines)
+{
+    size_t i = len;
+    if (i > 0 && text[i - 1] == '\n')
+        i--;
+    while (i > 0 && !(text[i - 1] == '\n' && --lines == 0))
+        i--;
+    return i;
+}

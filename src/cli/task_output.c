@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "zerg/fsio.h"
+#include "zerg/text.h"
 #include "zerg/graph.h"
 #include "zerg/state.h"
 
@@ -65,20 +66,6 @@ static void put_clean(FILE *out, const char *s, size_t n)
     }
 }
 
-/* Where the last `lines` lines of text[0..len) start. */
-static size_t tail_start(const char *text, size_t len, size_t lines)
-{
-    size_t i = len;
-    if (i > 0 && text[i - 1] == '\n')
-        i--;
-    while (i > 0) {
-        if (text[i - 1] == '\n' && --lines == 0)
-            break;
-        i--;
-    }
-    return i;
-}
-
 /* The whole file, or with lines > 0 its last TAIL_READ_BYTES; malloc'd. */
 static int read_end(const char *path, size_t lines, char **text, size_t *len)
 {
@@ -88,23 +75,9 @@ static int read_end(const char *path, size_t lines, char **text, size_t *len)
     int fd = zerg_fsio_open_read(path, ZERG_FSIO_NOFOLLOW, NULL);
     if (fd < 0)
         return fd;
-    struct stat st;
-    int rc = fstat(fd, &st) < 0 ? -errno : 0;
-    off_t from = !rc && st.st_size > (off_t)TAIL_READ_BYTES
-                     ? st.st_size - (off_t)TAIL_READ_BYTES
-                     : 0;
-    size_t want = rc ? 0 : (size_t)(st.st_size - from);
-    char *buf = rc ? NULL : malloc(want + 1);
-    ssize_t got = buf ? pread(fd, buf, want, from) : -1;
+    int rc = zerg_fsio_read_end(fd, TAIL_READ_BYTES, text, len);
     close(fd);
-    if (got < 0) {
-        free(buf);
-        return rc ? rc : -EIO;
-    }
-    buf[got] = '\0';
-    *text = buf;
-    *len = (size_t)got;
-    return 0;
+    return rc;
 }
 
 int zerg_task_output_print(FILE *out, const char *path, size_t lines,
@@ -115,7 +88,7 @@ int zerg_task_output_print(FILE *out, const char *path, size_t lines,
     int rc = read_end(path, lines, &text, &len);
     if (rc < 0)
         return rc;
-    size_t from = lines ? tail_start(text, len, lines) : 0;
+    size_t from = lines ? zerg_text_tail_start(text, len, lines) : 0;
     for (size_t i = from; i < len;) {
         const char *nl = memchr(text + i, '\n', len - i);
         size_t n = nl ? (size_t)(nl - (text + i)) : len - i;

@@ -16,6 +16,7 @@
 
 #include "zerg/agent.h"
 #include "zerg/fsio.h"
+#include "zerg/text.h"
 
 #define TAIL_LINES 30
 #define SCAN_BYTES (512 * 1024) /* the end of a log read for the result */
@@ -60,37 +61,15 @@ char **wk_agent_argv(const struct worker *w, const char *prompt)
  * the path holds by now. */
 static char *read_end(int log_fd, size_t *len)
 {
-    struct stat st;
-    char self[64];
+    char self[64], *text = NULL;
     snprintf(self, sizeof self, "/proc/self/fd/%d", log_fd);
     int fd = log_fd < 0 ? -1 : open(self, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        if (fd >= 0)
-            close(fd);
+    if (fd < 0)
         return NULL;
-    }
-    off_t from = st.st_size > SCAN_BYTES ? st.st_size - SCAN_BYTES : 0;
-    size_t want = (size_t)(st.st_size - from);
-    char *buf = malloc(want + 1);
-    ssize_t got = buf ? pread(fd, buf, want, from) : -1;
+    if (zerg_fsio_read_end(fd, SCAN_BYTES, &text, len) < 0)
+        text = NULL;
     close(fd);
-    if (got < 0) {
-        free(buf);
-        return NULL;
-    }
-    buf[got] = '\0';
-    *len = (size_t)got;
-    return buf;
-}
-
-/* The last lines of text, for the classifier (points into text). */
-static const char *last_lines(const char *text, size_t len, int lines)
-{
-    const char *p = text + len;
-    while (p > text && lines > 0)
-        if (*--p == '\n')
-            lines--;
-    return p == text ? p : p + 1;
+    return text;
 }
 
 static void record_run(const struct zerg_agent_summary *s,
@@ -144,7 +123,9 @@ void wk_agent_finish(const struct worker *w, int log_fd, int is_executor,
     if (claude)
         record_run(&s, r);
     if (failed)
-        classify(w, &s, text ? last_lines(text, len, TAIL_LINES) : NULL,
+        classify(w, &s,
+                 text ? text + zerg_text_tail_start(text, len, TAIL_LINES)
+                      : NULL,
                  is_executor, r);
     zerg_agent_summary_close(&s);
     free(text);
