@@ -134,6 +134,10 @@ struct zerg_ws_opts {
 struct zerg_workspace *zerg_ws_open(const struct zerg_ws_opts *o,
                                     struct zerg_err *err);
 
+/* The git the workspace opened (found, version-checked, its repository
+ * known), for the caller's own calls on the same repository. */
+const struct zerg_git *zerg_ws_git(const struct zerg_workspace *w);
+
 /* 1 when isolation `auto` means worktree for dir: a git repository with
  * at least one commit (and a usable git). */
 int zerg_ws_auto_applies(const char *dir);

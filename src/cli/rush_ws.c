@@ -29,20 +29,19 @@ static int isolation_of(const struct zerg_cli *cli,
 
 /* Uncommitted changes in the user's tree are not in the base: say so
  * once, so nobody wonders where their edit went. */
-static void dirty_notice(const struct zerg_cli *cli, const char *base)
+static void dirty_notice(const struct zerg_cli *cli,
+                         const struct zerg_workspace *w)
 {
-    struct zerg_git g;
     struct zerg_err err = {0};
     char *out = NULL;
-    if (zerg_git_open(&g, cli->project, NULL, &err) < 0)
-        return;
     const char *args[] = {"status", "--porcelain", "--untracked-files=no",
                           "--ignore-submodules", NULL};
     struct zerg_git_call call = {.dir = cli->project};
-    if (zerg_git_run(&g, &call, args, &out, &err) == 0 && out && *out)
+    if (zerg_git_run(zerg_ws_git(w), &call, args, &out, &err) == 0 && out &&
+        *out)
         printf("Note: uncommitted changes are not in the run;\n"
                "it starts from commit %.12s.\n",
-               base);
+               w->base);
     free(out);
 }
 
@@ -94,7 +93,7 @@ int zerg_rush_ws_open(const struct zerg_cli *cli, const struct zerg_config *cfg,
     snprintf(s->git_base, sizeof s->git_base, "%s", w->base);
     snprintf(s->git_branch, sizeof s->git_branch, "%.95s", w->branch);
     if (!resume)
-        dirty_notice(cli, w->base);
+        dirty_notice(cli, w);
     *out = w;
     return 0;
 }

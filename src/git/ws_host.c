@@ -184,6 +184,11 @@ static int make_slots(struct ws_host *h, struct zerg_err *err)
     return 0;
 }
 
+const struct zerg_git *zerg_ws_git(const struct zerg_workspace *w)
+{
+    return &((const struct ws_host *)w)->g;
+}
+
 struct zerg_workspace *zerg_ws_open(const struct zerg_ws_opts *o,
                                     struct zerg_err *err)
 {
