@@ -206,20 +206,30 @@ int ws_op_merged(struct zerg_workspace *w, zerg_ws_found_fn fn, void *ud,
 }
 
 struct head_ctx {
+    const struct ws_host *h;
     zerg_ws_found_fn fn;
     void *ud;
     int found;
 };
 
+/* A head whose task attempt is already merged is not pending: the merge
+ * squashed it into a commit of its own (the same commit only when both
+ * were made within one second), found by its trailers. */
 static void head_one(void *ud, const struct zerg_ws_found *f)
 {
     struct head_ctx *c = ud;
+    char *key = ws_done_key(f->task_id, f->attempt, f->run_id);
+    int merged = key && ws_done_has(c->h, key);
+    free(key);
+    if (merged)
+        return;
     c->found = 1;
     c->fn(c->ud, f);
 }
 
 /* The worker branch's head counts only when the integration branch does
- * not hold it: after a reset the head is the tip's own squash commit. */
+ * not hold it: after a reset the head is the tip's own squash commit, and
+ * a merged attempt's head is known by its trailers. */
 int ws_op_worker_head(struct zerg_workspace *w, int slot, zerg_ws_found_fn fn,
                       void *ud, struct zerg_err *err)
 {
@@ -236,7 +246,7 @@ int ws_op_worker_head(struct zerg_workspace *w, int slot, zerg_ws_found_fn fn,
     if (rc != 1)
         return rc < 0 ? rc : ZERG_ENOTFOUND;
     const char *args[] = {"-1", "--end-of-options", ref, NULL};
-    struct head_ctx c = {fn, ud, 0};
+    struct head_ctx c = {h, fn, ud, 0};
     rc = ws_log_tasks(&h->g, args, head_one, &c, err);
     return rc ? rc : c.found ? 0 : ZERG_ENOTFOUND;
 }
