@@ -100,7 +100,12 @@ info_events() { grep -vc '"level":"DEBUG"' "$PROJ/.zerg/monitor.jsonl" || true; 
 start_pane() {
     local w=$1
     shift
+    # A server of its own per pane: the previous one may take a moment to
+    # exit under load, and a new session on its socket then fails with
+    # "server exited unexpectedly".
     tm kill-server 2>/dev/null || true
+    PANES=$((${PANES:-0} + 1))
+    TMUX_SOCK="zerg-view-$$-$PANES"
     tm new-session -d -s view -x "$w" -y 30 \
         "cd '$PROJ' && env $* '$ZERG' rush --workers 3; echo RUSH_EXIT=\$?; sleep 600"
     tm set-option -t view remain-on-exit on >/dev/null
