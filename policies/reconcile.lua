@@ -13,8 +13,14 @@
 --   tasks = {[id] = {status, level (0/nil when unknown), graph_level,
 --                    worker (-1/nil when none), worker_alive,
 --                    deps = {ids}, commit, merged}}
---                  thorough: every task; light: only claimed and
---                  in_progress tasks and tasks without a level.
+--                  light: claimed and in_progress tasks and tasks
+--                  without a level; thorough: those, plus every task a
+--                  fix below can concern: failed and blocked tasks,
+--                  pending tasks with a failed or blocked dependency, and
+--                  (worktree) complete tasks whose commit is not on the
+--                  branch.  Complete tasks whose work is on the branch and
+--                  pending tasks with nothing failed below them are left
+--                  out (they have no fix to get); `levels` counts them.
 --                  commit/merged (thorough, worktree only): the task's
 --                  recorded commit on the integration branch, and whether
 --                  the branch still holds it (nil when git could not say)

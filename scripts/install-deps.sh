@@ -6,7 +6,7 @@
 # As root it runs apt-get; otherwise it prints the exact command to run.
 set -eu
 
-build="build-essential cmake pkg-config git liblua5.4-dev lua-cjson-dev libyaml-dev libedit-dev"
+build="build-essential cmake pkg-config git liblua5.4-dev libyajl-dev libyaml-dev libedit-dev"
 # libclang-rt-dev: libFuzzer and the sanitizer runtimes (clang only
 # recommends it, and recommends are not installed here).
 test="$build libcmocka-dev clang libclang-rt-dev python3 ninja-build procps util-linux chromium tmux nodejs npm slurm-wlm"

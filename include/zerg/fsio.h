@@ -15,6 +15,7 @@
 #ifndef ZERG_FSIO_H
 #define ZERG_FSIO_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -39,6 +40,26 @@ enum {
  * ("cannot write .zerg/state/f.json: No space left on device"). */
 int zerg_fsio_write_atomic(const char *path, const void *data, size_t len,
                            int flags, struct zerg_err *err);
+
+/* The same replacement for a file written piece by piece as it is
+ * produced (a large document never held whole): open creates the temp
+ * file beside path, write buffers (64 KiB) and writes, commit flushes,
+ * syncs (unless ZERG_FSIO_NOSYNC), renames over path and syncs the
+ * directory; abort removes the temp file.  A failed write is sticky and
+ * reported by commit, which then leaves path untouched.  Each returns 0 or
+ * -errno; after commit or abort the struct holds nothing. */
+struct zerg_fsio_atomic {
+    int fd, flags, rc;
+    char *buf;
+    size_t n;
+    char path[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX];
+};
+int zerg_fsio_atomic_open(struct zerg_fsio_atomic *a, const char *path,
+                          int flags);
+int zerg_fsio_atomic_write(struct zerg_fsio_atomic *a, const void *data,
+                           size_t len);
+int zerg_fsio_atomic_commit(struct zerg_fsio_atomic *a, struct zerg_err *err);
+void zerg_fsio_atomic_abort(struct zerg_fsio_atomic *a);
 
 /* Makes everything written on the filesystem holding dir durable: one
  * syncfs(2), whose cost hardly grows with the number of files written

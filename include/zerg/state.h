@@ -158,6 +158,11 @@ int zerg_state_load(struct zerg_state *s, const struct zerg_graph *g,
 int zerg_state_save(const struct zerg_state *s, const struct zerg_graph *g,
                     const char *path, struct zerg_err *err);
 
+/* The document written into w (errors are w's, zerg/json.h). */
+struct zerg_jw;
+void zerg_state_write_json(const struct zerg_state *s,
+                           const struct zerg_graph *g, struct zerg_jw *w);
+/* The same document as a tree (status --json, tests); NULL on failure. */
 zerg_json *zerg_state_to_json(const struct zerg_state *s,
                               const struct zerg_graph *g);
 int zerg_state_from_json(struct zerg_state *s, const struct zerg_graph *g,

@@ -1,14 +1,5 @@
-/* fsio.c - atomic file replacement and whole-file reads (see zerg/fsio.h).
- *
- * The state file, heartbeats, assignments and results all go through
- * zerg_fsio_write_atomic: a reader - or a restarted orchestrator after a
- * crash at any instant - sees the old file or the new one, never a torn
- * one.  The temp file is ".NAME.tmp.PID.SEQ" beside the target, so the
- * rename never crosses a filesystem, and the leading dot keeps it out of
- * globs such as "heartbeat-*.json".  SEQ counts the process's temp files:
- * with the pid it is unique among live writers, and O_EXCL catches the
- * rest (a file left by a dead process whose pid came back, a writer in
- * another pid namespace), so no getrandom(2) per file is needed.
+/* fsio.c - safe opens, whole-file reads and directory walks (see
+ * zerg/fsio.h); atomic writes are in fsio_write.c.
  *
  * The openers below are the one place that decides what zerg will open:
  * O_NONBLOCK so a FIFO planted by a task cannot stop the orchestrator in
@@ -34,18 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-const struct zerg_fsio_ops zerg_fsio_ops_default = {
-    .write = write,
-    .fsync = fsync,
-    .rename = rename,
-    .syncfs = syncfs,
-};
-struct zerg_fsio_ops zerg_fsio_ops = {
-    .write = write,
-    .fsync = fsync,
-    .rename = rename,
-    .syncfs = syncfs,
-};
 
 int zerg_fsio_path(char *buf, size_t size, const char *fmt, ...)
 {
@@ -56,160 +35,6 @@ int zerg_fsio_path(char *buf, size_t size, const char *fmt, ...)
     if (n < 0)
         return -EINVAL;
     return (size_t)n < size ? 0 : -ENAMETOOLONG;
-}
-
-/* Splits path into its directory ("." when none) and its last component. */
-static int split_path(const char *path, char *dir, size_t size,
-                      const char **base)
-{
-    const char *slash = strrchr(path, '/');
-    *base = slash ? slash + 1 : path;
-    if (!**base)
-        return -EISDIR;
-    if (!slash)
-        return zerg_fsio_path(dir, size, ".");
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
-    if (n >= size)
-        return -ENAMETOOLONG;
-    memcpy(dir, path, n);
-    dir[n] = '\0';
-    return 0;
-}
-
-/* The next temp-name number of this process.  After a clash the next
- * try jumps ahead by the monotonic clock, so a run of leftovers from a
- * dead process with our pid is not walked one by one. */
-static uint32_t temp_seq(int tries)
-{
-    static atomic_uint seq;
-    unsigned inc = 1;
-    if (tries > 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        inc = (unsigned)ts.tv_nsec | 1;
-    }
-    return (uint32_t)(atomic_fetch_add(&seq, inc) + inc);
-}
-
-/* Creates dir/.BASE.tmp.PID.SEQ exclusively; returns the fd (name in
- * tmp) or -errno. */
-static int temp_create(const char *dir, const char *base, char *tmp,
-                       size_t size)
-{
-    for (int tries = 0; tries < 16; tries++) {
-        int rc = zerg_fsio_path(tmp, size, "%s/.%s.tmp.%ld.%08x", dir, base,
-                                (long)getpid(), temp_seq(tries));
-        if (rc < 0)
-            return rc;
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0 || errno != EEXIST)
-            return fd >= 0 ? fd : -errno;
-    }
-    return -EEXIST;
-}
-
-/* Writes all of buf, resuming after short writes and EINTR. */
-static int write_full(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = zerg_fsio_ops.write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            return -EIO; /* no progress and no errno: do not spin */
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int sync_fd(int fd)
-{
-    int rc;
-    do
-        rc = zerg_fsio_ops.fsync(fd);
-    while (rc < 0 && errno == EINTR);
-    return rc < 0 ? -errno : 0;
-}
-
-static int sync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = sync_fd(fd);
-    close(fd);
-    return rc;
-}
-
-/* Writes, syncs and closes the temp file; the fd is closed either way. */
-static int temp_fill(int fd, const void *data, size_t len, int flags)
-{
-    int rc = write_full(fd, data, len);
-    if (rc == 0 && !(flags & ZERG_FSIO_NOSYNC))
-        rc = sync_fd(fd);
-    /* close can report a deferred write error (NFS, quotas). */
-    if (close(fd) < 0 && rc == 0 && errno != EINTR)
-        rc = -errno;
-    return rc;
-}
-
-int zerg_fsio_write_atomic(const char *path, const void *data, size_t len,
-                           int flags, struct zerg_err *err)
-{
-    char dir[PATH_MAX], tmp[PATH_MAX];
-    const char *base;
-    int rc = split_path(path, dir, sizeof dir, &base);
-    if (rc < 0)
-        goto fail;
-    int fd = temp_create(dir, base, tmp, sizeof tmp);
-    if (fd < 0) {
-        rc = fd;
-        goto fail;
-    }
-    rc = temp_fill(fd, data, len, flags);
-    if (rc == 0 && zerg_fsio_ops.rename(tmp, path) < 0)
-        rc = -errno;
-    if (rc < 0) {
-        unlink(tmp);
-        goto fail;
-    }
-    /* The new file is in place; this makes the rename itself durable. */
-    if (!(flags & ZERG_FSIO_NOSYNC) && (rc = sync_dir(dir)) < 0)
-        return zerg_err_set(err, rc, "cannot sync directory of %s: %s", path,
-                            zerg_strerror(rc));
-    return 0;
-fail:
-    return zerg_err_set(err, rc, "cannot write %s: %s", path,
-                        zerg_strerror(rc));
-}
-
-int zerg_fsio_sync_fs(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = zerg_fsio_ops.syncfs(fd) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
-int zerg_fsio_sync_files(const char *dir, char *const *paths, size_t n)
-{
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0) {
-            if (errno != ENOENT) /* gone: nothing left to make durable */
-                rc = -errno;
-            continue;
-        }
-        rc = sync_fd(fd);
-        close(fd);
-    }
-    return rc < 0 ? rc : sync_dir(dir);
 }
 
 /* Doubles buf toward limit bytes; 0 or -ENOMEM. */
@@ -648,40 +473,6 @@ int zerg_fsio_mkdirs_own(const char *root, const char *rel, mode_t mode,
     return mkdirs_below(root, rel, mode, 1, err);
 }
 
-/* Hard-links path to a fresh temp name beside backup; 0 or -errno. */
-static int temp_link(const char *path, const char *dir, const char *base,
-                     char *tmp, size_t size)
-{
-    for (int tries = 0; tries < 16; tries++) {
-        int rc = zerg_fsio_path(tmp, size, "%s/.%s.tmp.%ld.%08x", dir, base,
-                                (long)getpid(), temp_seq(tries));
-        if (rc < 0)
-            return rc;
-        if (link(path, tmp) == 0)
-            return 0;
-        if (errno != EEXIST)
-            return -errno;
-    }
-    return -EEXIST;
-}
-
-int zerg_fsio_keep_copy(const char *path, const char *backup)
-{
-    char dir[PATH_MAX], tmp[PATH_MAX];
-    const char *base;
-    int rc = split_path(backup, dir, sizeof dir, &base);
-    if (rc == 0)
-        rc = temp_link(path, dir, base, tmp, sizeof tmp);
-    if (rc < 0)
-        return rc;
-    /* rename replaces an existing backup atomically; link alone would
-     * fail with EEXIST. */
-    if (zerg_fsio_ops.rename(tmp, backup) < 0) {
-        rc = -errno;
-        unlink(tmp);
-    }
-    return rc;
-}
 
 static int remove_entry(const char *path, const struct stat *st, int kind,
                         struct FTW *ftw)

@@ -1,7 +1,7 @@
 /* json.c - the plain C JSON value tree (see zerg/json.h).
  *
  * Only the tree lives here: building, reading, copying, freeing.  Text is
- * parsed and produced by lua-cjson in src/lua/json.c.  Objects are two
+ * parsed and produced by yajl in json_text.c.  Objects are two
  * parallel arrays in insertion order with linear lookup: documents zerg
  * reads key by key are small, and big ones are indexed once by the caller.
  * An empty array or object is read as either kind (zerg_json_is; the rule
@@ -185,6 +185,73 @@ int zerg_json_add(zerg_json *obj, const char *key, zerg_json *v)
         zerg_json_free(v);
         return -ENOMEM;
     }
+    return 0;
+}
+
+int zerg_json_add_taken(zerg_json *obj, char *key, zerg_json *v)
+{
+    if (!v || !key || !obj || obj->type != ZERG_JSON_OBJECT ||
+        obj_append(obj, key, v) < 0) {
+        free(key);
+        zerg_json_free(v);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Orders pair indexes by key, then by position, so equal keys stay in
+ * document order and the last of them is the one kept. */
+static int key_order(const void *a, const void *b, void *ctx)
+{
+    char *const *keys = ctx;
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    int c = strcmp(keys[i], keys[j]);
+    return c ? c : (i > j) - (i < j);
+}
+
+static int sorted_unique(const zerg_json *obj)
+{
+    for (size_t i = 1; i < obj->u.obj.n; i++)
+        if (strcmp(obj->u.obj.keys[i - 1], obj->u.obj.keys[i]) >= 0)
+            return 0;
+    return 1;
+}
+
+int zerg_json_sort_keys(zerg_json *obj)
+{
+    size_t n = obj->u.obj.n;
+    if (sorted_unique(obj))
+        return 0;
+    size_t *ix = malloc(n * sizeof *ix);
+    char **keys = malloc(n * sizeof *keys);
+    zerg_json **vals = malloc(n * sizeof *vals);
+    if (!ix || !keys || !vals) {
+        free(ix);
+        free(keys);
+        free(vals);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        ix[i] = i;
+    qsort_r(ix, n, sizeof *ix, key_order, obj->u.obj.keys);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = ix[i];
+        if (i + 1 < n && strcmp(obj->u.obj.keys[k],
+                                obj->u.obj.keys[ix[i + 1]]) == 0) {
+            free(obj->u.obj.keys[k]); /* a later value of this key wins */
+            zerg_json_free(obj->u.obj.vals[k]);
+            continue;
+        }
+        keys[m] = obj->u.obj.keys[k];
+        vals[m++] = obj->u.obj.vals[k];
+    }
+    memcpy(obj->u.obj.keys, keys, m * sizeof *keys);
+    memcpy(obj->u.obj.vals, vals, m * sizeof *vals);
+    obj->u.obj.n = m;
+    free(ix);
+    free(keys);
+    free(vals);
     return 0;
 }
 

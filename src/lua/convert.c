@@ -4,14 +4,13 @@
  * Lua -> JSON never raises: it only reads the Lua stack (lua_next,
  * lua_rawgeti, lua_tolstring on values that are already strings) and
  * reports what it cannot convert in a caller buffer, so a half-built tree
- * is always freed by this file and never leaked by a longjmp.  That is
- * also why json.c can run it on cjson's result outside its lua_pcall.
+ * is always freed by this file and never leaked by a longjmp.
  *
  * Key order.  A Lua table is a hash: lua_next walks it in an order that
  * depends on the table's size history and on string hashes, which Lua 5.4
  * seeds per state.  Sorting the keys bytewise (strcmp compares as unsigned
- * char) makes the same table, or the same JSON text, give the same tree
- * and so the same encoded text from run to run. */
+ * char) makes the same table give the same tree and so the same encoded
+ * text from run to run, as parsed JSON text does (src/base/json_text.c). */
 #include "lua/convert.h"
 
 #include <errno.h>

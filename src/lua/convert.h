@@ -1,19 +1,17 @@
 /* convert.h - zerg_json trees <-> Lua values, the one converter for every
  * lua_State zerg runs: the policy VMs and the REPL (vm.c, policy*.c,
- * repl.c) and the private cjson state behind the JSON text layer (json.c),
- * so a Lua table becomes the same tree whether a policy returned it or
- * cjson.decode built it.  Private to src/lua/.
+ * repl.c).  Private to src/lua/.
  *
- * The rules, shared by both paths:
+ * The rules, the same as the JSON text layer's (src/base/json_text.c):
  * - nesting: at most ZERG_JSON_MAX_DEPTH tables (zerg/json.h), counting
  *   the outermost; one more is an error, in both directions;
  * - numbers: integral values of magnitude below ZERG_JSON_INT_LIMIT (2^53)
  *   go to Lua as integers; everything else as floats; Lua integers beyond
- *   2^53 round to the nearest double, as cjson's strtod does for text;
+ *   2^53 round to the nearest double, as strtod does for text;
  * - a table whose keys are exactly 1..n (n >= 1) is an array; any other
  *   table, the empty one included, is an object (see zerg/json.h on empty
  *   containers) with its keys sorted bytewise;
- * - nil and cjson.null (a NULL light userdata) are JSON null. */
+ * - nil and a NULL light userdata are JSON null. */
 #ifndef ZERG_LUA_CONVERT_H
 #define ZERG_LUA_CONVERT_H
 

@@ -1,7 +1,9 @@
 /* graph.c - loads and validates a task graph (DESIGN.md section 4).
  *
- * The file is parsed into a zerg_json tree (lua-cjson underneath), copied
- * into struct zerg_graph, then checked in passes that each add one fact:
+ * The file is parsed with yajl; each task is copied into struct zerg_graph
+ * as soon as its object is complete (zerg_json_parse_items), so the tasks
+ * never exist as one JSON tree (a 100,000-task file would need ~60 MB).
+ * Then the graph is checked in passes that each add one fact:
  * ids are unique, dependencies resolve to the same or a lower level, each
  * level gets a dependency order (which also finds cycles: a cycle can only
  * live inside one level), same-level tasks writing one path become
@@ -173,6 +175,30 @@ static struct graph_index *index_new(size_t n)
     return ix;
 }
 
+/* Doubles the index once n tasks would fill it past half. */
+static int index_fit(struct zerg_graph *g, size_t n)
+{
+    struct graph_index *ix = g->index;
+    if (n * 2 <= ix->mask + 1)
+        return 0;
+    size_t cap = (ix->mask + 1) * 2;
+    size_t *slot = calloc(cap, sizeof *slot);
+    if (!slot)
+        return -ENOMEM;
+    for (size_t h = 0; h <= ix->mask; h++) {
+        if (!ix->slot[h])
+            continue;
+        size_t k = hash_id(g->tasks[ix->slot[h] - 1].id) & (cap - 1);
+        while (slot[k])
+            k = (k + 1) & (cap - 1);
+        slot[k] = ix->slot[h];
+    }
+    free(ix->slot);
+    ix->slot = slot;
+    ix->mask = cap - 1;
+    return 0;
+}
+
 static void index_free(struct graph_index *ix)
 {
     if (ix)
@@ -283,6 +309,8 @@ static int parse_id(struct parse_ctx *c, size_t i, const zerg_json *t)
     return 0;
 }
 
+/* The level as written: from `level`, else from the id; checked against
+ * the numbering once the whole file is read (level_check). */
 static int parse_level(struct parse_ctx *c, size_t i, const zerg_json *t)
 {
     struct zerg_task *task = &c->g->tasks[i];
@@ -304,6 +332,13 @@ static int parse_level(struct parse_ctx *c, size_t i, const zerg_json *t)
             return graph_task_err(c, i, "level must be an integer >= 1, not %g",
                                   lv);
     }
+    c->raw_level[i] = lv;
+    return 0;
+}
+
+static int level_check(struct parse_ctx *c, size_t i)
+{
+    double lv = c->raw_level[i];
     if (c->zero_based && lv < 0)
         return graph_task_err(
             c, i,
@@ -319,7 +354,7 @@ static int parse_level(struct parse_ctx *c, size_t i, const zerg_json *t)
     if (lv > GRAPH_MAX_LEVEL - c->zero_based)
         return graph_task_err(c, i, "level %g is too large (at most %d)", lv,
                               GRAPH_MAX_LEVEL - c->zero_based);
-    task->level = (int)lv + c->zero_based;
+    c->g->tasks[i].level = (int)lv + c->zero_based;
     return 0;
 }
 
@@ -467,8 +502,7 @@ static int zero_based(struct parse_ctx *c, const zerg_json *doc)
     return 1;
 }
 
-static int parse_top(struct parse_ctx *c, const zerg_json *doc,
-                     const zerg_json **tasks)
+static int parse_top(struct parse_ctx *c, const zerg_json *doc, size_t n)
 {
     struct zerg_graph *g = c->g;
     if (doc->type != ZERG_JSON_OBJECT)
@@ -492,31 +526,69 @@ static int parse_top(struct parse_ctx *c, const zerg_json *doc,
         return zerg_err_set(c->err, ZERG_EINVAL_INPUT,
                             "%s: \"tasks\" must be an array, not %s", c->name,
                             type_of(t));
-    if (t->u.arr.n == 0)
+    if (n == 0)
         return zerg_err_set(c->err, ZERG_EINVAL_INPUT,
                             "%s: \"tasks\" is empty; a graph needs at least "
                             "one task",
                             c->name);
-    *tasks = t;
     return 0;
 }
 
-static int parse_doc(struct parse_ctx *c, const zerg_json *doc)
+/* Room for task i in g->tasks, raw_level and the index. */
+static int task_room(struct parse_ctx *c, size_t i)
 {
     struct zerg_graph *g = c->g;
-    const zerg_json *tasks = NULL;
-    int rc = parse_top(c, doc, &tasks);
-    if (rc < 0 || (rc = zero_based(c, doc)) < 0)
+    if (i >= c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 64;
+        struct zerg_task *t = realloc(g->tasks, cap * sizeof *t);
+        if (t)
+            g->tasks = t;
+        double *lv = t ? realloc(c->raw_level, cap * sizeof *lv) : NULL;
+        if (lv)
+            c->raw_level = lv;
+        if (!t || !lv)
+            return graph_nomem(c);
+        memset(t + c->cap, 0, (cap - c->cap) * sizeof *t);
+        c->cap = cap;
+    }
+    if ((!g->index && !(g->index = index_new(64))) || index_fit(g, i + 1) < 0)
+        return graph_nomem(c);
+    return 0;
+}
+
+/* One task object of the stream (zerg_json_parse_items).  The first bad
+ * task is kept in c->err and the rest of the file is only parsed, not
+ * read: a JSON syntax error anywhere, or a bad top level, is still the
+ * error reported, as when the whole file was parsed first.  Only running
+ * out of memory stops the parse. */
+static int on_task(void *ctx, size_t i, const zerg_json *t)
+{
+    struct parse_ctx *c = ctx;
+    if (c->task_rc < 0)
+        return 0;
+    int rc = task_room(c, i);
+    if (rc < 0)
+        return rc;
+    c->g->ntasks = i + 1; /* so task_err and zerg_graph_free see it */
+    if ((rc = parse_task(c, i, t)) == -ENOMEM)
+        return rc;
+    c->task_rc = rc;
+    return 0;
+}
+
+static int parse_doc(struct parse_ctx *c, const zerg_json *doc, size_t n)
+{
+    struct zerg_graph *g = c->g;
+    int rc = parse_top(c, doc, n);
+    if (rc < 0 || (rc = c->task_rc) < 0 || (rc = zero_based(c, doc)) < 0)
         return rc;
     c->zero_based = rc;
-    size_t n = tasks->u.arr.n;
-    if (!(g->tasks = calloc(n, sizeof *g->tasks)) || !(g->index = index_new(n)))
-        return graph_nomem(c);
-    for (size_t i = 0; i < n; i++) {
-        g->ntasks = i + 1; /* so task_err and zerg_graph_free see task i */
-        if ((rc = parse_task(c, i, tasks->u.arr.items[i])) < 0)
+    struct zerg_task *fit = realloc(g->tasks, n * sizeof *fit);
+    if (fit)
+        g->tasks = fit; /* the stream's slack back */
+    for (size_t i = 0; i < n; i++)
+        if ((rc = level_check(c, i)) < 0)
             return rc;
-    }
     if ((rc = graph_resolve_deps(c)) < 0 || (rc = graph_build_levels(c)) < 0 ||
         (rc = graph_find_conflicts(c)) < 0)
         return rc;
@@ -528,6 +600,8 @@ int zerg_graph_parse(struct zerg_graph **out, const char *name,
 {
     struct parse_ctx c = {.name = name ? name : "task graph", .err = err};
     struct zerg_err jerr = {0};
+    zerg_json *doc = NULL;
+    size_t n = 0;
     int rc;
     *out = NULL;
     const char *nul = len ? memchr(text, '\0', len) : NULL;
@@ -536,19 +610,25 @@ int zerg_graph_parse(struct zerg_graph **out, const char *name,
                             "%s: contains a NUL byte at byte offset %zu; "
                             "a task graph is JSON text, which cannot hold one",
                             c.name, (size_t)(nul - text));
-    zerg_json *doc = zerg_json_parse(text, len, &jerr);
-    if (!doc)
-        return zerg_err_set(err, ZERG_EINVAL_INPUT, "%s: invalid JSON: %s",
-                            c.name, jerr.msg[0] ? jerr.msg : "parse error");
     if (!(c.g = calloc(1, sizeof *c.g))) {
         rc = graph_nomem(&c);
         goto out;
     }
-    if ((rc = parse_doc(&c, doc)) < 0)
+    doc = zerg_json_parse_items(text, len, "tasks", on_task, &c, &n, &jerr);
+    if (!doc) {
+        rc = jerr.code == 0 ? -ENOMEM /* on_task stopped it, err is set */
+                            : zerg_err_set(err, ZERG_EINVAL_INPUT,
+                                           "%s: invalid JSON: %s", c.name,
+                                           jerr.msg[0] ? jerr.msg
+                                                       : "parse error");
+        goto out;
+    }
+    if ((rc = parse_doc(&c, doc, n)) < 0)
         goto out;
     *out = c.g;
     c.g = NULL;
 out:
+    free(c.raw_level);
     zerg_json_free(doc);
     zerg_graph_free(c.g);
     return rc;

@@ -21,6 +21,12 @@ struct parse_ctx {
     struct zerg_err *err;
     struct zerg_graph *g;
     int zero_based;
+    /* While the tasks stream in: room in g->tasks, each task's level as
+     * written (checked once the whole file says how levels are numbered),
+     * and the first bad task's error (reported after the top level). */
+    size_t cap;
+    double *raw_level;
+    int task_rc;
 };
 
 /* s for a message: printable ASCII as is, the rest as \xNN, cut at max

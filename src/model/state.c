@@ -5,8 +5,9 @@
  * struct zerg_state and upstream's JSON shape is in state_json.c (writing)
  * and state_read.c (reading).
  *
- * Backups: after every successful save, the same bytes are also written
- * (atomically, without fsync) to path.bak, so .bak is always a complete
+ * Backups: every save writes the same bytes, as they are produced, to a
+ * second temp file that replaces path.bak (atomically, without fsync) once
+ * the live file is in place, so .bak is always a complete
  * file written by zerg and never a file damaged by someone else.  Two
  * cheaper schemes were rejected:
  *  - hard-linking path.bak to the file just written (zerg_fsio_keep_copy):
@@ -33,6 +34,8 @@
 #include "zerg/err.h"
 #include "zerg/fsio.h"
 #include "zerg/graph.h"
+#include "zerg/json.h"
+#include "zerg/text.h"
 
 #include "state_internal.h"
 
@@ -232,15 +235,26 @@ int zerg_state_load(struct zerg_state *s, const struct zerg_graph *g,
     return rc;
 }
 
+/* The live file and its backup, filled with the same bytes at once. */
+struct save_pair {
+    struct zerg_fsio_atomic live, bak;
+    int have_bak;
+};
+
+static int save_sink(void *ctx, const char *data, size_t len)
+{
+    struct save_pair *p = ctx;
+    int rc = zerg_fsio_atomic_write(&p->live, data, len);
+    if (rc == 0 && p->have_bak && zerg_fsio_atomic_write(&p->bak, data, len))
+        p->have_bak = 0; /* the backup is not worth failing the save */
+    return rc;
+}
+
 int zerg_state_save(const struct zerg_state *s, const struct zerg_graph *g,
                     const char *path, struct zerg_err *err)
 {
     char bak[PATH_MAX];
-    char *text = NULL;
-    size_t len = 0;
-    zerg_json *doc = NULL;
-    int rc;
-
+    struct save_pair p;
     if (zerg_fsio_path(bak, sizeof bak, "%s.bak", path))
         return zerg_err_set(err, -ENAMETOOLONG, "cannot save %s: path too long",
                             path);
@@ -249,24 +263,27 @@ int zerg_state_save(const struct zerg_state *s, const struct zerg_graph *g,
                             "cannot save %s: the state has %zu "
                             "tasks but the graph %zu",
                             path, s->ntasks, g->ntasks);
-    if (!(doc = zerg_state_to_json(s, g))) {
-        rc = zerg_err_set(err, -ENOMEM, "cannot save %s: out of memory", path);
-        goto cleanup;
-    }
+    int rc = zerg_fsio_atomic_open(&p.live, path, ZERG_FSIO_DURABLE);
+    if (rc < 0)
+        return zerg_err_set(err, rc, "cannot write %s: %s", path,
+                            zerg_strerror(rc));
+    p.have_bak = zerg_fsio_atomic_open(&p.bak, bak, ZERG_FSIO_NOSYNC) == 0;
+    struct zerg_jw *w = zerg_jw_new(save_sink, &p);
+    if (w)
+        zerg_state_write_json(s, g, w);
     struct zerg_err why = {0};
-    if (!(text = zerg_json_encode(doc, &len, &why))) {
-        rc = zerg_err_set(err, why.code ? why.code : -ENOMEM,
-                          "cannot save %s: %s", path, why.msg);
-        goto cleanup;
+    if ((rc = zerg_jw_finish(w, &why)) < 0) {
+        zerg_fsio_atomic_abort(&p.live);
+        zerg_fsio_atomic_abort(&p.bak);
+        return zerg_err_set(err, rc, "cannot save %s: %s", path, why.msg);
     }
-    rc = zerg_fsio_write_atomic(path, text, len, ZERG_FSIO_DURABLE, err);
+    rc = zerg_fsio_atomic_commit(&p.live, err);
     /* A failed backup write leaves the previous .bak, still a complete
      * file written by zerg; the save itself succeeded and the run goes on. */
-    if (rc == 0)
-        (void)zerg_fsio_write_atomic(bak, text, len, ZERG_FSIO_NOSYNC, NULL);
-cleanup:
-    free(text);
-    zerg_json_free(doc);
+    if (rc == 0 && p.have_bak)
+        (void)zerg_fsio_atomic_commit(&p.bak, NULL);
+    else
+        zerg_fsio_atomic_abort(&p.bak);
     return rc;
 }
 

@@ -6,7 +6,7 @@
  * it.  Light checks run every resilience.reconcile_interval_seconds and
  * look only at what can drift (running tasks, null levels, level marks);
  * thorough ones run before every level transition and on --resume and see
- * every task.  A fix the policy names is parsed into enum zerg_fix_kind
+ * every task a fix can concern (in_snapshot says which).  A fix the policy names is parsed into enum zerg_fix_kind
  * by the Lua layer; here it is only checked against the live state.
  *
  * Under worktree isolation a thorough check also reads the integration
@@ -85,11 +85,46 @@ static int branch_holds(const struct branch_view *b, const char *oid)
 
 /* ---- the snapshot ----------------------------------------------------- */
 
-static int in_snapshot(const struct zerg_orch *o, size_t t, int thorough)
+static int any_dep_failed(const struct zerg_orch *o, size_t t)
+{
+    const struct zerg_task *tk = &o->g->tasks[t];
+    for (size_t d = 0; d < tk->deps.n; d++) {
+        enum zerg_task_status s = o->s->tasks[tk->dep_idx[d]].status;
+        if (s == ZERG_TASK_FAILED || s == ZERG_TASK_BLOCKED)
+            return 1;
+    }
+    return 0;
+}
+
+/* Which tasks the policy sees.  Light: what can drift (running tasks,
+ * tasks without a level).  Thorough adds every task a fix can concern: a
+ * pending one with a failed or blocked dependency (block), the failed and
+ * blocked ones themselves, and a complete one whose commit is gone from
+ * the integration branch (rerun).  The rest -- complete tasks whose work
+ * is on the branch, pending ones with nothing failed below them -- have no
+ * fix to get; they are counted in each level's `unfinished` instead, and
+ * leaving them out keeps a thorough check of 10,000 tasks near the cost
+ * of the few that matter. */
+static int in_snapshot(const struct zerg_orch *o, size_t t, int thorough,
+                       const struct branch_view *b)
 {
     const struct zerg_task_state *st = &o->s->tasks[t];
-    return thorough || st->level == 0 || st->status == ZERG_TASK_CLAIMED ||
-           st->status == ZERG_TASK_IN_PROGRESS;
+    if (st->level == 0 || st->status == ZERG_TASK_CLAIMED ||
+        st->status == ZERG_TASK_IN_PROGRESS)
+        return 1;
+    if (!thorough)
+        return 0;
+    switch (st->status) {
+    case ZERG_TASK_FAILED:
+    case ZERG_TASK_BLOCKED:
+        return 1;
+    case ZERG_TASK_PENDING:
+        return any_dep_failed(o, t);
+    case ZERG_TASK_COMPLETE:
+        return b->known && st->commit[0] && !branch_holds(b, st->commit);
+    default:
+        return 0;
+    }
 }
 
 static zerg_json *task_snapshot(const struct zerg_orch *o, size_t t,
@@ -128,7 +163,7 @@ static zerg_json *snapshot(const struct zerg_orch *o, int thorough,
         zerg_json_set_str(snap, "branch", o->o.workspace->branch);
     }
     for (size_t t = 0; t < o->g->ntasks; t++)
-        if (in_snapshot(o, t, thorough))
+        if (in_snapshot(o, t, thorough, b))
             zerg_json_add(tasks, o->g->tasks[t].id, task_snapshot(o, t, b));
     for (int l = 1; l <= o->g->nlevels; l++) {
         zerg_json *lv = zerg_json_obj();
@@ -145,17 +180,6 @@ static zerg_json *snapshot(const struct zerg_orch *o, int thorough,
     zerg_json_set(snap, "tasks", tasks);
     zerg_json_set(snap, "levels", levels);
     return snap;
-}
-
-static int any_dep_failed(const struct zerg_orch *o, size_t t)
-{
-    const struct zerg_task *tk = &o->g->tasks[t];
-    for (size_t d = 0; d < tk->deps.n; d++) {
-        enum zerg_task_status s = o->s->tasks[tk->dep_idx[d]].status;
-        if (s == ZERG_TASK_FAILED || s == ZERG_TASK_BLOCKED)
-            return 1;
-    }
-    return 0;
 }
 
 /* ---- applying fixes --------------------------------------------------- */

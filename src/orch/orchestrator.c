@@ -37,9 +37,13 @@ static void sync_workers(struct zerg_orch *o)
     }
 }
 
+/* Keep checkpoints under ~5 % of the loop's time however large the state
+ * grows: the next one waits at least 20x what the last one cost.  Waiting
+ * longer loses nothing: the results it will record stay on disk, the
+ * journal, until it does. */
 static int64_t checkpoint_gap(const struct zerg_orch *o)
 {
-    int64_t gap = 4 * o->save_cost_ns;
+    int64_t gap = 20 * o->save_cost_ns;
     return gap > o->o.checkpoint_ns ? gap : o->o.checkpoint_ns;
 }
 
@@ -62,8 +66,6 @@ void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
     o->s->metrics.policy_errors = zerg_policy_error_count(o->o.policy);
     int64_t t0 = zerg_clock_mono(o->o.clock);
     int rc = zerg_state_save(o->s, o->g, o->state_path, &err);
-    /* Keep checkpoints under ~20 % of the loop's time however large the
-     * state grows: the next one waits at least 4x what this one cost. */
     o->save_cost_ns = zerg_clock_mono(o->o.clock) - t0;
     if (rc < 0) {
         /* The old file is intact; keep the results on disk (they are the

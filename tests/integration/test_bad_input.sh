@@ -238,7 +238,7 @@ corrupt_case() { # NAME CONTENT WORDS CMD...
 truncated=$(printf '%s' "$state_ok" | head -c 70)
 for cmd in "status" "status --json" "retry --all-failed" "retry A-L1-001"; do
     # shellcheck disable=SC2086
-    corrupt_case "truncated" "$truncated" "Expected" $cmd
+    corrupt_case "truncated" "$truncated" "premature EOF at character" $cmd
     # shellcheck disable=SC2086
     corrupt_case "tasks of the wrong type" \
         '{"version": 1, "feature": "f", "tasks": [1, 2]}' "tasks" $cmd

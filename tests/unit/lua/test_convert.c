@@ -1,8 +1,8 @@
-/* test_convert.c - the one Lua <-> tree converter (src/lua/convert.c) seen
- * from both of its callers: a Lua table a policy returns, and the table
- * cjson.decode builds inside zerg_json_parse (src/lua/json.c).  The same
- * rules must come out of both: one nesting limit, the 2^53 integer limit,
- * empty tables, sorted keys, NUL keys.  Last, what the empty-table rule
+/* test_convert.c - the one Lua <-> tree converter (src/lua/convert.c),
+ * checked against the JSON text layer (src/base/json_text.c): a Lua table
+ * a policy returns and the same data parsed from text must give the same
+ * tree: one nesting limit, the 2^53 integer limit, empty tables, sorted
+ * keys, NUL keys.  Last, what the empty-table rule
  * means for the readers of decoded files (graph, state, retry request). */
 #include "testutil.h"
 
@@ -124,13 +124,13 @@ static void test_depth_limit_both_paths(void **state)
     assert_int_equal(lua_tree(L, nested_code(max + 1), &v), -EINVAL);
     assert_null(v);
     assert_true(tu_contains(errbuf, "tables nested too deeply (more than "
-                                    "1000 levels, or a cycle)"));
+                                    "100 levels, or a cycle)"));
     text = nested_text(max + 1);
     struct zerg_err err = {0};
     assert_null(zerg_json_parse(text, strlen(text), &err));
     assert_int_equal(err.code, ZERG_ECORRUPT);
-    assert_true(tu_contains(err.msg, "too many nested data structures "
-                                     "(1001)"));
+    assert_true(tu_contains(err.msg, "nested too deeply (more than 100 "
+                                     "levels)"));
     free(text);
 
     /* A cycle is the same error, not a crash. */
@@ -151,7 +151,7 @@ static int push_tree(lua_State *L)
 static void test_tree_to_lua_depth(void **state)
 {
     (void)state;
-    /* The 1000-deep tree goes in; wrapped once more it is refused with a
+    /* The 100-deep tree goes in; wrapped once more it is refused with a
      * Lua error (every caller runs it protected). */
     lua_State *L = lua_new();
     char *text = nested_text(ZERG_JSON_MAX_DEPTH);
@@ -168,7 +168,7 @@ static void test_tree_to_lua_depth(void **state)
     lua_pushlightuserdata(L, outer);
     assert_int_equal(lua_pcall(L, 1, 1, 0), LUA_ERRRUN);
     assert_true(tu_contains(lua_tostring(L, -1), "JSON nested too deeply "
-                                                 "(more than 1000 levels)"));
+                                                 "(more than 100 levels)"));
     zerg_json_free(outer);
     lua_close(L);
 }

@@ -316,6 +316,47 @@ static void test_reconcile_reopens_level(void **st)
     fx_free(x);
 }
 
+/* The "tasks_checked" of the last state_reconcile_complete event. */
+static int last_checked(struct fx *x)
+{
+    char *log = fx_events(x), *at = NULL, *p = log;
+    while ((p = strstr(p, "\"tasks_checked\":")))
+        at = p++;
+    int n = at ? atoi(at + strlen("\"tasks_checked\":")) : -1;
+    free(log);
+    return n;
+}
+
+/* A thorough check shows the policy only the tasks a fix can concern: a
+ * pending task whose dependency failed (and the failed one), not the
+ * complete tasks nor a pending task with nothing failed below it; the
+ * block fix still lands. */
+static void test_thorough_snapshot_holds_candidates_only(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 1, 0);
+    start_ready(x);
+    complete_slot(x, 0);
+    tick(x);
+    complete_slot(x, 0);
+    tick(x);
+    assert_int_equal(x->s.current_level, 2);
+    finish_workers(x);
+    /* Nothing to fix: the complete tasks and the pending one are left
+     * out. */
+    task_of(x, "A-L2-001")->status = ZERG_TASK_PENDING;
+    task_of(x, "A-L2-001")->worker_id = -1;
+    assert_int_equal(orch_reconcile(x->o, 1, x->now), 0);
+    assert_int_equal(last_checked(x), 0);
+    /* Its dependency failed (a state edited by hand): both are shown, and
+     * the pending one is blocked. */
+    task_of(x, "A-L1-001")->status = ZERG_TASK_FAILED;
+    assert_true(orch_reconcile(x->o, 1, x->now) >= 1);
+    assert_int_equal(last_checked(x), 2);
+    assert_int_equal(status_of(x, "A-L2-001"), ZERG_TASK_BLOCKED);
+    fx_free(x);
+}
+
 /* The orchestrator dies after a worker finished a task whose claim never
  * reached a checkpoint: the journal still counts, the task is not run
  * again, and no epoch of the dead run is handed out twice. */
@@ -541,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_respawn_cap_retires_slot),
         cmocka_unit_test(test_resume_applies_journal_and_requeues),
         cmocka_unit_test(test_reconcile_reopens_level),
+        cmocka_unit_test(test_thorough_snapshot_holds_candidates_only),
         cmocka_unit_test(test_resume_result_of_unsaved_claim),
         cmocka_unit_test(test_fresh_run_drops_old_results),
         cmocka_unit_test(test_result_live_attempt_other_epoch_fenced),
