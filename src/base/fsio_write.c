@@ -27,16 +27,43 @@
 #include <time.h>
 #include <unistd.h>
 
+/* rename(2) over an existing file, without the flush ext4 attaches to
+ * it: with auto_da_alloc (the default), renaming over an existing name
+ * makes ext4 allocate and start writing the new file's blocks on the
+ * spot, about 180 us here against 20 us for the same swap done as
+ * renameat2(RENAME_EXCHANGE) and an unlink of the old file, now under the
+ * temp name.  Readers see the old file or the new one either way.  The
+ * flush is what made a rename-replaced file survive a power cut with its
+ * new contents; zerg does not rely on it: durable files are fsynced before
+ * they are renamed, and a heartbeat or an assignment lost to a power cut
+ * is written again by the next run.  Where the target does not exist yet
+ * or the filesystem cannot exchange, a plain rename. */
+static int replace_file(const char *from, const char *to)
+{
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE) < 0)
+        return errno == ENOENT || errno == EINVAL || errno == ENOSYS
+                   ? rename(from, to)
+                   : -1;
+    if (unlink(from) == 0 || errno == ENOENT)
+        return 0;
+    /* `to` was something rename(2) would not have replaced (a
+     * directory): put it back and fail as rename would have. */
+    int e = errno;
+    (void)renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE);
+    errno = e;
+    return -1;
+}
+
 const struct zerg_fsio_ops zerg_fsio_ops_default = {
     .write = write,
     .fsync = fsync,
-    .rename = rename,
+    .rename = replace_file,
     .syncfs = syncfs,
 };
 struct zerg_fsio_ops zerg_fsio_ops = {
     .write = write,
     .fsync = fsync,
-    .rename = rename,
+    .rename = replace_file,
     .syncfs = syncfs,
 };
 

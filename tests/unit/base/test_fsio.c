@@ -161,6 +161,46 @@ static void test_replace_works(void **state)
     assert_int_equal(strlen(renamed_from), strlen(prefix) + 8);
 }
 
+/* The default replacement (an exchange and an unlink over an existing
+ * file, a rename where there is none): the new bytes under a new inode,
+ * nothing else left, again and again; a directory in the way is not
+ * replaced, nor lost. */
+static void test_default_replace(void **state)
+{
+    struct stat before, after;
+    assert_int_equal(stat(target, &before), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(zerg_fsio_write_atomic(target, NEW, sizeof NEW - 1,
+                                                ZERG_FSIO_NOSYNC, NULL),
+                         0);
+        assert_int_equal(tu_count_entries(dir), 1);
+    }
+    char *got = tu_read(target);
+    assert_string_equal(got, NEW);
+    free(got);
+    assert_int_equal(stat(target, &after), 0);
+    assert_true(after.st_ino != before.st_ino);
+
+    char fresh[PATH_MAX + 32], sub[PATH_MAX + 32];
+    snprintf(fresh, sizeof fresh, "%s/fresh.json", dir);
+    assert_int_equal(zerg_fsio_write_atomic(fresh, "1", 1, ZERG_FSIO_DURABLE,
+                                            NULL),
+                     0);
+    got = tu_read(fresh);
+    assert_string_equal(got, "1");
+    free(got);
+
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    struct zerg_err err = {0};
+    assert_true(zerg_fsio_write_atomic(sub, "x", 1, ZERG_FSIO_NOSYNC, &err) <
+                0);
+    struct stat st;
+    assert_int_equal(stat(sub, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(tu_count_entries(dir), 3); /* state, fresh, sub */
+}
+
 static void test_nosync_skips_fsync(void **state)
 {
     zerg_fsio_ops.fsync = fsync_count;
@@ -610,6 +650,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_replace_works),
+        T(test_default_replace),
         T(test_nosync_skips_fsync),
         T(test_creates_missing_file_and_empty_data),
         T(test_enospc_on_write),
