@@ -41,6 +41,12 @@ enum {
 int zerg_fsio_write_atomic(const char *path, const void *data, size_t len,
                            int flags, struct zerg_err *err);
 
+/* zerg_fsio_write_atomic(..., ZERG_FSIO_NOSYNC) of name in the directory
+ * open at dfd, so a caller that keeps a checked directory open resolves
+ * no path (and follows no link planted in it).  0 or -errno. */
+int zerg_fsio_write_atomic_at(int dfd, const char *name, const void *data,
+                              size_t len);
+
 /* The same replacement for a file written piece by piece as it is
  * produced (a large document never held whole): open creates the temp
  * file beside path, write buffers (64 KiB) and writes, commit flushes,

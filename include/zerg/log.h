@@ -85,8 +85,13 @@ int zerg_log_rotate_files(const char *zerg_dir,
                           struct zerg_err *err);
 /* From now on, a file this handle wrote past rot->max_bytes is rotated
  * and reopened right after the line that crossed it.  Without this call
- * a handle never rotates, but every handle follows a rotation that
- * another process did (it reopens the name before its next line). */
+ * a handle never rotates, but follows a rotation that another process
+ * did (it reopens the name before its next line).  A rotating handle is
+ * taken to be the only rotator while it runs (may_rotate refuses while
+ * another rush runs): it counts its bytes and looks at the name only when
+ * that count may cross the size, after another 1/16 of it, or a second
+ * after its last look (other writers' lines and a file replaced from
+ * outside zerg are seen then). */
 void zerg_log_set_rotation(struct zerg_log *lg,
                            const struct zerg_log_rotation *rot);
 

@@ -38,20 +38,25 @@
  * they are renamed, and a heartbeat or an assignment lost to a power cut
  * is written again by the next run.  Where the target does not exist yet
  * or the filesystem cannot exchange, a plain rename. */
-static int replace_file(const char *from, const char *to)
+static int replace_at(int dfd, const char *from, const char *to)
 {
-    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE) < 0)
+    if (renameat2(dfd, from, dfd, to, RENAME_EXCHANGE) < 0)
         return errno == ENOENT || errno == EINVAL || errno == ENOSYS
-                   ? rename(from, to)
+                   ? renameat(dfd, from, dfd, to)
                    : -1;
-    if (unlink(from) == 0 || errno == ENOENT)
+    if (unlinkat(dfd, from, 0) == 0 || errno == ENOENT)
         return 0;
     /* `to` was something rename(2) would not have replaced (a
      * directory): put it back and fail as rename would have. */
     int e = errno;
-    (void)renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE);
+    (void)renameat2(dfd, from, dfd, to, RENAME_EXCHANGE);
     errno = e;
     return -1;
+}
+
+static int replace_file(const char *from, const char *to)
+{
+    return replace_at(AT_FDCWD, from, to);
 }
 
 const struct zerg_fsio_ops zerg_fsio_ops_default = {
@@ -102,19 +107,27 @@ static uint32_t temp_seq(int tries)
 
 /* Creates dir/.BASE.tmp.PID.SEQ exclusively; returns the fd (name in
  * tmp) or -errno. */
-static int temp_create(const char *dir, const char *base, char *tmp,
-                       size_t size)
+static int temp_create_at(int dfd, const char *dir, const char *base,
+                          char *tmp, size_t size)
 {
     for (int tries = 0; tries < 16; tries++) {
-        int rc = zerg_fsio_path(tmp, size, "%s/.%s.tmp.%ld.%08x", dir, base,
-                                (long)getpid(), temp_seq(tries));
+        int rc = zerg_fsio_path(tmp, size, "%s%s.%s.tmp.%ld.%08x", dir,
+                                *dir ? "/" : "", base, (long)getpid(),
+                                temp_seq(tries));
         if (rc < 0)
             return rc;
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        int fd =
+            openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0 || errno != EEXIST)
             return fd >= 0 ? fd : -errno;
     }
     return -EEXIST;
+}
+
+static int temp_create(const char *dir, const char *base, char *tmp,
+                       size_t size)
+{
+    return temp_create_at(AT_FDCWD, dir, base, tmp, size);
 }
 
 /* Writes all of buf, resuming after short writes and EINTR. */
@@ -193,6 +206,21 @@ int zerg_fsio_write_atomic(const char *path, const void *data, size_t len,
 fail:
     return zerg_err_set(err, rc, "cannot write %s: %s", path,
                         zerg_strerror(rc));
+}
+
+int zerg_fsio_write_atomic_at(int dfd, const char *name, const void *data,
+                              size_t len)
+{
+    char tmp[NAME_MAX + 1];
+    int fd = temp_create_at(dfd, "", name, tmp, sizeof tmp);
+    if (fd < 0)
+        return fd;
+    int rc = temp_fill(fd, data, len, ZERG_FSIO_NOSYNC);
+    if (rc == 0 && replace_at(dfd, tmp, name) < 0)
+        rc = -errno;
+    if (rc < 0)
+        unlinkat(dfd, tmp, 0);
+    return rc;
 }
 
 /* ---- a file written as it is produced ------------------------------ */

@@ -6,12 +6,25 @@
  * descriptor: the kernel appends it under the inode lock, so lines from
  * several processes interleave but never mix.
  *
- * Rotation renames NAME to NAME.1 (NAME.1 to NAME.2 ...).  Every writer
- * compares the inode under the name with the one it has open before each
- * line and reopens when they differ, so a subprocess worker follows a
- * rotation done by the orchestrator at its next event.  A container
- * cannot follow: its file is a bind mount of the inode, which the rename
- * does not move (the rush rotates only at its start in that mode). */
+ * Rotation renames NAME to NAME.1 (NAME.1 to NAME.2 ...).  A writer that
+ * does not rotate compares the inode under the name with the one it has
+ * open before each line and reopens when they differ, so a subprocess
+ * worker follows a rotation done by the orchestrator at its next event.
+ * A container cannot follow: its file is a bind mount of the inode, which
+ * the rename does not move (the rush rotates only at its start in that
+ * mode).
+ *
+ * The handle that rotates (the orchestrator's, in subprocess mode) is the
+ * only one that renames the files while it runs: may_rotate refuses while
+ * another rush runs, and a rush that starts meanwhile sees ours and
+ * leaves the files alone.  So it need not stat the name before each of
+ * its lines (two stats per event, thousands per second on a graph of
+ * tiny tasks).  It counts the bytes instead, from one fstat at open plus
+ * what it wrote, and looks at the name only when that count may reach
+ * the size, after another 1/16 of the size written, or a second after
+ * its last look: other writers' lines are counted then, and a file
+ * replaced from outside zerg (logrotate, rm) is followed within that
+ * second. */
 #include "zerg/log.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
@@ -27,6 +40,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A rotating handle looks at the name at least this often (wall clock):
+ * how long a file replaced from outside zerg may take another's lines. */
+#define LOG_LOOK_NS ZERG_NS_PER_S
+
 /* One of the two files, with the inode it was opened as. */
 struct log_file {
     const char *name; /* "monitor.log" */
@@ -34,6 +51,12 @@ struct log_file {
     dev_t dev;
     ino_t ino;
     int64_t retry_at_bytes; /* a refused rotation is asked again past this */
+    /* The size at the last look (stat or fstat) plus this handle's lines
+     * since, a lower bound of the real size that a rotating handle goes
+     * by between looks; -1 when unknown (look before the next line). */
+    int64_t size;
+    int64_t unlooked;       /* bytes written since that look */
+    int64_t looked_wall_ns; /* when it was */
 };
 
 enum { LOG_TEXT, LOG_JSONL, LOG_NFILES };
@@ -98,14 +121,17 @@ static int file_open(struct log_file *f, const char *dir,
     int fd = zerg_fsio_open_append(path, err);
     if (fd < 0)
         return fd;
+    f->size = -1;
     if (fstat(fd, &st) == 0) {
         f->dev = st.st_dev;
         f->ino = st.st_ino;
+        f->size = st.st_size;
     }
     if (f->fd >= 0)
         close(f->fd);
     f->fd = fd;
     f->retry_at_bytes = 0;
+    f->unlooked = 0;
     return 0;
 }
 
@@ -171,16 +197,18 @@ int zerg_log_rotate_files(const char *zerg_dir,
 
 /* After a line: past max_bytes, rotate and reopen, unless may_rotate
  * refuses (then ask again after another 1/16 of the size, not at every
- * line).  size: the file's size after the line (the stat before it plus
- * the line; lines other writers added meanwhile count at the next line),
- * or -1 to fstat it. */
-static void file_maybe_rotate(struct zerg_log *lg, struct log_file *f,
-                              off_t size)
+ * line).  f->size: the file's size after the line (the last look plus
+ * the lines since; lines other writers added meanwhile count at the next
+ * look), or -1 to fstat the fd. */
+static void file_maybe_rotate(struct zerg_log *lg, struct log_file *f)
 {
     struct stat st;
     const struct zerg_log_rotation *r = &lg->rot;
     if (r->max_bytes <= 0)
         return;
+    /* Unknown (the name was missing): this once from the fd, and looked
+     * at again before the next line. */
+    int64_t size = f->size;
     if (size < 0 && fstat(f->fd, &st) == 0)
         size = st.st_size;
     if (size < 0 || size < r->max_bytes || size < f->retry_at_bytes)
@@ -191,6 +219,24 @@ static void file_maybe_rotate(struct zerg_log *lg, struct log_file *f,
     }
     if (shift_files(lg->dir, f->name, r->keep) == 0)
         file_open(f, lg->dir, NULL);
+}
+
+/* 1 when the name is to be looked at before a line of len bytes: always
+ * for a handle that does not rotate (another process may rotate at any
+ * line); for the rotating one when its count may cross the size (or the
+ * size a refused rotation waits for) with this line, after another 1/16
+ * of the size, or LOG_LOOK_NS after the last look. */
+static int must_look(const struct zerg_log *lg, const struct log_file *f,
+                     size_t len, int64_t now_wall_ns)
+{
+    const struct zerg_log_rotation *r = &lg->rot;
+    if (r->max_bytes <= 0 || f->size < 0)
+        return 1;
+    int64_t due =
+        f->retry_at_bytes > r->max_bytes ? f->retry_at_bytes : r->max_bytes;
+    return f->size + (int64_t)len >= due || f->unlooked >= r->max_bytes / 16 ||
+           now_wall_ns - f->looked_wall_ns >= LOG_LOOK_NS ||
+           now_wall_ns < f->looked_wall_ns;
 }
 
 static int debug_from_env(void)
@@ -361,10 +407,14 @@ static void report_failure(struct zerg_log *lg, const char *what, int rc)
 /* One write(2) for the whole line; a retry only after EINTR, which means
  * nothing was written. */
 static void write_line(struct zerg_log *lg, struct log_file *f,
-                       const char *line, size_t len)
+                       const char *line, size_t len, int64_t now_wall_ns)
 {
     ssize_t n;
-    off_t size = file_follow(f, lg->dir);
+    if (must_look(lg, f, len, now_wall_ns)) {
+        f->size = file_follow(f, lg->dir);
+        f->unlooked = 0;
+        f->looked_wall_ns = now_wall_ns;
+    }
     do
         n = write(f->fd, line, len);
     while (n < 0 && errno == EINTR);
@@ -372,7 +422,14 @@ static void write_line(struct zerg_log *lg, struct log_file *f,
         report_failure(lg, f->name, -errno);
     else if ((size_t)n != len)
         report_failure(lg, f->name, -EIO);
-    file_maybe_rotate(lg, f, size >= 0 && n > 0 ? size + n : -1);
+    if (n > 0) {
+        f->unlooked += n;
+        if (f->size >= 0)
+            f->size += n;
+    } else {
+        f->size = -1; /* nothing known of what happened to the file */
+    }
+    file_maybe_rotate(lg, f);
 }
 
 static void emit(struct zerg_log *lg, const struct zerg_log_rec *rec,
@@ -382,11 +439,11 @@ static void emit(struct zerg_log *lg, const struct zerg_log_rec *rec,
     char *text = text_line(rec, &tlen);
     char *json = jsonl_line(rec, lg->feature, data, &jlen); /* takes data */
     if (text)
-        write_line(lg, &lg->f[LOG_TEXT], text, tlen);
+        write_line(lg, &lg->f[LOG_TEXT], text, tlen, rec->wall_ns);
     else
         report_failure(lg, "monitor.log", -ENOMEM);
     if (json)
-        write_line(lg, &lg->f[LOG_JSONL], json, jlen);
+        write_line(lg, &lg->f[LOG_JSONL], json, jlen, rec->wall_ns);
     else
         report_failure(lg, "monitor.jsonl", -ENOMEM);
     free(text);

@@ -6,7 +6,8 @@
  * state.durability: full or in batches by the orchestrator under batch
  * (they are its journal), assignments, heartbeats and the lease without
  * fsync (they are rewritten every few seconds and a lost one costs
- * nothing).
+ * nothing); assignments through the slot directory kept open by
+ * protocol_slots.c.
  * Readers check every field's type and range, so a file another program
  * wrote badly is ZERG_ECORRUPT, never a half-filled struct. */
 #include "zerg/protocol.h"
@@ -23,6 +24,7 @@
 #include "zerg/err.h"
 #include "zerg/fsio.h"
 #include "zerg/json.h"
+#include "protocol_internal.h"
 
 /* These files hold a handful of fields; anything bigger is not ours. */
 #define PROTO_MAX_BYTES (64u << 10)
@@ -267,13 +269,6 @@ int zerg_proto_write_assign(const char *dir, int slot,
     if (a->task[0] && !zerg_id_valid(a->task))
         return zerg_err_set(err, -EINVAL, "cannot write %s: bad task id \"%s\"",
                             path, a->task);
-    /* slot-N is created, never followed: a link planted there would send
-     * the assignments out of the project. */
-    char rel[32];
-    snprintf(rel, sizeof rel, "slot-%d", slot);
-    int mk = zerg_fsio_mkdirs_under(dir, rel, 0755, err);
-    if (mk < 0)
-        return mk;
     zerg_json *o = zerg_json_obj();
     int rc = -ENOMEM;
     if (o)
@@ -289,7 +284,11 @@ int zerg_proto_write_assign(const char *dir, int slot,
                     put_str(o, "last_conflicts", a->last_conflicts)
                 ? -ENOMEM
                 : 0;
-    return write_doc(path, o, rc, ZERG_FSIO_NOSYNC, err);
+    /* slot-N is created, never followed: a link planted there would send
+     * the assignments out of the project.  It is checked once per worker
+     * incarnation and then written through a descriptor kept open
+     * (protocol_slots.c). */
+    return proto_slot_write_assign(dir, slot, a->epoch, path, o, rc, err);
 }
 
 int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)

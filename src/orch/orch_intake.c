@@ -8,7 +8,10 @@
  * was reassigned.  Applied results stay on disk until the checkpoint that
  * records them is durable: they are the journal that --resume replays.
  * Under state.durability: batch workers write them without fsync and the
- * orchestrator makes them durable here, one sync per batch. */
+ * orchestrator makes them durable here, one sync per batch.  A result
+ * applied from its stdout line is not read again from its file when that
+ * file's event follows (line_file_event): the worker wrote the file
+ * first, and the batch sync covers it without opening it. */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -320,6 +323,41 @@ static void result_failed(struct zerg_orch *o, size_t t,
                           r->signal, err, now);
 }
 
+/* ---- results that came by line first --------------------------------- */
+
+/* A worker renames its result file into place before it writes the line
+ * (the journal first), so when the line is applied the file is there and
+ * its inotify event already queued: reading the file when that event is
+ * handled (open, fstat, two reads, close, a parse) would only find the
+ * result seen twice.  The slot remembers the one result its line applied
+ * last; the first event naming that file is skipped.  Any later event for
+ * the name (a rewrite by someone else) is read as before, and fenced. */
+static void line_applied(struct zerg_orch *o, int worker, size_t t, int attempt)
+{
+    if (worker < 0 || worker >= o->nslots)
+        return;
+    o->slots[worker].line_task = t;
+    o->slots[worker].line_attempt = attempt;
+}
+
+/* 1 when name is the file of a result its line applied (forgotten now). */
+static int line_file_event(struct zerg_orch *o, const char *name)
+{
+    char want[PATH_MAX];
+    for (int i = 0; i < o->nslots; i++) {
+        struct slot *sl = &o->slots[i];
+        if (!sl->line_attempt ||
+            zerg_proto_result_path(want, sizeof want, ".",
+                                   orch_tid(o, sl->line_task),
+                                   sl->line_attempt) < 0 ||
+            strcmp(want + 2, name) != 0)
+            continue;
+        sl->line_attempt = 0;
+        return 1;
+    }
+    return 0;
+}
+
 /* Applies result r, whose journal file is path, if it belongs to the
  * live assignment; 1 when applied.  A fenced result is logged and its file
  * dropped, unless quiet (r came from a stdout line): then its file, which
@@ -351,6 +389,8 @@ static int apply_result(struct zerg_orch *o, const struct zerg_result *rp,
     o->applied_attempt[t] = r.attempt;
     orch_pool_add_cost(o, t, &r);
     defer_unlink(o, path);
+    if (quiet)
+        line_applied(o, r.worker_id, t, r.attempt);
     /* A task that failed because we were killing its worker (stop, stale
      * heartbeat, timeout) is not the task's failure: the worker's exit
      * decides what happens to it. */
@@ -411,9 +451,11 @@ void zerg_orch_file_changed(struct zerg_orch *o, const char *name, int64_t now)
     if ((kind != 'r' && kind != 'q') ||
         zerg_fsio_path(path, sizeof path, "%s/%s", o->run_dir, name))
         return;
+    /* A missing file (applied and removed meanwhile) is -ENOENT to the
+     * read itself: no access(2) first. */
     if (kind == 'q')
         orch_apply_retry_request(o, path, now);
-    else if (access(path, F_OK) == 0)
+    else if (!line_file_event(o, name))
         orch_apply_result(o, path, now);
 }
 

@@ -101,6 +101,11 @@ struct slot {
     int64_t next_stale_check_mono_ns; /* policies asked at most this often */
     int task;                         /* graph index, -1 when idle */
     char last_error[256];
+    /* The last result its stdout line applied, (task, attempt), whose
+     * file's inotify event is still to come: that event is the same
+     * result, skipped unread (orch_intake.c).  line_attempt 0 = none. */
+    size_t line_task;
+    int line_attempt;
 };
 
 /* A child process exists (not reaped yet). */

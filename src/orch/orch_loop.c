@@ -4,7 +4,13 @@
  *   - a signalfd: SIGCHLD (a worker exited), SIGTERM/SIGINT/SIGHUP (stop;
  *     a second one forces);
  *   - inotify on .zerg/state: heartbeats, results and retry requests
- *     arrive as renames (IN_MOVED_TO) of atomically written files;
+ *     arrive as renames (IN_MOVED_TO) of atomically written files.  Only
+ *     the renames are watched: IN_CLOSE_WRITE would add an event, and
+ *     often a wake-up, per file for the temp file closed before each
+ *     rename, which is of no use: every zerg writer of the run
+ *     directory (workers, `zerg retry`) renames into place.  A heartbeat
+ *     written in place is still read by the periodic scan, a result when
+ *     its worker's heartbeat says it went idle;
  *   - the workers' stdout, where the launcher relays it: the same
  *     heartbeats and results as event lines (orch_stdio.c), read before
  *     the exits, so a worker's last result precedes its end;
@@ -54,18 +60,29 @@ static void reap(struct zerg_orch *o, int64_t now)
     }
 }
 
+/* Several signals per read; one that returned fewer than asked emptied
+ * the queue (no read more to be told EAGAIN). */
+#define SIGNALS_PER_READ 8
+
 static void drain_signals(struct zerg_orch *o, int sfd, int64_t now)
 {
-    struct signalfd_siginfo si;
+    struct signalfd_siginfo si[SIGNALS_PER_READ];
+    ssize_t len;
 
-    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-        if (si.ssi_signo == SIGCHLD)
-            continue; /* reaped below, once for all */
-        /* The first one names the exit code: 130 for Ctrl-C, 143 for a
-         * SIGTERM (`zerg stop`), as shells expect of a signalled run. */
-        if (!o->stop_signal)
-            o->stop_signal = (int)si.ssi_signo;
-        zerg_orch_request_stop(o, o->stopping > 0, now);
+    while ((len = read(sfd, si, sizeof si)) >= (ssize_t)sizeof *si) {
+        size_t n = (size_t)len / sizeof *si;
+        for (size_t i = 0; i < n; i++) {
+            if (si[i].ssi_signo == SIGCHLD)
+                continue; /* reaped below, once for all */
+            /* The first one names the exit code: 130 for Ctrl-C, 143 for
+             * a SIGTERM (`zerg stop`), as shells expect of a signalled
+             * run. */
+            if (!o->stop_signal)
+                o->stop_signal = (int)si[i].ssi_signo;
+            zerg_orch_request_stop(o, o->stopping > 0, now);
+        }
+        if (n < SIGNALS_PER_READ)
+            break;
     }
     reap(o, now);
 }
@@ -169,6 +186,11 @@ static void rescan(struct zerg_orch *o, int64_t now)
     o->next_hb_scan_mono_ns = now;
 }
 
+/* inotify returns whole events, as many as fit: a read that left room
+ * for one more of the largest emptied the queue, and the loop goes back
+ * to poll instead of reading again to be told EAGAIN. */
+#define INOTIFY_EVENT_MAX (sizeof(struct inotify_event) + NAME_MAX + 1)
+
 static void drain_inotify(struct zerg_orch *o, int ifd, int64_t now)
 {
     char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -185,6 +207,8 @@ static void drain_inotify(struct zerg_orch *o, int ifd, int64_t now)
             }
             p += sizeof *ev + ev->len;
         }
+        if ((size_t)len + INOTIFY_EVENT_MAX <= sizeof buf)
+            break;
     }
 }
 
@@ -258,8 +282,7 @@ int zerg_orch_run(struct zerg_orch *o, const struct zerg_clock *clock)
     int polling = must_poll(o);
     int ifd = polling ? -1 : inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (sfd < 0 || (!polling && ifd < 0) ||
-        (!polling &&
-         inotify_add_watch(ifd, o->run_dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0)) {
+        (!polling && inotify_add_watch(ifd, o->run_dir, IN_MOVED_TO) < 0)) {
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_ERROR, "rush_failed",
                        NULL, NULL, "Cannot watch %s: %s", o->run_dir,
                        strerror(errno));

@@ -253,7 +253,9 @@ static void spawn(struct zerg_orch *o, struct slot *sl,
     }
     req.workspace = wt[0] ? wt : NULL;
     req.workdir = wd[0] ? wd : NULL;
-    /* The assignment must never name a task for a fresh incarnation. */
+    /* The assignment must never name a task for a fresh incarnation.  Its
+     * new epoch also has slot-N checked again (never a link) before the
+     * incarnation's assignments go through the directory kept open. */
     struct zerg_assign idle = {.epoch = req.epoch};
     snprintf(idle.run_id, sizeof idle.run_id, "%s", o->s->run_id);
     zerg_proto_write_assign(o->run_dir, sl->id, &idle, NULL);

@@ -12,8 +12,9 @@
  *
  * Two paths, one journal: the files of §12 stay the durable record.  A
  * result applied from its line is deleted from disk only after the
- * checkpoint, like any applied result; its file, read later, is "the same
- * result seen twice".  Either path may come first; with the line, a
+ * checkpoint, like any applied result; the inotify event of its file,
+ * which follows, is skipped unread, and a scan that reads it finds "the
+ * same result seen twice".  Either path may come first; with the line, a
  * worker on another node is seen at once, without inotify.
  *
  * Each stream belongs to one worker incarnation (slot, epoch) and is read
@@ -314,7 +315,9 @@ static void on_too_long(void *ctx, size_t len)
     invalid(c->o, c->st->slot, c->st->epoch, why, NULL, len);
 }
 
-/* Reads what the stream holds: 1 while it stays open, 0 at its end. */
+/* Reads what the stream holds: 1 while it stays open, 0 at its end.
+ * A read that did not fill the chunk emptied the pipe: no second read
+ * just to be told EAGAIN (poll says when there is more, or its end). */
 static int stream_read(struct orch_stdio *io, struct stream *st,
                        struct zerg_orch *o, int64_t now)
 {
@@ -325,6 +328,8 @@ static int stream_read(struct orch_stdio *io, struct stream *st,
         ssize_t n = read(st->fd, io->chunk, sizeof io->chunk);
         if (n > 0) {
             orch_lines_feed(&st->lines, io->chunk, (size_t)n, &cb);
+            if ((size_t)n < sizeof io->chunk)
+                return 1;
             continue;
         }
         if (n < 0 && errno == EINTR)

@@ -1,6 +1,8 @@
 /* test_log.c - the monitor log (src/model/log.c): exact line formats, the JSON
- * record, level filtering, the observer, and whole lines when several
- * processes append at once. */
+ * record, level filtering, the observer, whole lines when several
+ * processes append at once, and rotation: at rush start, while running
+ * (the crossing line, a refusal, links), followed by other handles, and
+ * the rotating handle's byte count (when it looks at the name again). */
 #include "testutil.h"
 
 #include <errno.h>
@@ -573,6 +575,66 @@ static void test_rotation_never_writes_through_links(void **state)
     assert_file(target, "keep\n");
 }
 
+/* The rotating handle counts its bytes instead of looking at the name
+ * before each line: a file replaced from outside zerg (logrotate's
+ * create, say) takes its lines until a second has passed, then the name
+ * is followed. */
+static void test_rotating_handle_looks_each_second(void **state)
+{
+    struct zerg_log *lg = open_log();
+    struct zerg_log_rotation rot = {.max_bytes = 1 << 20, .keep = 2};
+    zerg_log_set_rotation(lg, &rot);
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "one");
+    char moved[PATH_MAX + 48];
+    snprintf(moved, sizeof moved, "%s.moved", log_path);
+    assert_int_equal(rename(log_path, moved), 0);
+    put(log_path, "");
+    fake.wall_ns += ZERG_NS_PER_S / 2;
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "two");
+    assert_int_equal(count_lines(moved), 2);
+    fake.wall_ns += ZERG_NS_PER_S / 2;
+    zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "thr");
+    zerg_log_close(lg);
+    assert_int_equal(count_lines(moved), 2);
+    char *text = tu_read(log_path);
+    assert_true(tu_contains(text, "[W0] [INFO] thr\n"));
+    assert_int_equal(count_lines(log_path), 1);
+    free(text);
+}
+
+/* Other writers' lines are not in the rotating handle's count until it
+ * looks: it does after another 1/16 of the size of its own, so the file
+ * rotates at most that much past the size. */
+static void test_rotation_sees_other_writers(void **state)
+{
+    struct zerg_log *orch = open_log(), *worker = open_log();
+    const int line = 41, max_lines = 32;
+    struct zerg_log_rotation rot = {.max_bytes = max_lines * line, .keep = 1};
+    zerg_log_set_rotation(orch, &rot);
+    zerg_log_event(orch, ZERG_LOG_ORCH, ZERG_LOG_INFO, "x", NULL, NULL, "o");
+    assert_int_equal(file_size(log_path), line); /* "[ORCH] [INFO] o" */
+    for (int i = 0; i < max_lines - 2; i++)
+        zerg_log_event(worker, 1, ZERG_LOG_INFO, "x", NULL, NULL, "wkr");
+    int n = 0;
+    while (access(path_k(log_path, 1), F_OK) != 0 && n < max_lines) {
+        zerg_log_event(orch, 0, ZERG_LOG_INFO, "x", NULL, NULL, "abc");
+        n++;
+    }
+    /* The first of these lines crosses the size; 1/16 of it is 2 lines,
+     * after which the handle has looked. */
+    assert_in_range(n, 1, 3);
+    int rotated = count_lines(path_k(log_path, 1));
+    assert_int_equal(rotated, 1 + max_lines - 2 + n);
+    assert_true(file_size(path_k(log_path, 1)) <=
+                rot.max_bytes + rot.max_bytes / 16 + 2 * line);
+    /* The worker follows the rotation at its next line, as before. */
+    zerg_log_event(worker, 1, ZERG_LOG_INFO, "x", NULL, NULL, "new");
+    zerg_log_close(worker);
+    zerg_log_close(orch);
+    assert_int_equal(count_lines(path_k(log_path, 1)), rotated);
+    assert_int_equal(count_lines(log_path), 1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -593,6 +655,8 @@ int main(void)
         T(test_other_writer_follows_rotation),
         T(test_refused_rotation),
         T(test_rotation_never_writes_through_links),
+        T(test_rotating_handle_looks_each_second),
+        T(test_rotation_sees_other_writers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

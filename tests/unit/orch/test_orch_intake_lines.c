@@ -1,0 +1,217 @@
+/* test_orch_intake_lines.c - a result that came by its stdout line first
+ * (src/orch/orch_intake.c, line_file_event): the inotify event of its
+ * file, which follows, is skipped without reading the file; any later
+ * event for the name is read as before (a stale rewrite is fenced); a
+ * result whose file came first leaves nothing to skip; an event for a
+ * file already gone says nothing.
+ *
+ * The skip is seen through what a read would do: the file is made
+ * unreadable as a result before its event, so a read would log
+ * result_invalid and move the file aside. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "orch/orch_fixture.h"
+
+static int64_t line_seq = 1000000;
+
+static void hb_line(struct fx *x, int slot, uint64_t epoch, const char *task,
+                    int attempt)
+{
+    struct zerg_heartbeat hb = {.worker_id = slot,
+                                .epoch = epoch,
+                                .seq = ++line_seq,
+                                .attempt = attempt};
+    snprintf(hb.task_id, sizeof hb.task_id, "%s", task ? task : "");
+    snprintf(hb.step, sizeof hb.step, "%s", task ? "command" : "ready");
+    char *line;
+    size_t len;
+    assert_int_equal(zerg_proto_event_heartbeat(&hb, &line, &len), 0);
+    orch_stdio_line(x->o, slot, epoch, line, len - 1, x->now);
+    free(line);
+}
+
+static void result_line(struct fx *x, int slot, uint64_t epoch,
+                        const char *task, int attempt)
+{
+    struct zerg_result r = {.epoch = epoch,
+                            .worker_id = slot,
+                            .attempt = attempt,
+                            .outcome = ZERG_OUTCOME_COMPLETE};
+    snprintf(r.task, sizeof r.task, "%s", task);
+    snprintf(r.stage, sizeof r.stage, "command");
+    char *line;
+    size_t len;
+    assert_int_equal(zerg_proto_event_result(&r, &line, &len), 0);
+    orch_stdio_line(x->o, slot, epoch, line, len - 1, x->now);
+    free(line);
+}
+
+/* One worker, ready by line, running its first task (started). */
+static struct fx *running(const char **id, int *attempt, uint64_t *epoch)
+{
+    struct fx *x = fx_new(graph3, 1, 0);
+    tick(x);
+    struct slot *sl = &x->o->slots[0];
+    *epoch = sl->proc.epoch;
+    hb_line(x, 0, *epoch, NULL, 0);
+    tick(x); /* assigns */
+    assert_int_equal(sl->state, SLOT_BUSY);
+    *id = x->g->tasks[sl->task].id;
+    *attempt = task_of(x, *id)->attempt;
+    hb_line(x, 0, *epoch, *id, *attempt);
+    assert_int_equal(status_of(x, *id), ZERG_TASK_IN_PROGRESS);
+    return x;
+}
+
+static void name_of(char *name, size_t n, const char *id, int attempt)
+{
+    snprintf(name, n, "result-%s-%d.json", id, attempt);
+}
+
+static int events_named(struct fx *x, const char *event)
+{
+    char *log = fx_events(x), want[64];
+    snprintf(want, sizeof want, "\"event\":\"%s\"", event);
+    int n = 0;
+    for (const char *p = log; p && (p = strstr(p, want)); p += strlen(want))
+        n++;
+    free(log);
+    return n;
+}
+
+static int exists(struct fx *x, const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", x->run_dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static void test_line_first_skips_the_file_event(void **state)
+{
+    (void)state;
+    const char *id;
+    int attempt;
+    uint64_t epoch;
+    struct fx *x = running(&id, &attempt, &epoch);
+    char name[128], aside[160];
+    name_of(name, sizeof name, id, attempt);
+    snprintf(aside, sizeof aside, ".invalid-%s", name);
+
+    write_result(x, 0, epoch, id, attempt, 1); /* the file first */
+    result_line(x, 0, epoch, id, attempt);     /* then its line */
+    assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
+    /* A read would find this unreadable and move it aside. */
+    tu_write(x->run_dir, name, "garbage{");
+    zerg_orch_file_changed(x->o, name, x->now);
+    assert_int_equal(events_named(x, "result_invalid"), 0);
+    assert_true(exists(x, name));
+    assert_int_equal(x->s.metrics.results_fenced, 0);
+
+    /* Only the first event is the line's file: a later one is read. */
+    zerg_orch_file_changed(x->o, name, x->now);
+    assert_int_equal(events_named(x, "result_invalid"), 1);
+    assert_false(exists(x, name));
+    assert_true(exists(x, aside));
+    assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
+    fx_free(x);
+}
+
+static void test_stale_rewrite_after_the_line_is_fenced(void **state)
+{
+    (void)state;
+    const char *id;
+    int attempt;
+    uint64_t epoch;
+    struct fx *x = running(&id, &attempt, &epoch);
+    char name[128];
+    name_of(name, sizeof name, id, attempt);
+
+    write_result(x, 0, epoch, id, attempt, 1);
+    result_line(x, 0, epoch, id, attempt);
+    zerg_orch_file_changed(x->o, name, x->now); /* its own: skipped */
+    assert_int_equal(x->s.metrics.results_fenced, 0);
+    /* Another incarnation's result under the same name lands after. */
+    write_result(x, 0, epoch - 1, id, attempt, 1);
+    zerg_orch_file_changed(x->o, name, x->now);
+    assert_int_equal(x->s.metrics.results_fenced, 1);
+    assert_int_equal(events_named(x, "result_fenced"), 1);
+    assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
+    fx_free(x);
+}
+
+static void test_file_first_leaves_nothing_to_skip(void **state)
+{
+    (void)state;
+    const char *id;
+    int attempt;
+    uint64_t epoch;
+    struct fx *x = running(&id, &attempt, &epoch);
+    char name[128];
+    name_of(name, sizeof name, id, attempt);
+
+    result(x, 0, epoch, id, attempt, 1); /* file and its event */
+    assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
+    result_line(x, 0, epoch, id, attempt); /* the same result seen twice */
+    assert_int_equal(x->o->slots[0].line_attempt, 0);
+    write_result(x, 0, epoch - 1, id, attempt, 1);
+    zerg_orch_file_changed(x->o, name, x->now);
+    assert_int_equal(x->s.metrics.results_fenced, 1);
+    fx_free(x);
+}
+
+/* The line's result is remembered per slot until its file's event. */
+static void test_line_remembered_until_its_event(void **state)
+{
+    (void)state;
+    const char *id;
+    int attempt;
+    uint64_t epoch;
+    struct fx *x = running(&id, &attempt, &epoch);
+    char name[128];
+    name_of(name, sizeof name, id, attempt);
+
+    write_result(x, 0, epoch, id, attempt, 1);
+    result_line(x, 0, epoch, id, attempt);
+    struct slot *sl = &x->o->slots[0];
+    assert_int_equal(sl->line_attempt, attempt);
+    assert_string_equal(x->g->tasks[sl->line_task].id, id);
+    /* Another file's event does not take it. */
+    zerg_orch_file_changed(x->o, "result-NOPE-1.json", x->now);
+    assert_int_equal(sl->line_attempt, attempt);
+    zerg_orch_file_changed(x->o, name, x->now);
+    assert_int_equal(sl->line_attempt, 0);
+    fx_free(x);
+}
+
+static void test_event_for_a_missing_file_is_quiet(void **state)
+{
+    (void)state;
+    const char *id;
+    int attempt;
+    uint64_t epoch;
+    struct fx *x = running(&id, &attempt, &epoch);
+    char name[128];
+    name_of(name, sizeof name, id, attempt);
+    zerg_orch_file_changed(x->o, name, x->now);
+    assert_int_equal(events_named(x, "result_invalid"), 0);
+    assert_int_equal(x->s.metrics.results_fenced, 0);
+    assert_int_equal(status_of(x, id), ZERG_TASK_IN_PROGRESS);
+    fx_free(x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_line_first_skips_the_file_event),
+        cmocka_unit_test(test_stale_rewrite_after_the_line_is_fenced),
+        cmocka_unit_test(test_file_first_leaves_nothing_to_skip),
+        cmocka_unit_test(test_line_remembered_until_its_event),
+        cmocka_unit_test(test_event_for_a_missing_file_is_quiet),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
