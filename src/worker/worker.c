@@ -8,7 +8,14 @@
  * lease at every tick of the wait loop.  Nothing a task started outlives
  * the worker either: it is a child subreaper, so the daemons of its tasks
  * stay its descendants, and it kills them after each stage and when it
- * exits (worker_wait.c). */
+ * exits (worker_wait.c).
+ *
+ * SIGPIPE is ignored while the worker runs, so that writing an event line
+ * to a reader that went away fails with EPIPE instead of killing it
+ * (worker_wait.c); its stages get the default back (worker_run.c), git
+ * gets every default from its posix_spawn, and the disposition the
+ * worker found is put back when it returns. */
+#include "worker_log.h"
 #include "worker_run.h"
 #include "worker_wait.h"
 #include "worker_ws.h"
@@ -47,7 +54,14 @@ static void handle_assignment(struct worker *w)
         zerg_worker_decide(&a, w->o->epoch, w->last_task, w->last_attempt)) {
     case ZERG_ASSIGN_RUN:
         wk_run_task(w, &a);
-        w->assign_dirty = 1; /* it may have changed while we worked */
+        /* It may have changed while we worked: inotify says so, or
+         * (across a bind mount) a stat.  Unchanged, it says what it
+         * said, so it is not read again: run, it may now mean stop. */
+        wk_check_assign(w);
+        if (!w->assign_dirty &&
+            zerg_worker_decide(&a, w->o->epoch, w->last_task,
+                               w->last_attempt) == ZERG_ASSIGN_STOP)
+            wk_exit(w, ZERG_WORKER_EXIT_OK, NULL);
         break;
     case ZERG_ASSIGN_STOP:
         wk_exit(w, ZERG_WORKER_EXIT_OK, NULL);
@@ -93,6 +107,9 @@ static int setup_signals(struct worker *w)
     /* Orphans of our tasks become our children instead of init's. */
     prctl(PR_GET_CHILD_SUBREAPER, &w->was_subreaper);
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    sigemptyset(&ign.sa_mask);
+    w->pipe_set = sigaction(SIGPIPE, &ign, &w->old_pipe) == 0;
     return 0;
 }
 
@@ -245,7 +262,7 @@ static int worker_setup(struct worker *w)
     w->hb = (struct zerg_heartbeat){
         .worker_id = w->o->slot,
         .epoch = w->o->epoch,
-        .pid = (int)getpid(),
+        .pid = (int)w->self,
     };
     snprintf(w->hb.step, sizeof w->hb.step, "ready");
     snprintf(w->hb.run_id, sizeof w->hb.run_id, "%s",
@@ -261,7 +278,7 @@ static int worker_setup(struct worker *w)
 
 static void worker_close(struct worker *w)
 {
-    wk_kill_strays();
+    wk_kill_strays(w);
     if (w->was_subreaper >= 0)
         prctl(PR_SET_CHILD_SUBREAPER, w->was_subreaper);
     if (w->ready) {
@@ -275,6 +292,11 @@ static void worker_close(struct worker *w)
         close(w->inofd);
     if (w->sigfd >= 0)
         close(w->sigfd);
+    wk_log_dir_close(w);
+    if (w->null_fd >= 0)
+        close(w->null_fd);
+    if (w->pipe_set)
+        sigaction(SIGPIPE, &w->old_pipe, NULL);
     sigprocmask(SIG_SETMASK, &w->oldmask, NULL);
 }
 
@@ -285,9 +307,12 @@ int zerg_worker_run(const struct zerg_worker_opts *o, struct zerg_err *err)
         .o = o,
         .clock = o->clock ? o->clock : &zerg_clock_system,
         .err = err ? err : &local,
+        .self = getpid(),
         .sigfd = -1,
         .inofd = -1,
         .task_wd = -1,
+        .tasks_fd = -1,
+        .null_fd = -1,
         .out_fd = -1,
         .exit_code = -1,
         .was_subreaper = -1,

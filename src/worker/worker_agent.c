@@ -115,9 +115,11 @@ void wk_agent_finish(const struct worker *w, int log_fd, int is_executor,
 {
     struct zerg_agent_summary s;
     size_t len = 0;
+    int claude = is_executor && w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE;
+    if (!claude && !failed)
+        return; /* nothing to read the log for */
     char *text = read_end(log_fd, &len);
     zerg_agent_summary_init(&s);
-    int claude = is_executor && w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE;
     if (text && claude)
         zerg_agent_summary_feed_text(&s, text, len);
     if (claude)

@@ -13,17 +13,30 @@
  * task started in the background survives it.  What left the group
  * (setsid, a double fork) was re-parented to the worker, a child
  * subreaper, and is killed next (wk_kill_strays), before the next stage.
+ * The child also sets PR_SET_PDEATHSIG (SIGKILL), so a stage never
+ * outlives its worker, and undoes what the worker set for itself: it
+ * clears the signal mask and gives SIGPIPE its default disposition back.
+ *
+ * That child is a fork(2): it has to block on the pipe while the worker
+ * goes on to write the heartbeat, which vfork and posix_spawn (CLONE_VM |
+ * CLONE_VFORK: the parent is held until the exec) cannot do, and
+ * posix_spawn has no PR_SET_PDEATHSIG either.
+ *
+ * Heartbeats of an attempt: one when each stage starts (it publishes the
+ * group, see above) and one after the result ("idle": no task, no group,
+ * which the orchestrator's lost-result path and its kill of task_pgid
+ * rely on).  None just before the result: the result says more.
  *
  * While a stage runs the worker waits in worker_wait.c (heartbeats and the
  * lease go on); nothing here calls back into worker.c. */
 #include "worker_run.h"
 #include "worker_agent.h"
+#include "worker_log.h"
 #include "worker_ws.h"
 #include "worker_wait.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +57,7 @@ extern char **environ;
 struct task_run {
     const struct zerg_task *task;
     int attempt;
-    int log_fd;
+    struct wk_log log;
     char log_dir[PATH_MAX];
     char **envp;
 };
@@ -52,23 +65,24 @@ struct task_run {
 /* In the forked child: own group, die with the worker, wait for the
  * parent to publish the group, then exec.  Never returns. */
 static void stage_child(const struct worker *w, int sync_fd, int log_fd,
-                        char **argv, char **envp, int is_executor, pid_t parent)
+                        char **argv, char **envp, int is_executor)
 {
     sigset_t none;
     char c;
     ssize_t n;
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
+    if (getppid() != w->self)
         _exit(127);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    int null_fd = open("/dev/null", O_RDONLY);
+    signal(SIGPIPE, SIG_DFL); /* ignored by the worker only */
+    int null_fd = w->null_fd >= 0 ? w->null_fd : open("/dev/null", O_RDONLY);
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 ||
         dup2(log_fd, 2) < 0)
         _exit(127);
-    if (null_fd > 2)
-        close(null_fd);
+    if (null_fd != w->null_fd && null_fd > 2)
+        close(null_fd); /* the worker's own is O_CLOEXEC */
     do
         n = read(sync_fd, &c, 1);
     while (n < 0 && errno == EINTR);
@@ -87,14 +101,41 @@ static void stage_child(const struct worker *w, int sync_fd, int log_fd,
     _exit(127);
 }
 
-static void log_line(int fd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void log_line(int fd, const char *fmt, ...)
+/* /dev/null for the stages' stdin, opened once, above fd 2 so that the
+ * child's dup2 onto 0 always makes a copy without O_CLOEXEC. */
+static void open_null(struct worker *w)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vdprintf(fd, fmt, ap);
-    va_end(ap);
+    if (w->null_fd >= 0)
+        return;
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && fd <= 2) {
+        w->null_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+    } else {
+        w->null_fd = fd;
+    }
+}
+
+/* The stage's header in the log, one write: what runs, when, and the
+ * command (/bin/sh -c CMD: CMD as written; an executor: its argv). */
+static void log_header(struct worker *w, const struct stage *st,
+                       struct task_run *run, char **argv, int is_executor)
+{
+    char ts[ZERG_TS_MAX], *text = NULL;
+    size_t len = 0;
+    zerg_clock_iso8601(zerg_clock_wall(w->clock), ts);
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return;
+    fprintf(f, "==== zerg: %s of task %s, attempt %d, worker %d, %s\n",
+            st->name, run->task->id, run->attempt, w->o->slot, ts);
+    if (!is_executor)
+        fprintf(f, "$ %s\n", argv[2]);
+    for (char **a = argv; is_executor && *a; a++)
+        fprintf(f, "%s%s%s", a == argv ? "$ " : " ", *a, a[1] ? "" : "\n");
+    if (fclose(f) == 0)
+        wk_log_write(&run->log, text, len);
+    free(text);
 }
 
 /* Starts argv as the stage st; 0 or -errno (nothing left running). */
@@ -102,19 +143,10 @@ static int stage_start(struct worker *w, struct stage *st, struct task_run *run,
                        char **argv, int is_executor, int progress)
 {
     int sync[2];
-    char ts[ZERG_TS_MAX];
-    zerg_clock_iso8601(zerg_clock_wall(w->clock), ts);
-    log_line(run->log_fd,
-             "==== zerg: %s of task %s, attempt %d, worker %d, %s\n", st->name,
-             run->task->id, run->attempt, w->o->slot, ts);
-    if (!is_executor) /* /bin/sh -c CMD: show CMD as written */
-        log_line(run->log_fd, "$ %s\n", argv[2]);
-    for (char **a = argv; is_executor && *a; a++)
-        log_line(run->log_fd, "%s%s%s", a == argv ? "$ " : " ", *a,
-                 a[1] ? "" : "\n");
+    log_header(w, st, run, argv, is_executor);
+    open_null(w);
     if (pipe2(sync, O_CLOEXEC) < 0)
         return -errno;
-    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int e = -errno;
@@ -124,8 +156,7 @@ static int stage_start(struct worker *w, struct stage *st, struct task_run *run,
     }
     if (pid == 0) {
         close(sync[1]);
-        stage_child(w, sync[0], run->log_fd, argv, run->envp, is_executor,
-                    parent);
+        stage_child(w, sync[0], run->log.fd, argv, run->envp, is_executor);
     }
     close(sync[0]);
     setpgid(pid, pid); /* also in the child: whichever runs first */
@@ -158,7 +189,7 @@ static void stage_wait(struct worker *w, struct stage *st)
     st->pidfd = -1;
     w->stage = NULL;
     w->hb.task_pgid = 0;
-    wk_kill_strays();
+    wk_kill_strays(w);
 }
 
 /* Runs one stage to its end; fills r on failure.  0 when it exited 0. */
@@ -179,6 +210,7 @@ static int stage_run(struct worker *w, struct task_run *run, const char *name,
         return -1;
     }
     stage_wait(w, &st);
+    run->log.size = -1; /* the stage wrote to it too */
     char what[96] = "exited with code 0";
     if (st.timed_out) {
         r->exit_code = -1, r->signal = SIGKILL, r->timed_out = 1;
@@ -193,8 +225,8 @@ static int stage_run(struct worker *w, struct task_run *run, const char *name,
         snprintf(what, sizeof what, "killed by signal %d (%s)", r->signal,
                  strsignal(r->signal));
     }
-    log_line(run->log_fd, "==== zerg: %s %s after %.3f s\n", name, what,
-             zerg_ns_to_s(wk_now_ns(w) - start));
+    wk_log_printf(&run->log, "==== zerg: %s %s after %.3f s\n", name, what,
+                  zerg_ns_to_s(wk_now_ns(w) - start));
     if (r->exit_code == 0)
         return 0;
     snprintf(r->error, sizeof r->error, "%s %s", name, what);
@@ -203,36 +235,16 @@ static int stage_run(struct worker *w, struct task_run *run, const char *name,
 
 /* ---- one task attempt ----------------------------------------------- */
 
-/* The attempt's log, .zerg/logs/{feature}/tasks/{id}/attempt-{n}.log:
- * zerg's own directory, made without following a link (one a task
- * planted there is replaced), and a log file opened the same way, so a
- * task's output never lands outside the project. */
+/* The attempt's log (worker_log.c) and the path of its progress file. */
 static int open_task_log(struct worker *w, struct task_run *run,
                          struct zerg_err *err)
 {
-    char zdir[PATH_MAX], rel[PATH_MAX], path[PATH_MAX];
-    const char *id = run->task->id;
-    int rc = zerg_fsio_path(zdir, sizeof zdir, "%s/.zerg", w->o->project);
-    if (rc == 0)
-        rc = zerg_fsio_path(rel, sizeof rel, "logs/%s/tasks/%s",
-                            w->o->feature, id);
-    if (rc == 0)
-        rc = zerg_fsio_path(run->log_dir, sizeof run->log_dir, "%s/%s", zdir,
-                            rel);
-    if (rc == 0)
-        rc = zerg_fsio_mkdirs_own(zdir, rel, 0755, err);
-    if (rc == 0)
-        rc = zerg_fsio_path(path, sizeof path, "%s/attempt-%d.log",
-                            run->log_dir, run->attempt);
+    int rc = wk_log_open(w, run->task->id, run->attempt, run->log_dir,
+                         sizeof run->log_dir, &run->log, err);
     if (rc == 0)
         rc = zerg_fsio_path(w->progress_path, sizeof w->progress_path,
                             "%s/attempt-%d.progress", run->log_dir,
                             run->attempt);
-    if (rc == 0 && (run->log_fd = zerg_fsio_open_append(path, err)) < 0 &&
-        run->log_fd == ZERG_ESYMLINK && unlink(path) == 0)
-        run->log_fd = zerg_fsio_open_append(path, err); /* a planted link */
-    if (rc == 0 && run->log_fd < 0)
-        rc = run->log_fd;
     return rc;
 }
 
@@ -273,22 +285,26 @@ static int run_open(struct worker *w, struct task_run *run,
 static void run_close(struct worker *w, struct task_run *run)
 {
     w->out_fd = -1;
-    if (w->task_wd >= 0)
-        inotify_rm_watch(w->inofd, w->task_wd);
-    w->task_wd = -1;
+    wk_unwatch_task(w);
     w->progress_path[0] = '\0';
-    if (run->log_fd >= 0)
-        close(run->log_fd);
+    if (run->log.fd >= 0)
+        close(run->log.fd);
     zerg_worker_argv_free(run->envp);
 }
 
-/* Output counts as progress from here (every event of an agent). */
+/* Output counts as progress from here (every event of an agent): growth
+ * past the size the log has now, known unless a stage wrote to it. */
 static void watch_output(struct worker *w, const struct task_run *run,
                          int agent)
 {
     struct stat st;
-    w->out_fd = agent || w->cfg.output_is_progress ? run->log_fd : -1;
-    w->out_size = w->out_fd >= 0 && fstat(w->out_fd, &st) == 0 ? st.st_size : 0;
+    w->out_fd = agent || w->cfg.output_is_progress ? run->log.fd : -1;
+    if (w->out_fd < 0)
+        w->out_size = 0;
+    else if (run->log.size >= 0)
+        w->out_size = run->log.size;
+    else
+        w->out_size = fstat(w->out_fd, &st) == 0 ? st.st_size : 0;
 }
 
 /* Stage 1: the task's command, else the executor with the prompt. */
@@ -301,7 +317,7 @@ static int run_command(struct worker *w, struct task_run *run,
         char *argv[] = {"/bin/sh", "-c", t->command, NULL};
         watch_output(w, run, 0);
         rc = stage_run(w, run, "command", argv, 0, 10, 0, r);
-        wk_agent_finish(w, run->log_fd, 0, rc < 0, r);
+        wk_agent_finish(w, run->log.fd, 0, rc < 0, r);
         return rc;
     }
     char *prompt = wk_agent_prompt(w, t, a, run->log_dir);
@@ -311,7 +327,7 @@ static int run_command(struct worker *w, struct task_run *run,
     watch_output(w, run, 1);
     if (argv) {
         rc = stage_run(w, run, "command", argv, 1, 10, 0, r);
-        wk_agent_finish(w, run->log_fd, 1, rc < 0, r);
+        wk_agent_finish(w, run->log.fd, 1, rc < 0, r);
     } else {
         snprintf(r->error, sizeof r->error,
                  "task has no command and workers.executor is empty");
@@ -330,7 +346,7 @@ static int run_verification(struct worker *w, struct task_run *run,
     int rc = stage_run(w, run, "verification", argv, 0, 80,
                        t->verify_timeout_ns, r);
     if (rc < 0)
-        wk_agent_finish(w, run->log_fd, 0, 1, r);
+        wk_agent_finish(w, run->log.fd, 0, 1, r);
     return rc;
 }
 
@@ -339,7 +355,8 @@ static int run_verification(struct worker *w, struct task_run *run,
 static void run_stages(struct worker *w, const struct zerg_task *t,
                        const struct zerg_assign *a, struct zerg_result *r)
 {
-    struct task_run run = {.task = t, .attempt = a->attempt, .log_fd = -1};
+    struct task_run run = {
+        .task = t, .attempt = a->attempt, .log = {.fd = -1, .size = -1}};
     snprintf(r->stage, sizeof r->stage, "setup");
     if (wk_ws_before(w, a, r) < 0 || run_open(w, &run, r) < 0)
         goto out;
@@ -382,8 +399,6 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
     }
     if (w->exit_code >= 0)
         return; /* interrupted: the orchestrator sees the worker exit */
-    if (r.outcome == ZERG_OUTCOME_COMPLETE)
-        wk_step(w, "done", 100);
     r.duration_ms = (wk_now_ns(w) - start) / ZERG_NS_PER_MS;
     /* A full disk is often momentary (logs rotated, a build's temp files
      * removed): try for about two seconds before giving up.  A result that
@@ -407,6 +422,8 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
     }
     if (!lost)
         wk_event_result(&r); /* the journal file first, then the line */
+    /* The one beat after the result: no task (a lost result is requeued
+     * on seeing it) and no group (it is reaped: its id may be reused). */
     w->hb.task_id[0] = '\0';
     w->hb.attempt = 0;
     wk_step(w, "idle", 0);

@@ -1,8 +1,10 @@
 /* worker_state.h - the state of one worker incarnation, data only.
  *
- * Three files share it, each using only the ones below it:
+ * These files share it, each using only the ones below it:
  *   worker.c       the lifecycle: setup, the assignment loop, teardown;
- *   worker_run.c   one task attempt: its stages, log and result;
+ *   worker_run.c   one task attempt: its stages, log and result (with
+ *                  worker_agent.c and worker_ws.c around the stages);
+ *   worker_log.c   the attempt's log file below .zerg/logs/;
  *   worker_wait.c  the poll loop both wait in: heartbeats, lease,
  *                  progress, signals, the running stage's exit.
  * No functions here: what each file offers is in its own header. */
@@ -45,8 +47,14 @@ struct worker {
     char state_dir[PATH_MAX], assign_path[PATH_MAX];
     int64_t hb_interval_ns, lease_stale_ns, poll_ns;
 
+    pid_t self; /* getpid() once: it does not change while we run */
     int sigfd, inofd, task_wd;
     sigset_t oldmask;
+    /* SIGPIPE is ignored while the worker runs (a gone reader of its event
+     * lines must not kill it) and set back to its default in every stage
+     * child; this is what it was before, put back at the end. */
+    struct sigaction old_pipe;
+    int pipe_set;
     int exit_code;     /* -1 while running */
     int was_subreaper; /* before we set it; -1 when not set */
 
@@ -70,6 +78,14 @@ struct worker {
      * seen; growth bumps hb.progress_seq.  out_fd -1 when not counted. */
     int out_fd;
     off_t out_size;
+
+    /* .zerg/logs/{feature}/tasks, opened once without following a link
+     * (worker_log.c), and its identity, checked against the path before
+     * each attempt; -1 until the first attempt.  null_fd: /dev/null, the
+     * stdin of every stage, -1 until the first. */
+    int tasks_fd, null_fd;
+    dev_t tasks_dev;
+    ino_t tasks_ino;
 
     struct stage *stage; /* the running stage, NULL when idle */
     char progress_path[PATH_MAX];

@@ -12,7 +12,9 @@
  *     the progress file, and a heartbeat timer.
  *
  * When a stage ends, what it left behind that escaped its process group
- * (setsid daemons, re-parented to the worker) is killed here too.
+ * (setsid daemons, re-parented to the worker) is killed here too.  When
+ * the attempt ends its log directory is no longer watched, and the
+ * IN_IGNORED that says so is read at once, not woken up for.
  *
  * At every tick the orchestrator must still be there: its pid, when
  * known, and the lease, whose seq must keep changing (the only sign of
@@ -21,7 +23,10 @@
  * Where the launcher relays our stdout (ZERG_STDIO_EVENTS=1), each
  * heartbeat and result also goes there as one event line (DESIGN §15),
  * after its file: the orchestrator learns of it at once, from any node,
- * with or without inotify.  Stdout then carries nothing else.
+ * with or without inotify.  Stdout then carries nothing else.  SIGPIPE
+ * is ignored for the worker's whole life (worker.c), so a reader that
+ * went away turns the events off instead of killing the worker; every
+ * stage child sets it back to its default before the exec.
  *
  * This file calls nothing in worker.c or worker_run.c; both call into
  * it. */
@@ -118,23 +123,14 @@ static int events_put(const char *line, size_t len)
     return 0;
 }
 
-/* Sends line with SIGPIPE held back (our tasks must keep its default, so
- * it is not ignored): a gone reader turns events off, it does not kill
- * the worker. */
+/* Sends line: a gone reader (EPIPE; SIGPIPE is ignored) turns events
+ * off, it does not kill the worker. */
 static void events_send(char *line, size_t len)
 {
-    sigset_t pipe_set, old, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    sigprocmask(SIG_BLOCK, &pipe_set, &old);
     if (events_put(line, len) < 0) {
         close(events_fd);
         events_fd = -1;
     }
-    sigpending(&pending);
-    if (!sigismember(&old, SIGPIPE) && sigismember(&pending, SIGPIPE))
-        sigtimedwait(&pipe_set, NULL, &(struct timespec){0, 0});
-    sigprocmask(SIG_SETMASK, &old, NULL);
     free(line);
 }
 
@@ -294,13 +290,17 @@ static void check_progress(struct worker *w)
     wk_beat(w);
 }
 
-/* Drains inotify; flags what changed. */
+/* Drains inotify; flags what changed.  A read returns every queued event
+ * that fits, so one that left room for the largest event emptied the
+ * queue: no read more just to hear EAGAIN. */
 static void read_inotify(struct worker *w)
 {
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
     const char *assign_name = strrchr(w->assign_path, '/') + 1;
-    ssize_t n;
-    while ((n = read(w->inofd, buf, sizeof buf)) > 0) {
+    const ssize_t room =
+        (ssize_t)(sizeof buf - (sizeof(struct inotify_event) + NAME_MAX + 1));
+    ssize_t n = (ssize_t)sizeof buf;
+    while (n > room && (n = read(w->inofd, buf, sizeof buf)) > 0) {
         for (char *p = buf; p < buf + n;) {
             struct inotify_event *ev = (struct inotify_event *)p;
             p += sizeof *ev + ev->len;
@@ -321,12 +321,37 @@ static void read_signal(struct worker *w)
         wk_exit(w, ZERG_WORKER_EXIT_OK, NULL);
 }
 
+void wk_check_assign(struct worker *w)
+{
+    read_inotify(w);
+    if (!w->assign_dirty)
+        check_assign_stat(w);
+}
+
+void wk_unwatch_task(struct worker *w)
+{
+    if (w->task_wd < 0)
+        return;
+    inotify_rm_watch(w->inofd, w->task_wd);
+    w->task_wd = -1;
+    read_inotify(w); /* the IN_IGNORED, queued by the removal itself */
+}
+
+/* Reaps the children that exited; 0 when there is no child at all
+ * (ECHILD), 1 when some are left (or it cannot tell). */
+static int reap_exited(void)
+{
+    pid_t pid;
+    while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+        ;
+    return pid < 0 && errno == ECHILD ? 0 : 1;
+}
+
 /* Collects children the task left behind that became ours (a worker can be
  * pid 1 of its container): only while no stage is waiting to be reaped. */
 void wk_reap_strays(void)
 {
-    while (waitpid(-1, NULL, WNOHANG) > 0)
-        ;
+    reap_exited();
 }
 
 /* Live (not zombie) children of self, at most max of them, from
@@ -365,18 +390,15 @@ static size_t live_children(pid_t self, pid_t *out, size_t max)
  * again for the grandchildren their death re-parents to us, until none is
  * left (at most STRAY_ROUNDS rounds: a fork loop cannot hold us; the
  * worker's cgroup, when it has one, gets the rest when it exits). */
-void wk_kill_strays(void)
+void wk_kill_strays(const struct worker *w)
 {
-    pid_t kids[STRAY_BATCH], self = getpid();
+    pid_t kids[STRAY_BATCH];
     for (int round = 0; round < STRAY_ROUNDS; round++) {
-        wk_reap_strays();
         /* No child at all (ECHILD), the usual case: no /proc scan, which
          * reads every process of the machine. */
-        siginfo_t si;
-        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 &&
-            errno == ECHILD)
+        if (!reap_exited())
             return;
-        size_t n = live_children(self, kids, STRAY_BATCH);
+        size_t n = live_children(w->self, kids, STRAY_BATCH);
         if (n == 0)
             return;
         for (size_t i = 0; i < n; i++)
@@ -417,8 +439,10 @@ static void housekeeping(struct worker *w, int64_t now)
  * (scancel, preemption, a lost node's cleanup) and `kill` of a process
  * group signal the task and the worker together; the task's death must
  * then read as the worker being stopped (no result: the orchestrator
- * requeues the task uncharged), not as the task failing. */
-static int child_event(struct worker *w, const struct stage *st)
+ * requeues the task uncharged), not as the task failing.  sig_seen: the
+ * signalfd was polled with the stage's pidfd and had nothing, so a stage
+ * that was not killed by a stop signal needs no second look. */
+static int child_event(struct worker *w, const struct stage *st, int sig_seen)
 {
     siginfo_t si = {0};
     struct pollfd pfd = {.fd = w->sigfd, .events = POLLIN};
@@ -434,7 +458,8 @@ static int child_event(struct worker *w, const struct stage *st)
                 sig == SIGHUP)
                 grace_ms = STOP_SIGNAL_GRACE_MS;
     }
-    if (poll(&pfd, 1, grace_ms) > 0 && (pfd.revents & POLLIN))
+    if ((grace_ms > 0 || !sig_seen) && poll(&pfd, 1, grace_ms) > 0 &&
+        (pfd.revents & POLLIN))
         read_signal(w);
     return EV_CHILD;
 }
@@ -455,7 +480,7 @@ int wk_wait(struct worker *w, int64_t deadline_ns)
         if (w->exit_code >= 0)
             return EV_EXIT;
         if (st && st->pidfd < 0 && stage_exited(st))
-            return child_event(w, st);
+            return child_event(w, st, 0);
         if (!st && w->assign_dirty)
             return EV_ASSIGN;
         if (now >= deadline_ns)
@@ -483,6 +508,6 @@ int wk_wait(struct worker *w, int64_t deadline_ns)
         if (pfd[1].revents & POLLIN)
             read_inotify(w);
         if (w->exit_code < 0 && (pfd[2].revents & (POLLIN | POLLHUP)))
-            return child_event(w, st);
+            return child_event(w, st, 1);
     }
 }

@@ -33,10 +33,16 @@ int wk_orch_gone(const struct worker *w);
  * set), EV_ASSIGN (only when no stage runs), EV_CHILD (w->stage ended) or
  * EV_DEADLINE.  Heartbeats, lease and progress are handled inside. */
 int wk_wait(struct worker *w, int64_t deadline_ns);
+/* Sets w->assign_dirty when the assignment changed: inotify's queue read
+ * now (so the event of a change seen here does not cause a second read
+ * later), else a stat (inotify may not see a write across a bind mount). */
+void wk_check_assign(struct worker *w);
+/* Stops watching the attempt's log directory (its progress file). */
+void wk_unwatch_task(struct worker *w);
 /* Reaps children the tasks left behind (the worker may be pid 1). */
 void wk_reap_strays(void);
 /* Kills and reaps every child of the process, and the descendants their
  * death re-parents to it; only when no stage runs (it would be killed). */
-void wk_kill_strays(void);
+void wk_kill_strays(const struct worker *w);
 
 #endif

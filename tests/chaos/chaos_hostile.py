@@ -43,10 +43,14 @@ def acts(canary, later):
                                                 canary, S),
         "link_tasklog": "mkdir -p .zerg/logs/f/tasks && ln -s %s .zerg/logs/f/tasks/%s"
                         % (canary, later(3)),
-        "garbage_heartbeats": 'n=0; for h in %s/heartbeat-*.json; do '
+        # Another worker's heartbeat may not exist yet when this runs
+        # first: it waits for one (up to 10 s) rather than fail unseen.
+        "garbage_heartbeats": 'n=0; t=0; while [ $n -eq 0 ] && [ $t -lt 100 ]; do '
+                              'for h in %s/heartbeat-*.json; do '
                               '[ "$h" = "%s/heartbeat-$ZERG_WORKER_ID.json" ] && continue; '
                               '[ -f "$h" ] && [ ! -L "$h" ] && printf "garbage{" > "$h" && '
-                              'n=$((n+1)); done; [ $n -gt 0 ]' % (S, S),
+                              'n=$((n+1)); done; [ $n -gt 0 ] || sleep 0.1; t=$((t+1)); '
+                              'done; [ $n -gt 0 ]' % (S, S),
         "setsid_daemon": "setsid sleep 300 </dev/null >/dev/null 2>&1 & "
                          "setsid -f sh -c 'sleep 301' </dev/null >/dev/null 2>&1",
         "config_append": "printf '# rewritten by a task\\n' >> .zerg/config.yaml",
