@@ -5,9 +5,9 @@
  * durably at the end.  The task is complete only if both stages exit 0.
  *
  * Every stage runs in its own process group.  The child creates the group
- * and then blocks on a pipe until the parent has published the group in a
- * heartbeat (task_pgid), so there is no instant at which the orchestrator
- * could not kill the whole task.  After a stage ends -- success, failure or
+ * and publishes it in a heartbeat (task_pgid) before it execs the task,
+ * so there is no instant at which the orchestrator could not kill the
+ * whole task.  After a stage ends -- success, failure or
  * timeout -- the group is SIGKILLed before the leader is reaped: until
  * then its pid, and so the group id, cannot be reused, and nothing the
  * task started in the background survives it.  What left the group
@@ -17,10 +17,21 @@
  * outlives its worker, and undoes what the worker set for itself: it
  * clears the signal mask and gives SIGPIPE its default disposition back.
  *
- * That child is a fork(2): it has to block on the pipe while the worker
- * goes on to write the heartbeat, which vfork and posix_spawn (CLONE_VM |
- * CLONE_VFORK: the parent is held until the exec) cannot do, and
- * posix_spawn has no PR_SET_PDEATHSIG either.
+ * That child is a vfork(2) child.  A fork of the worker cost about 160 us
+ * per stage here (its page tables copied, then torn down by the exec);
+ * posix_spawn is as cheap but cannot set PR_SET_PDEATHSIG nor write the
+ * heartbeat.  A vfork child runs in the worker's memory while the worker
+ * is held until the exec, so it can do what the worker would have done
+ * after a fork -- write the heartbeat naming its own group, with the
+ * worker's own code and state (the sequence number it advances is the
+ * worker's) -- and the worker resumes with everything as if it had
+ * written it itself.  That is sound because the worker is one thread, is
+ * held, and the child keeps every signal blocked until the exec (the
+ * worker's dispositions are defaults or ignored, and its own are the
+ * child's copy: no CLONE_SIGHAND), and it never returns from
+ * stage_child.  What the child opens or closes is in its own fd table:
+ * the event fd is set up before (wk_events_start); if the child finds
+ * the event pipe gone it only turns events off for the worker.
  *
  * Heartbeats of an attempt: one when each stage starts (it publishes the
  * group, see above) and one after the result ("idle": no task, no group,
@@ -62,42 +73,47 @@ struct task_run {
     char **envp;
 };
 
-/* In the forked child: own group, die with the worker, wait for the
- * parent to publish the group, then exec.  Never returns. */
-static void stage_child(const struct worker *w, int sync_fd, int log_fd,
-                        char **argv, char **envp, int is_executor)
+/* What the vfork child needs. */
+struct vchild {
+    struct worker *w;
+    struct stage *st;
+    int log_fd, is_executor, progress;
+    char **argv, **envp;
+};
+
+/* In the vfork child: own group, die with the worker, publish the group,
+ * then exec.  Never returns. */
+static void stage_child(struct vchild *c)
 {
+    struct worker *w = c->w;
     sigset_t none;
-    char c;
-    ssize_t n;
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != w->self)
         _exit(127);
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL); /* ignored by the worker only */
+    c->st->pid = getpid();
+    w->stage = c->st;
+    w->hb.task_pgid = c->st->pid;
+    wk_step(w, c->st->name, c->progress);
     int null_fd = w->null_fd >= 0 ? w->null_fd : open("/dev/null", O_RDONLY);
-    if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 ||
-        dup2(log_fd, 2) < 0)
+    if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(c->log_fd, 1) < 0 ||
+        dup2(c->log_fd, 2) < 0)
         _exit(127);
     if (null_fd != w->null_fd && null_fd > 2)
         close(null_fd); /* the worker's own is O_CLOEXEC */
-    do
-        n = read(sync_fd, &c, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1)
-        _exit(127);
     if (chdir(w->workdir) < 0) {
         dprintf(2, "zerg: cannot enter %s: %s\n", w->workdir,
                 strerror(errno));
         _exit(127);
     }
-    if (is_executor)
-        execvpe(argv[0], argv, envp);
+    signal(SIGPIPE, SIG_DFL); /* ignored by the worker only */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (c->is_executor)
+        execvpe(c->argv[0], c->argv, c->envp);
     else
-        execve(argv[0], argv, envp);
-    dprintf(2, "zerg: cannot execute %s: %s\n", argv[0], strerror(errno));
+        execve(c->argv[0], c->argv, c->envp);
+    dprintf(2, "zerg: cannot execute %s: %s\n", c->argv[0], strerror(errno));
     _exit(127);
 }
 
@@ -142,32 +158,32 @@ static void log_header(struct worker *w, const struct stage *st,
 static int stage_start(struct worker *w, struct stage *st, struct task_run *run,
                        char **argv, int is_executor, int progress)
 {
-    int sync[2];
+    struct vchild c = {.w = w, .st = st, .log_fd = run->log.fd,
+                       .is_executor = is_executor, .progress = progress,
+                       .argv = argv, .envp = run->envp};
+    sigset_t all, old;
     log_header(w, st, run, argv, is_executor);
     open_null(w);
-    if (pipe2(sync, O_CLOEXEC) < 0)
-        return -errno;
-    pid_t pid = fork();
+    wk_events_start();
+    /* Blocked in the child until its exec (see the top of this file). */
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    pid_t pid = vfork();
+    if (pid == 0)
+        stage_child(&c);
+    int e = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
-        int e = -errno;
-        close(sync[0]);
-        close(sync[1]);
-        return e;
+        w->stage = NULL;
+        w->hb.task_pgid = 0;
+        return -e;
     }
-    if (pid == 0) {
-        close(sync[1]);
-        stage_child(w, sync[0], run->log.fd, argv, run->envp, is_executor);
-    }
-    close(sync[0]);
-    setpgid(pid, pid); /* also in the child: whichever runs first */
+    /* The child published the group and set st->pid and w->stage, unless
+     * it died first; either way the group is pid's. */
     st->pid = pid;
-    st->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     w->stage = st;
     w->hb.task_pgid = pid;
-    wk_step(w, st->name, progress);
-    if (write(sync[1], "x", 1) != 1)
-        kill(-pid, SIGKILL); /* the child exits 127 on its own too */
-    close(sync[1]);
+    st->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     return 0;
 }
 

@@ -134,6 +134,11 @@ static void events_send(char *line, size_t len)
     free(line);
 }
 
+void wk_events_start(void)
+{
+    (void)events_open();
+}
+
 static void event_heartbeat(const struct zerg_heartbeat *hb)
 {
     char *line;

@@ -18,6 +18,10 @@ static inline int64_t wk_now_ns(const struct worker *w)
 /* Writes the next heartbeat (seq + 1); 0 or negative.  A failure is
  * reported once on stderr. */
 int wk_beat(struct worker *w);
+/* Sets up the event fd now if it is not yet (it also edits the
+ * environment): before a stage is started with vfork, whose child writes
+ * a heartbeat and must find everything in place. */
+void wk_events_start(void);
 /* Sends r as an event line on stdout when the launcher relays it
  * (ZERG_STDIO_EVENTS=1); call once its file is written. */
 void wk_event_result(const struct zerg_result *r);
