@@ -27,7 +27,7 @@ struct zerg_strlist {
 
 struct zerg_task {
     char *id;
-    char *title;              /* "" when absent */
+    char *title;              /* "" when absent (shared: never written) */
     int level;                /* >= 1 */
     struct zerg_strlist deps; /* dependency ids as written */
     size_t *dep_idx;          /* same, as indexes into graph->tasks */

@@ -454,13 +454,28 @@ static int parse_verification(struct parse_ctx *c, size_t i, const zerg_json *t)
 }
 
 /* Descriptive text: a string, else "" (it only ever gets displayed). */
+/* The one "" every absent or empty descriptive field points to: a
+ * strdup("") is a 32-byte allocation, and at 100,000 tasks without a
+ * description or context those were 6 MB of the orchestrator's memory. */
+static char no_text[1];
+
 static int parse_text(struct parse_ctx *c, const zerg_json *t, const char *key,
                       char **out)
 {
     const char *s = zerg_json_as_str(zerg_json_get(t, key));
-    if (!(*out = strdup(s ? s : "")))
+    if (!s || !*s) {
+        *out = no_text;
+        return 0;
+    }
+    if (!(*out = strdup(s)))
         return graph_nomem(c);
     return 0;
+}
+
+static void text_free(char *s)
+{
+    if (s != no_text)
+        free(s);
 }
 
 static int parse_task(struct parse_ctx *c, size_t i, const zerg_json *t)
@@ -657,7 +672,7 @@ int zerg_graph_load(struct zerg_graph **out, const char *path,
 static void task_free(struct zerg_task *t)
 {
     free(t->id);
-    free(t->title);
+    text_free(t->title);
     strlist_free(&t->deps);
     free(t->dep_idx);
     strlist_free(&t->files_create);
@@ -666,8 +681,8 @@ static void task_free(struct zerg_task *t)
     strlist_free(&t->acceptance);
     free(t->command);
     free(t->verify_command);
-    free(t->description);
-    free(t->context);
+    text_free(t->description);
+    text_free(t->context);
     free(t->wgroups);
 }
 
