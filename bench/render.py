@@ -22,6 +22,10 @@ LIGHT_MS = 5.0
 WORKER_CPU_PCT = 0.05
 ORCH_CPU_PCT = 0.2
 ORCH_RSS_KB = 16 * 1024
+SCALE_BASE = 1000           # overhead per task at the largest size over this
+SCALE_GROWTH = 1.3
+SCALE_TOP = 100000
+SCALE_RSS_KB = ((10000, 16 * 1024), (100000, 64 * 1024))
 
 
 def load(results):
@@ -47,6 +51,11 @@ def spread(s, digits=1, unit="", scale=1.0):
     dash = " to " if s["min"] < 0 else "–"
     return "%s%s (%s%s%s, n=%d)" % (f(s["median"]), unit, f(s["min"]), dash,
                                     f(s["max"]), s["n"])
+
+
+def one(v):
+    """A summary of a single sample (None stays None)."""
+    return None if v is None else {"n": 1, "median": v, "min": v, "max": v}
 
 
 def verdict(s, limit):
@@ -347,6 +356,109 @@ class Page:
                          spread(big["worker_hwm_kb"], 1, " MiB", 1 / 1024.0),
                          "(none)", "—")
 
+    def scale(self):
+        self.w("### 8. Scale curve")
+        self.w()
+        res = self.d.get("scale") or {}
+        sizes = sorted((v for k, v in res.items() if k.startswith("scale_")),
+                       key=lambda r: r["tasks"])
+        err = res.get("error")
+        if not sizes:
+            self.w("Not measured: %s" % (err or "no results"))
+            self.w()
+        else:
+            self.scale_table(sizes, err)
+        self.scale_targets({r["tasks"]: r for r in sizes}, err)
+
+    def scale_table(self, sizes, err):
+        self.w("No-op tasks in 4 levels on 8 workers, one run per size, "
+               "each right after `xargs -P8` over the same items.  "
+               "Overhead is (zerg − xargs) / tasks; peak RSS is `VmHWM`, "
+               "sampled every 0.25 s; the transition latency is over the "
+               "rush's 3 level boundaries.")
+        self.w()
+        self.w("| tasks | zerg | xargs -P8 | zerg / xargs | zerg − xargs "
+               "per task | zerg per task | orchestrator peak | worker peak "
+               "(largest of 8) | level transition |")
+        self.w("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        for r in sizes:
+            kb = lambda k: "—" if not r.get(k) else \
+                "%s MiB" % num(r[k] / 1024.0, 1)  # noqa: E731
+            self.w("| %s | %s s | %s s | %sx | %s ms | %s ms | %s | %s | %s |"
+                   % (format(r["tasks"], ","), num(r["zerg"], 2),
+                      num(r["xargs"], 2), num(r["zerg_per_xargs"], 2),
+                      num(r["overhead_ms_per_task"], 2),
+                      num(r["zerg_ms_per_task"], 2), kb("orch_hwm_kb"),
+                      kb("worker_hwm_kb"),
+                      spread(r["transitions_ms"], 0, " ms")))
+        self.w()
+        if err:
+            self.w("Stopped before the remaining sizes: %s" % err)
+            self.w()
+
+    def scale_missing(self, n, by_n, err):
+        """Why the scale curve has no figure at n tasks."""
+        if err:
+            return err
+        if not by_n:
+            return "no results"
+        m = self.get("machine", "machine")
+        quick = " (`--quick`)" if isinstance(m, dict) and m.get("quick") \
+            else ""
+        return "no %s-task run; sizes run: %s%s" % (
+            format(n, ","), ", ".join(format(k, ",") for k in sorted(by_n)),
+            quick)
+
+    def scale_targets(self, by_n, err):
+        self.scale_growth(by_n, err)
+        for n, limit in SCALE_RSS_KB:
+            label = "orchestrator peak RSS, %s tasks (scale run)" % \
+                format(n, ",")
+            target = "< %d MiB" % (limit // 1024)
+            kb = by_n.get(n, {}).get("orch_hwm_kb")
+            if not kb:
+                why = self.scale_missing(n, by_n, err) if n not in by_n \
+                    else "no memory sample"
+                self.summary_row(8, label, "not measured", target,
+                                 "not measured: " + why)
+                continue
+            self.summary_row(8, label, spread(one(kb), 1, " MiB", 1 / 1024.0),
+                             target, verdict(one(kb), limit))
+
+    def scale_growth(self, by_n, err):
+        """Overhead per task at each size over the one at SCALE_BASE; the
+        target applies at SCALE_TOP, other sizes are shown for reference."""
+        what = lambda n: "overhead per task, %s / %s tasks" % (  # noqa
+            format(n, ","), format(SCALE_BASE, ","))
+        target = "≤ %.1fx" % SCALE_GROWTH
+        base = by_n.get(SCALE_BASE)
+        a = base["overhead_ms_per_task"] if base else None
+        if SCALE_TOP not in by_n:
+            why = self.scale_missing(SCALE_TOP, by_n, err)
+        elif not base:
+            why = self.scale_missing(SCALE_BASE, by_n, err)
+        elif a <= 0:
+            why = "zerg was not slower than xargs at %s tasks" % \
+                format(SCALE_BASE, ",")
+        else:
+            why = None
+        for n in sorted(by_n) if a and a > 0 else ():
+            if n == SCALE_BASE:
+                continue
+            b = by_n[n]["overhead_ms_per_task"]
+            shown = "%sx (%s → %s ms, n=1)" % (num(b / a, 2), num(a, 2),
+                                               num(b, 2))
+            if n == SCALE_TOP:
+                self.summary_row(8, what(n), shown, target,
+                                 "met" if b / a <= SCALE_GROWTH
+                                 else "**missed**")
+            else:
+                self.summary_row(8, what(n), shown, "(none; %.1fx at %s)" %
+                                 (SCALE_GROWTH, format(SCALE_TOP, ",")), "—")
+        if why:
+            self.summary_row(8, what(SCALE_TOP), "not measured", target,
+                             "not measured: " + why)
+
     def render(self):
         self.header()
         body_start = len(self.out)
@@ -357,6 +469,7 @@ class Page:
         self.reconcile()
         self.cpu()
         self.memory()
+        self.scale()
         body = self.out[body_start:]
         del self.out[body_start:]
         self.w("### Summary")

@@ -6,11 +6,13 @@
 # Runs every benchmark against the zerg binary ZERG, each in scratch
 # projects under DIR (default $TMPDIR; its filesystem's fsync latency is
 # part of what is measured), and writes the figures into the generated
-# section of PAGE.  A full run takes about 15 minutes (dag.py, the
-# schedules' makespans on 70 real graphs, about 4 of them) and writes
-# docs/wiki/Performance.md; --quick takes about a minute (one repetition,
-# 2,000 tasks) and, unless -o is given, writes its page into the results
-# directory instead, so quick figures never replace full ones by accident.
+# section of PAGE.  A full run takes about 20 minutes (dag.py, the
+# schedules' makespans on 70 real graphs, about 4 of them; scale.py, up to
+# 100,000 tasks, about 7) and writes docs/wiki/Performance.md; --quick
+# takes about 2 minutes (one repetition, 2,000 tasks; the scale curve at
+# 1,000 and 10,000) and, unless -o is given, writes its page into the
+# results directory instead, so quick figures never replace full ones by
+# accident.
 #
 # A benchmark that fails is reported on the page and in the exit status
 # (1); the others still run.  Each benchmark also runs alone, e.g.
@@ -62,7 +64,7 @@ fi
 
 start=$(date +%s)
 failed=()
-for bench in machine cpu dispatch reconcile kill stale dag; do
+for bench in machine cpu dispatch scale reconcile kill stale dag; do
     echo "== $bench"
     t0=$(date +%s)
     if ! "$PY" "$HERE/$bench.py" "$ZERG" ${QUICK[@]+"${QUICK[@]}"} \
