@@ -228,27 +228,31 @@ static int read_doc(const char *path, zerg_json **out)
 
 /* ---- writing -------------------------------------------------------- */
 
+int proto_encode(const char *path, zerg_json *doc, int build_rc, char **text,
+                 size_t *len, struct zerg_err *err)
+{
+    int rc = 0;
+    *text = NULL;
+    if (!doc || build_rc < 0)
+        rc = zerg_err_set(err, -ENOMEM, "cannot write %s: out of memory", path);
+    else if (!(*text = zerg_json_encode(doc, len, err))) {
+        rc = err && err->code ? err->code : -ENOMEM;
+        zerg_err_prefix(err, "cannot write %s", path);
+    }
+    zerg_json_free(doc);
+    return rc;
+}
+
 /* Encodes doc (freed here) and replaces path with it. */
 static int write_doc(const char *path, zerg_json *doc, int build_rc, int flags,
                      struct zerg_err *err)
 {
-    int rc = build_rc;
-    char *text = NULL;
+    char *text;
     size_t len = 0;
-    if (!doc || rc < 0) {
-        rc = zerg_err_set(err, -ENOMEM, "cannot write %s: out of memory", path);
-        goto out;
-    }
-    text = zerg_json_encode(doc, &len, err);
-    if (!text) {
-        rc = err && err->code ? err->code : -ENOMEM;
-        zerg_err_prefix(err, "cannot write %s", path);
-        goto out;
-    }
-    rc = zerg_fsio_write_atomic(path, text, len, flags, err);
-out:
+    int rc = proto_encode(path, doc, build_rc, &text, &len, err);
+    if (rc == 0)
+        rc = zerg_fsio_write_atomic(path, text, len, flags, err);
     free(text);
-    zerg_json_free(doc);
     return rc;
 }
 

@@ -1,5 +1,6 @@
 /* protocol_internal.h - what protocol.c shares with protocol_slots.c: the
- * slot directories assignments are written into, kept open. */
+ * encoding of a file's document, and the slot directories assignments are
+ * written into, kept open. */
 #ifndef ZERG_PROTOCOL_INTERNAL_H
 #define ZERG_PROTOCOL_INTERNAL_H
 
@@ -8,6 +9,12 @@
 #include "zerg/json.h"
 
 struct zerg_err;
+
+/* The text of doc (freed here; build_rc < 0: building it ran out of
+ * memory), malloc'd in *text; 0, or negative with err set and *text
+ * NULL.  path names the file in the messages. */
+int proto_encode(const char *path, zerg_json *doc, int build_rc, char **text,
+                 size_t *len, struct zerg_err *err);
 
 /* Encodes doc (freed here; build_rc < 0: building it ran out of memory)
  * and atomically replaces dir/slot-{slot}/assign.json with it, without

@@ -192,22 +192,11 @@ int proto_slot_write_assign(const char *dir, int slot, uint64_t epoch,
                             const char *path, zerg_json *doc, int build_rc,
                             struct zerg_err *err)
 {
-    int rc = build_rc;
-    char *text = NULL;
+    char *text;
     size_t len = 0;
-    if (!doc || rc < 0) {
-        rc = zerg_err_set(err, -ENOMEM, "cannot write %s: out of memory", path);
-        goto out;
-    }
-    text = zerg_json_encode(doc, &len, err);
-    if (!text) {
-        rc = err && err->code ? err->code : -ENOMEM;
-        zerg_err_prefix(err, "cannot write %s", path);
-        goto out;
-    }
-    rc = write_text(dir, slot, epoch, path, text, len, err);
-out:
+    int rc = proto_encode(path, doc, build_rc, &text, &len, err);
+    if (rc == 0)
+        rc = write_text(dir, slot, epoch, path, text, len, err);
     free(text);
-    zerg_json_free(doc);
     return rc;
 }

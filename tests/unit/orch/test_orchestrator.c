@@ -294,9 +294,9 @@ static void test_resume_applies_journal_and_requeues(void **st)
     fx_free(x);
 }
 
-static void test_reconcile_reopens_level(void **st)
+/* graph3 on one worker with level 1 done: the run is at level 2. */
+static struct fx *level1_done(void)
 {
-    (void)st;
     struct fx *x = fx_new(graph3, 1, 0);
     start_ready(x);
     complete_slot(x, 0);
@@ -304,6 +304,13 @@ static void test_reconcile_reopens_level(void **st)
     complete_slot(x, 0);
     tick(x);
     assert_int_equal(x->s.current_level, 2);
+    return x;
+}
+
+static void test_reconcile_reopens_level(void **st)
+{
+    (void)st;
+    struct fx *x = level1_done();
     /* Corrupt the state by hand: level 1 done but a task pending again,
      * and a null level. */
     task_of(x, "A-L1-002")->status = ZERG_TASK_PENDING;
@@ -334,13 +341,7 @@ static int last_checked(struct fx *x)
 static void test_thorough_snapshot_holds_candidates_only(void **st)
 {
     (void)st;
-    struct fx *x = fx_new(graph3, 1, 0);
-    start_ready(x);
-    complete_slot(x, 0);
-    tick(x);
-    complete_slot(x, 0);
-    tick(x);
-    assert_int_equal(x->s.current_level, 2);
+    struct fx *x = level1_done();
     finish_workers(x);
     /* Nothing to fix: the complete tasks and the pending one are left
      * out. */
