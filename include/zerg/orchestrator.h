@@ -85,6 +85,10 @@ struct zerg_orch_opts {
      * LEVELS (0) claims only the current level's tasks; DAG claims any task
      * whose dependencies are complete. */
     int schedule;
+    /* Delete applied results on a thread of their own (zerg/unlinker.h)
+     * instead of in the loop; the rush sets it, tests leave it off so a
+     * result is gone when the tick that deleted it returns. */
+    int async_unlink;
 };
 
 struct zerg_orch;

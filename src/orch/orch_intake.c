@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "orch_internal.h"
+#include "zerg/unlinker.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
 #include "zerg/retry.h"
@@ -50,6 +51,10 @@ static void defer_unlink(struct zerg_orch *o, const char *path)
 void orch_flush_unlinks(struct zerg_orch *o)
 {
     for (size_t i = 0; i < o->nunlink; i++) {
+        if (o->unlinker) {
+            zerg_unlinker_add(o->unlinker, o->pending_unlink[i]);
+            continue;
+        }
         unlink(o->pending_unlink[i]);
         free(o->pending_unlink[i]);
     }

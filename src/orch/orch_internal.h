@@ -144,6 +144,7 @@ struct zerg_orch {
                                   applied last (0 = none) */
     size_t *level_cursor;      /* per level: first maybe-unfinished index */
     int *wgroup_running;       /* per write group: running tasks in it */
+    struct zerg_unlinker *unlinker; /* opts.async_unlink; NULL: inline */
     char **pending_unlink;     /* applied results to delete after a save */
     size_t nunlink, unlink_cap;
     size_t nsynced;            /* pending_unlink[0..nsynced) are durable */

@@ -1,0 +1,97 @@
+/* test_unlinker.c - files deleted off the caller's thread
+ * (src/base/unlinker.c): every queued path is gone after a drain and
+ * after free, the queue grows past its first size, the thread keeps
+ * every signal blocked, and a NULL unlinker is a no-op. */
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zerg/unlinker.h"
+
+static char dir[PATH_MAX];
+
+static int setup(void **state)
+{
+    snprintf(dir, sizeof dir, "%s", tu_mkdtemp());
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    tu_rmtree(dir);
+    return 0;
+}
+
+/* Makes n files f<from>.. and queues them all. */
+static void queue_files(struct zerg_unlinker *u, int from, int n)
+{
+    for (int i = from; i < from + n; i++) {
+        char *p = malloc(PATH_MAX + 16);
+        snprintf(p, PATH_MAX + 16, "%s/f%d", dir, i);
+        int fd = open(p, O_CREAT | O_WRONLY, 0644);
+        assert_true(fd >= 0);
+        close(fd);
+        zerg_unlinker_add(u, p);
+    }
+}
+
+static void test_drain_and_free_delete_everything(void **state)
+{
+    struct zerg_unlinker *u = zerg_unlinker_new();
+    assert_non_null(u);
+    queue_files(u, 0, 500); /* past the first queue size, 64 */
+    zerg_unlinker_drain(u);
+    assert_int_equal(tu_count_entries(dir), 0);
+    /* It goes on after a drain; free drains what is still queued. */
+    queue_files(u, 500, 100);
+    zerg_unlinker_free(u);
+    assert_int_equal(tu_count_entries(dir), 0);
+    /* A path that is already gone is no error. */
+    u = zerg_unlinker_new();
+    char *p = strdup("/nonexistent/zerg-unlinker-test");
+    zerg_unlinker_add(u, p);
+    zerg_unlinker_drain(u);
+    zerg_unlinker_drain(u); /* idle: returns at once */
+    zerg_unlinker_free(u);
+    zerg_unlinker_drain(NULL);
+    zerg_unlinker_free(NULL);
+}
+
+/* A signal sent to the process while the thread runs is not taken by it:
+ * with SIGUSR1 blocked here, it stays pending for this thread. */
+static void test_thread_blocks_signals(void **state)
+{
+    sigset_t usr1, old, pending;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, &old);
+    struct zerg_unlinker *u = zerg_unlinker_new();
+    assert_non_null(u);
+    queue_files(u, 0, 10);
+    kill(getpid(), SIGUSR1); /* default action: would end the process */
+    zerg_unlinker_drain(u);
+    sigpending(&pending);
+    assert_true(sigismember(&pending, SIGUSR1));
+    zerg_unlinker_free(u);
+    int sig;
+    sigwait(&usr1, &sig);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    assert_int_equal(tu_count_entries(dir), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_drain_and_free_delete_everything,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_thread_blocks_signals, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
