@@ -292,8 +292,15 @@ static void on_head(void *ud, const struct zerg_ws_found *f)
     /* Only an attempt whose result was never applied: one that was judged
      * (a conflict, a scope failure, a failed task) keeps its commit at
      * the head until the next attempt resets it, and is not work to
-     * merge. */
-    if (!orch_task_running(st->status) || f->attempt != st->attempt)
+     * merge.  Checkpoints are spaced out, so the claim itself may not
+     * have reached the state: then the task is still waiting there, one
+     * attempt behind the commit (a judged attempt would be the same
+     * attempt, not the next). */
+    int running = orch_task_running(st->status) && f->attempt == st->attempt;
+    int unsaved_claim = (st->status == ZERG_TASK_PENDING ||
+                         st->status == ZERG_TASK_WAITING_RETRY) &&
+                        f->attempt == st->attempt + 1;
+    if (!running && !unsaved_claim)
         return;
     struct zerg_result r = {.worker_id = c->slot, .attempt = f->attempt};
     snprintf(r.task, sizeof r.task, "%s", f->task_id);

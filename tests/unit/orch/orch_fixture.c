@@ -627,3 +627,39 @@ char *fx_events(struct fx *x)
     assert_non_null(log);
     return log;
 }
+
+/* ---- event lines, as a worker would send them ---- */
+
+int64_t fx_line_seq = 1000000;
+
+void fx_hb_line(struct fx *x, int slot, uint64_t epoch, const char *task,
+                int attempt, const char *step)
+{
+    struct zerg_heartbeat hb = {.worker_id = slot,
+                                .epoch = epoch,
+                                .seq = ++fx_line_seq,
+                                .attempt = attempt};
+    snprintf(hb.task_id, sizeof hb.task_id, "%s", task ? task : "");
+    snprintf(hb.step, sizeof hb.step, "%s", step);
+    char *line;
+    size_t len;
+    assert_int_equal(zerg_proto_event_heartbeat(&hb, &line, &len), 0);
+    orch_stdio_line(x->o, slot, epoch, line, len - 1, x->now);
+    free(line);
+}
+
+void fx_result_line(struct fx *x, int slot, uint64_t epoch, const char *task,
+                    int attempt)
+{
+    struct zerg_result r = {.epoch = epoch,
+                            .worker_id = slot,
+                            .attempt = attempt,
+                            .outcome = ZERG_OUTCOME_COMPLETE};
+    snprintf(r.task, sizeof r.task, "%s", task);
+    snprintf(r.stage, sizeof r.stage, "command");
+    char *line;
+    size_t len;
+    assert_int_equal(zerg_proto_event_result(&r, &line, &len), 0);
+    orch_stdio_line(x->o, slot, epoch, line, len - 1, x->now);
+    free(line);
+}

@@ -188,4 +188,12 @@ struct zerg_assign assign_of(struct fx *x, int slot);
 /* .zerg/monitor.jsonl of the fixture's project (caller frees). */
 char *fx_events(struct fx *x);
 
+/* Event lines on the slot's stdout, as a worker sends them: a heartbeat
+ * (seq from fx_line_seq, which a test may move) and a complete result. */
+extern int64_t fx_line_seq;
+void fx_hb_line(struct fx *x, int slot, uint64_t epoch, const char *task,
+                int attempt, const char *step);
+void fx_result_line(struct fx *x, int slot, uint64_t epoch, const char *task,
+                    int attempt);
+
 #endif

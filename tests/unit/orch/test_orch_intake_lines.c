@@ -17,40 +17,6 @@
 
 #include "orch/orch_fixture.h"
 
-static int64_t line_seq = 1000000;
-
-static void hb_line(struct fx *x, int slot, uint64_t epoch, const char *task,
-                    int attempt)
-{
-    struct zerg_heartbeat hb = {.worker_id = slot,
-                                .epoch = epoch,
-                                .seq = ++line_seq,
-                                .attempt = attempt};
-    snprintf(hb.task_id, sizeof hb.task_id, "%s", task ? task : "");
-    snprintf(hb.step, sizeof hb.step, "%s", task ? "command" : "ready");
-    char *line;
-    size_t len;
-    assert_int_equal(zerg_proto_event_heartbeat(&hb, &line, &len), 0);
-    orch_stdio_line(x->o, slot, epoch, line, len - 1, x->now);
-    free(line);
-}
-
-static void result_line(struct fx *x, int slot, uint64_t epoch,
-                        const char *task, int attempt)
-{
-    struct zerg_result r = {.epoch = epoch,
-                            .worker_id = slot,
-                            .attempt = attempt,
-                            .outcome = ZERG_OUTCOME_COMPLETE};
-    snprintf(r.task, sizeof r.task, "%s", task);
-    snprintf(r.stage, sizeof r.stage, "command");
-    char *line;
-    size_t len;
-    assert_int_equal(zerg_proto_event_result(&r, &line, &len), 0);
-    orch_stdio_line(x->o, slot, epoch, line, len - 1, x->now);
-    free(line);
-}
-
 /* One worker, ready by line, running its first task (started). */
 static struct fx *running(const char **id, int *attempt, uint64_t *epoch)
 {
@@ -58,12 +24,12 @@ static struct fx *running(const char **id, int *attempt, uint64_t *epoch)
     tick(x);
     struct slot *sl = &x->o->slots[0];
     *epoch = sl->proc.epoch;
-    hb_line(x, 0, *epoch, NULL, 0);
+    fx_hb_line(x, 0, *epoch, NULL, 0, "ready");
     tick(x); /* assigns */
     assert_int_equal(sl->state, SLOT_BUSY);
     *id = x->g->tasks[sl->task].id;
     *attempt = task_of(x, *id)->attempt;
-    hb_line(x, 0, *epoch, *id, *attempt);
+    fx_hb_line(x, 0, *epoch, *id, *attempt, "command");
     assert_int_equal(status_of(x, *id), ZERG_TASK_IN_PROGRESS);
     return x;
 }
@@ -103,7 +69,7 @@ static void test_line_first_skips_the_file_event(void **state)
     snprintf(aside, sizeof aside, ".invalid-%s", name);
 
     write_result(x, 0, epoch, id, attempt, 1); /* the file first */
-    result_line(x, 0, epoch, id, attempt);     /* then its line */
+    fx_result_line(x, 0, epoch, id, attempt);     /* then its line */
     assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
     /* A read would find this unreadable and move it aside. */
     tu_write(x->run_dir, name, "garbage{");
@@ -132,7 +98,7 @@ static void test_stale_rewrite_after_the_line_is_fenced(void **state)
     name_of(name, sizeof name, id, attempt);
 
     write_result(x, 0, epoch, id, attempt, 1);
-    result_line(x, 0, epoch, id, attempt);
+    fx_result_line(x, 0, epoch, id, attempt);
     zerg_orch_file_changed(x->o, name, x->now); /* its own: skipped */
     assert_int_equal(x->s.metrics.results_fenced, 0);
     /* Another incarnation's result under the same name lands after. */
@@ -156,7 +122,7 @@ static void test_file_first_leaves_nothing_to_skip(void **state)
 
     result(x, 0, epoch, id, attempt, 1); /* file and its event */
     assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
-    result_line(x, 0, epoch, id, attempt); /* the same result seen twice */
+    fx_result_line(x, 0, epoch, id, attempt); /* the same result seen twice */
     assert_int_equal(x->o->slots[0].line_attempt, 0);
     write_result(x, 0, epoch - 1, id, attempt, 1);
     zerg_orch_file_changed(x->o, name, x->now);
@@ -176,7 +142,7 @@ static void test_line_remembered_until_its_event(void **state)
     name_of(name, sizeof name, id, attempt);
 
     write_result(x, 0, epoch, id, attempt, 1);
-    result_line(x, 0, epoch, id, attempt);
+    fx_result_line(x, 0, epoch, id, attempt);
     struct slot *sl = &x->o->slots[0];
     assert_int_equal(sl->line_attempt, attempt);
     assert_string_equal(x->g->tasks[sl->line_task].id, id);

@@ -320,6 +320,39 @@ static void test_resume_merges_committed_head(void **st)
     fx_free(x);
 }
 
+/* The claim of the committed attempt never reached a checkpoint: the
+ * state on disk still has the task pending, one attempt behind the
+ * commit at the worker branch's head.  It is merged, not run again; a
+ * head one attempt behind a pending task (judged, then requeued) is not. */
+static void test_resume_merges_head_of_unsaved_claim(void **st)
+{
+    (void)st;
+    char c0[ZERG_OID_MAX], path[400];
+    struct fx *x = fx_new_ws(graph3, 2, 0);
+    orch_checkpoint(x->o, x->now, 1); /* every task pending, attempt 0 */
+    snprintf(path, sizeof path, "%s/t.json", x->state_dir);
+    char *saved = tu_read(path);
+    start_ready(x);
+    const char *t0 = x->g->tasks[x->o->slots[0].task].id;
+    const char *t1 = x->g->tasks[x->o->slots[1].task].id;
+    assert_int_equal(task_of(x, t0)->attempt, 1);
+    /* What a power cut right after the claims leaves: the old file. */
+    FILE *f = fopen(path, "w");
+    fputs(saved, f);
+    fclose(f);
+    free(saved);
+    fake_commit_oid(c0, t0, 1);
+    fake_ws_found(x->ws, 0, t0, 1, "run1", c0);
+    fake_ws_found(x->ws, 1, t1, 0, "run1", c0); /* attempt 0: not work */
+    fx_restart_run(x, 2, "run2");
+    assert_int_equal(status_of(x, t0), ZERG_TASK_COMPLETE);
+    assert_int_equal(fake_ws_merges_of(x->ws, t0), 1);
+    assert_int_equal(x->ws->merges[0].attempt, 1);
+    assert_int_equal(fake_ws_merges_of(x->ws, t1), 0);
+    assert_int_equal(status_of(x, t1), ZERG_TASK_PENDING);
+    fx_free(x);
+}
+
 /* ---- scope ---- */
 
 static const char graph_files[] =
@@ -500,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_permanent_merge_error_fails_run),
         cmocka_unit_test(test_resume_adopts_merged_task),
         cmocka_unit_test(test_resume_merges_committed_head),
+        cmocka_unit_test(test_resume_merges_head_of_unsaved_claim),
         cmocka_unit_test(test_scope_warns_and_merges),
         cmocka_unit_test(test_scope_in_bounds_is_silent),
         cmocka_unit_test(test_scope_policy_fail_skips_merge),

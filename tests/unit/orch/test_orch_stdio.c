@@ -162,40 +162,6 @@ static void test_event_round_trip_and_garbage(void **state)
 /* ---- lines into a stepped orchestrator --------------------------------- */
 
 /* Seqs far above the fixture's own heartbeat() counter. */
-static int64_t line_seq = 1000000;
-
-static void hb_line(struct fx *x, int slot, uint64_t epoch, const char *task,
-                    int attempt, const char *step)
-{
-    struct zerg_heartbeat hb = {.worker_id = slot,
-                                .epoch = epoch,
-                                .seq = ++line_seq,
-                                .attempt = attempt};
-    snprintf(hb.task_id, sizeof hb.task_id, "%s", task ? task : "");
-    snprintf(hb.step, sizeof hb.step, "%s", step);
-    char *line;
-    size_t len;
-    assert_int_equal(zerg_proto_event_heartbeat(&hb, &line, &len), 0);
-    orch_stdio_line(x->o, slot, epoch, line, len - 1, x->now);
-    free(line);
-}
-
-static void result_line(struct fx *x, int slot, uint64_t epoch,
-                        const char *task, int attempt)
-{
-    struct zerg_result r = {.epoch = epoch,
-                            .worker_id = slot,
-                            .attempt = attempt,
-                            .outcome = ZERG_OUTCOME_COMPLETE};
-    snprintf(r.task, sizeof r.task, "%s", task);
-    snprintf(r.stage, sizeof r.stage, "command");
-    char *line;
-    size_t len;
-    assert_int_equal(zerg_proto_event_result(&r, &line, &len), 0);
-    orch_stdio_line(x->o, slot, epoch, line, len - 1, x->now);
-    free(line);
-}
-
 static int result_file_exists(struct fx *x, const char *task, int attempt)
 {
     char path[600];
@@ -212,17 +178,17 @@ static void test_heartbeat_line_fenced_by_epoch(void **state)
     struct slot *sl = &x->o->slots[0];
     assert_int_equal(sl->state, SLOT_STARTING);
     uint64_t epoch = sl->proc.epoch;
-    hb_line(x, 0, epoch + 1, NULL, 0, "ready"); /* another incarnation */
+    fx_hb_line(x, 0, epoch + 1, NULL, 0, "ready"); /* another incarnation */
     assert_int_equal(sl->state, SLOT_STARTING);
     assert_int_equal(sl->hb_seq, -1);
-    hb_line(x, 0, epoch, NULL, 0, "ready");
+    fx_hb_line(x, 0, epoch, NULL, 0, "ready");
     assert_int_equal(sl->state, SLOT_READY);
     int64_t seq = sl->hb_seq;
     /* An older beat read after a newer one changes nothing. */
-    line_seq -= 5;
-    hb_line(x, 0, epoch, NULL, 0, "ready");
+    fx_line_seq -= 5;
+    fx_hb_line(x, 0, epoch, NULL, 0, "ready");
     assert_int_equal(sl->hb_seq, seq);
-    line_seq += 10;
+    fx_line_seq += 10;
     fx_free(x);
 }
 
@@ -233,15 +199,15 @@ static void test_result_line_applied_once(void **state)
     tick(x);
     struct slot *sl = &x->o->slots[0];
     uint64_t epoch = sl->proc.epoch;
-    hb_line(x, 0, epoch, NULL, 0, "ready");
+    fx_hb_line(x, 0, epoch, NULL, 0, "ready");
     tick(x); /* assigns */
     assert_int_equal(sl->state, SLOT_BUSY);
     const char *id = x->g->tasks[sl->task].id;
     int attempt = task_of(x, id)->attempt;
-    hb_line(x, 0, epoch, id, attempt, "command");
+    fx_hb_line(x, 0, epoch, id, attempt, "command");
     assert_int_equal(status_of(x, id), ZERG_TASK_IN_PROGRESS);
     write_result(x, 0, epoch, id, attempt, 1); /* the worker: file first */
-    result_line(x, 0, epoch, id, attempt);
+    fx_result_line(x, 0, epoch, id, attempt);
     assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
     assert_int_equal(sl->state, SLOT_READY);
     /* The journal file stays until the checkpoint. */
@@ -250,7 +216,7 @@ static void test_result_line_applied_once(void **state)
     char name[128];
     snprintf(name, sizeof name, "result-%s-%d.json", id, attempt);
     zerg_orch_file_changed(x->o, name, x->now);
-    result_line(x, 0, epoch, id, attempt);
+    fx_result_line(x, 0, epoch, id, attempt);
     assert_int_equal(x->s.metrics.results_fenced, 0);
     assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
     advance(x, 1);
@@ -270,7 +236,7 @@ static void test_stale_result_line_fenced_once(void **state)
     int attempt = task_of(x, id)->attempt;
     /* An old incarnation's result for the task: fenced, not applied. */
     write_result(x, 0, epoch - 1, id, attempt, 1);
-    result_line(x, 0, epoch - 1, id, attempt);
+    fx_result_line(x, 0, epoch - 1, id, attempt);
     assert_int_not_equal(status_of(x, id), ZERG_TASK_COMPLETE);
     /* The line leaves the telling to its file: one fence, not two. */
     assert_int_equal(x->s.metrics.results_fenced, 0);
@@ -338,7 +304,7 @@ static void test_pipe_read_to_its_end(void **state)
     orch_stdio_adopt(io, x->o);
     assert_int_equal(sl->proc.events_fd, 0); /* the stream owns it now */
     struct zerg_heartbeat hb = {
-        .worker_id = 0, .epoch = sl->proc.epoch, .seq = ++line_seq};
+        .worker_id = 0, .epoch = sl->proc.epoch, .seq = ++fx_line_seq};
     snprintf(hb.step, sizeof hb.step, "ready");
     char *line;
     size_t len;
