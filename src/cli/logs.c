@@ -6,9 +6,11 @@
  * stored.  A line that does not parse (a torn write after a crash, a hand
  * edit) is skipped and counted, and the count is reported at the end.
  *
- * --follow reads appended data every 200 ms; a partial last line is held
- * until its newline arrives, and a file that shrinks or is replaced is
- * read again from its start. */
+ * --since and --tail read the rotated files first (read_rotated), so a
+ * window or the last N events span a rotation.  --follow reads appended
+ * data every 200 ms; a partial last line is held until its newline
+ * arrives, and a file that shrinks or is replaced is read again from its
+ * start. */
 #include "cli.h"
 #include "cli/task_output.h"
 
@@ -54,8 +56,9 @@ static const char usage[] =
     "                e.g. task_failed,worker_respawn\n"
     "  --level L     events at level L or above: DEBUG, INFO, WARN, ERROR\n"
     "  --since TIME  events from TIME on: 2026-02-03T05:41:55Z, or an age\n"
-    "                such as 90s, 10m, 2h, 1d\n"
-    "  --tail N      only the last N events (and output lines)\n"
+    "                such as 90s, 10m, 2h, 1d (rotated logs included)\n"
+    "  --tail N      only the last N events (and output lines; rotated\n"
+    "                logs included)\n"
     "  --follow      keep printing new events until Ctrl-C\n"
     "  --json        print the JSON lines as stored\n"
     "  -C DIR        run as if started in DIR\n"
@@ -504,6 +507,46 @@ static void report_corrupt(const struct reader *r, const char *path)
                 r->corrupt, r->corrupt == 1 ? "" : "s", path, r->first_corrupt);
 }
 
+/* A bound on NAME.1 .. NAME.N looked at (logging.keep is far below). */
+#define ROTATED_MAX 1000
+
+/* --since and --tail look into the rotated files too (NAME.1 is the
+ * newest), oldest first, so that a time window or the last N lines span
+ * a rotation.  A file last written before --since holds nothing after it
+ * and is skipped unread; one that is not a plain file of zerg's (a link,
+ * a FIFO) is skipped with a warning.  0, or -errno of a read. */
+static int read_rotated(const struct filter *f, const char *path)
+{
+    char p[PATH_MAX + 16];
+    struct stat st;
+    int n = 0;
+    while (n < ROTATED_MAX &&
+           snprintf(p, sizeof p, "%s.%d", path, n + 1) < (int)sizeof p &&
+           lstat(p, &st) == 0)
+        n++;
+    for (int i = n; i >= 1; i--) {
+        snprintf(p, sizeof p, "%s.%d", path, i);
+        if (f->since_ns && lstat(p, &st) == 0 &&
+            (int64_t)st.st_mtim.tv_sec * ZERG_NS_PER_S + st.st_mtim.tv_nsec <
+                f->since_ns)
+            continue;
+        struct zerg_err e = {0};
+        struct reader r = {.fd = open_log(p, &e)};
+        if (r.fd < 0) {
+            fprintf(stderr, "zerg: warning: skipped %s\n", e.msg);
+            continue;
+        }
+        int rc = read_available(&r, f);
+        drain(&r, f, 1);
+        report_corrupt(&r, p);
+        close(r.fd);
+        free(r.buf);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
 {
     struct filter f = {.feature = cli->feature_opt,
@@ -532,7 +575,9 @@ int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_sigint};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    rc = r.fd >= 0 ? read_available(&r, &f) : 0;
+    rc = f.since_ns || f.tail ? read_rotated(&f, path) : 0;
+    if (!rc && r.fd >= 0)
+        rc = read_available(&r, &f);
     if (!f.follow)
         drain(&r, &f, 1);
     if (f.tail)

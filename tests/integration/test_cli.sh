@@ -536,6 +536,48 @@ want_rc 2
 want_err "--attempt needs --task"
 ok
 
+t "logs --since and --tail read across a rotation"
+cp "$proj/.zerg/monitor.jsonl" "$tmp/saved.jsonl"
+cat >"$proj/.zerg/monitor.jsonl.2" <<'EOF'
+{"ts":"2026-02-03T05:40:00.000Z","worker":null,"level":"INFO","event":"rush_start","task":null,"msg":"oldest rotated","data":{}}
+EOF
+cat >"$proj/.zerg/monitor.jsonl.1" <<'EOF'
+{"ts":"2026-02-03T05:41:00.000Z","worker":null,"level":"INFO","event":"level_start","task":null,"msg":"newer rotated","data":{}}
+not json in the rotated file
+EOF
+cat >"$proj/.zerg/monitor.jsonl" <<'EOF'
+{"ts":"2026-02-03T05:42:00.000Z","worker":null,"level":"INFO","event":"level_complete","task":null,"msg":"current","data":{}}
+EOF
+touch -d 2026-02-03T05:40:00Z "$proj/.zerg/monitor.jsonl.2"
+touch -d 2026-02-03T05:41:00Z "$proj/.zerg/monitor.jsonl.1"
+z -C "$proj" logs --tail 2
+want_rc 0
+want_out "2026-02-03T05:41:00.000Z [ORCH] [INFO] newer rotated"
+want_out "2026-02-03T05:42:00.000Z [ORCH] [INFO] current"
+no_out "oldest rotated"
+[ "$(printf '%s\n' "$out" | wc -l)" = 2 ] || fail "--tail 2 across files: $out"
+want_err "skipped 1 corrupt line in $proj/.zerg/monitor.jsonl.1"
+z -C "$proj" logs --tail 5
+want_out "oldest rotated"
+z -C "$proj" logs --since 2026-02-03T05:40:30Z
+want_out "newer rotated"
+want_out "current"
+no_out "oldest rotated"
+# Without either, the current file only, as before.
+z -C "$proj" logs
+want_out "current"
+no_out "rotated"
+# A link in a rotated file's place is skipped, not followed.
+rm "$proj/.zerg/monitor.jsonl.2"
+ln -s "$tmp/saved.jsonl" "$proj/.zerg/monitor.jsonl.2"
+z -C "$proj" logs --tail 10
+want_rc 0
+want_err "skipped"
+no_out "Worker 1 crashed"
+rm -f "$proj/.zerg/monitor.jsonl.1" "$proj/.zerg/monitor.jsonl.2"
+cp "$tmp/saved.jsonl" "$proj/.zerg/monitor.jsonl"
+ok
+
 t "logs --json prints the stored lines"
 z -C "$proj" logs --json --event task_claimed
 want_out '{"ts":"2026-02-03T05:41:55.200Z","worker":0,"level":"INFO","event":"task_claimed"'
