@@ -202,6 +202,10 @@ void zerg_slurm_comment(char *buf, size_t size, const char *project,
 int zerg_slurm_leftover(const char *line, const char *project,
                         const char *feature, const char *run_id,
                         long *jobid);
+/* The ids of such jobs that squeue lists now, at most max; how many (0
+ * when squeue cannot be run). */
+int zerg_slurm_leftover_ids(const char *project, const char *feature,
+                            const char *run_id, long *ids, int max);
 /* Classifies srun's end (wait status, and the worker log since this
  * incarnation started, may be NULL): 128+n is the step killed by signal
  * n; "Node failure" / "CANCELLED" / "PREEMPTED" / "TIME LIMIT" lines name

@@ -129,17 +129,31 @@ static void kill_leftovers(struct cleanup *c)
         printf("stopped %d leftover worker process%s\n", n, n == 1 ? "" : "es");
 }
 
+/* --dry-run: the jobs that would be cancelled, one line each. */
+static void list_slurm_jobs(struct cleanup *c)
+{
+    long ids[64];
+    char line[96];
+    int n = zerg_slurm_leftover_ids(c->cli->project, c->feature, "", ids, 64);
+    for (int i = 0; i < n; i++) {
+        snprintf(line, sizeof line, "cancel leftover Slurm job %ld", ids[i]);
+        say(c, line);
+    }
+}
+
 /* Slurm jobs of the feature left by runs whose orchestrator died with its
  * host: cancelled by the slurm launcher's own cleanup (the jobs' name and
- * comment say whose they are).  Without the Slurm client commands on PATH
- * there can be none of ours. */
+ * comment say whose they are), listed under --dry-run.  Without the Slurm
+ * client commands on PATH there can be none of ours. */
 static void cancel_slurm_jobs(struct cleanup *c)
 {
     struct zerg_config cfg;
     struct zerg_err err = {0};
     char line[96];
-    if (c->dry_run)
+    if (c->dry_run) {
+        list_slurm_jobs(c);
         return;
+    }
     zerg_config_defaults(&cfg);
     struct zerg_launcher *l =
         zerg_launcher_slurm_new(&cfg, NULL, c->cli->project, &err);

@@ -532,6 +532,21 @@ static void sl_reaped(struct zerg_launcher *l, const struct zerg_proc *p,
         scancel(id, NULL);
 }
 
+static int on_path(const char *prog);
+
+int zerg_slurm_leftover_ids(const char *project, const char *feature,
+                            const char *run_id, long *ids, int max)
+{
+    int n = 0;
+    char *list = on_path("squeue") ? list_jobs(NULL) : NULL;
+    for (char *save = NULL, *line = list ? strtok_r(list, "\n", &save) : NULL;
+         line && n < max; line = strtok_r(NULL, "\n", &save))
+        if (zerg_slurm_leftover(line, project, feature, run_id, &ids[n]))
+            n++;
+    free(list);
+    return n;
+}
+
 /* Cancels the feature's jobs of this project whose run is not run_id
  * (all of them when it is NULL or ""): one scancel for all. */
 static int sl_cleanup(struct zerg_launcher *l, const char *feature,
@@ -539,18 +554,12 @@ static int sl_cleanup(struct zerg_launcher *l, const char *feature,
 {
     struct slurm *s = sm(l);
     char *argv[66] = {"scancel"}, ids[64][24];
-    int n = 0;
-    char *list = list_jobs(NULL);
-    for (char *save = NULL, *line = list ? strtok_r(list, "\n", &save) : NULL;
-         line && n < 64; line = strtok_r(NULL, "\n", &save)) {
-        long id;
-        if (!zerg_slurm_leftover(line, s->project, feature, run_id, &id))
-            continue;
-        snprintf(ids[n], sizeof ids[n], "%ld", id);
-        argv[1 + n] = ids[n];
-        n++;
+    long id[64];
+    int n = zerg_slurm_leftover_ids(s->project, feature, run_id, id, 64);
+    for (int i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof ids[i], "%ld", id[i]);
+        argv[1 + i] = ids[i];
     }
-    free(list);
     argv[1 + n] = NULL;
     if (n > 0 && call(argv, NULL, 0) < 0)
         return 0;

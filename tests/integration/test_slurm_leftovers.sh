@@ -2,7 +2,7 @@
 # An orchestrator that dies with its host leaves its Slurm jobs running
 # (here: the rush and its srun processes killed with -9).  The next rush
 # finds them by name and comment and cancels them: squeue shows none of
-# the old run afterwards.
+# the old run afterwards.  Before that, cleanup --dry-run lists them.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-slurm.sh"
 
@@ -28,6 +28,14 @@ wait "$RUSH_PID" 2>/dev/null || true
 RUSH_PID=""
 n_old=$(slurm_jobs | grep -c "zerg-run=$old_run" || true)
 [ "$n_old" -eq 2 ] || fail "expected 2 jobs of the killed run, squeue has: $(slurm_jobs)"
+# cleanup --dry-run names each of them and cancels none.
+dry=$("$ZERG" -C "$PROJ" cleanup --dry-run 2>&1) || fail "cleanup --dry-run failed: $dry"
+for id in $(slurm_jobs | grep "zerg-run=$old_run" | awk '{print $1}'); do
+    printf '%s\n' "$dry" | grep -qx "would: cancel leftover Slurm job $id" ||
+        fail "cleanup --dry-run does not name job $id: $dry"
+done
+[ "$(slurm_jobs | grep -c "zerg-run=$old_run")" -eq 2 ] || fail "cleanup --dry-run cancelled jobs"
+pass "cleanup --dry-run lists the leftover Slurm jobs and cancels none"
 # The graph no longer needs the long sleeps.
 python3 - "$PROJ/.gsd/specs/f/task-graph.json" <<'PY'
 import json, sys
