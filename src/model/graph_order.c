@@ -11,6 +11,7 @@
 
 #include "zerg/err.h"
 #include "zerg/graph.h"
+#include "zerg/heap.h"
 
 #include "graph_internal.h"
 
@@ -95,39 +96,6 @@ static int edges_build(const struct zerg_graph *g, struct edges *e)
     return 0;
 }
 
-/* Min-heap of task indexes: the ready task earliest in the file goes
- * first, so a level already in dependency order keeps the file order. */
-struct heap {
-    size_t *v, n;
-};
-
-static void heap_push(struct heap *h, size_t x)
-{
-    size_t i = h->n++;
-    for (; i && h->v[(i - 1) / 2] > x; i = (i - 1) / 2)
-        h->v[i] = h->v[(i - 1) / 2];
-    h->v[i] = x;
-}
-
-static size_t heap_pop(struct heap *h)
-{
-    size_t top = h->v[0], x = h->v[--h->n], i = 0;
-    for (;;) {
-        size_t k = 2 * i + 1;
-        if (k >= h->n)
-            break;
-        if (k + 1 < h->n && h->v[k + 1] < h->v[k])
-            k++;
-        if (h->v[k] >= x)
-            break;
-        h->v[i] = h->v[k];
-        i = k;
-    }
-    if (h->n)
-        h->v[i] = x;
-    return top;
-}
-
 /* Some tasks of a level were never ready: every one of them waits for
  * another of them, so walking "depends on" edges among them must loop.
  * Names the loop, e.g. "A -> B -> A". */
@@ -169,10 +137,12 @@ static int report_cycle(struct parse_ctx *c, const unsigned char *done,
     return graph_task_err(c, x, "dependency cycle: %s", path);
 }
 
-/* Orders one level: Kahn's algorithm over same-level edges.  The heap is
+/* Orders one level: Kahn's algorithm over same-level edges.  The heap
+ * holds task indexes, so the ready task earliest in the file goes first
+ * and a level already in dependency order keeps the file order.  It is
  * filled before L->tasks is rewritten, so the order reuses its array. */
-static int order_level(struct parse_ctx *c, struct edges *e, struct heap *h,
-                       unsigned char *done, int lv)
+static int order_level(struct parse_ctx *c, struct edges *e,
+                       struct zerg_heap *h, unsigned char *done, int lv)
 {
     struct zerg_graph *g = c->g;
     struct zerg_level *L = &g->levels[lv];
@@ -180,14 +150,14 @@ static int order_level(struct parse_ctx *c, struct edges *e, struct heap *h,
     h->n = 0;
     for (size_t k = 0; k < L->n; k++)
         if (e->indeg[L->tasks[k]] == 0)
-            heap_push(h, L->tasks[k]);
+            zerg_heap_push(h, L->tasks[k]);
     while (h->n) {
-        size_t x = heap_pop(h);
+        size_t x = zerg_heap_pop(h);
         L->tasks[placed++] = x;
         done[x] = 1;
         for (size_t k = e->start[x]; k < e->start[x + 1]; k++)
             if (--e->indeg[e->dep_of[k]] == 0)
-                heap_push(h, e->dep_of[k]);
+                zerg_heap_push(h, e->dep_of[k]);
     }
     if (placed == L->n)
         return 0;
@@ -201,7 +171,7 @@ int graph_build_levels(struct parse_ctx *c)
 {
     struct zerg_graph *g = c->g;
     struct edges e = {0};
-    struct heap h = {0};
+    struct zerg_heap h = {0};
     unsigned char *done = NULL;
     int rc = -ENOMEM;
     for (size_t i = 0; i < g->ntasks; i++)

@@ -35,17 +35,17 @@
 #include <string.h>
 
 #include "orch_internal.h"
+#include "zerg/heap.h"
 
 struct orch_dag {
     size_t n;
     size_t *left;      /* per task: dependencies not complete yet */
     size_t *out_start; /* dependents of t: out[out_start[t]..out_start[t+1]) */
     size_t *out;
-    size_t *rank;  /* per task: its place in the preference order */
-    size_t *order; /* order[rank] = task */
-    size_t *heap;  /* ranks of ready tasks, a binary min-heap */
-    size_t nheap;
-    size_t *held; /* ranks popped in this pass but not startable */
+    size_t *rank;          /* per task: its place in the preference order */
+    size_t *order;         /* order[rank] = task */
+    struct zerg_heap heap; /* ranks of ready tasks */
+    size_t *held;          /* ranks popped in this pass but not startable */
     size_t nheld;
     unsigned char *queued; /* in the heap or held: at most once each */
     size_t *pg_start; /* path groups of t: pg[pg_start[t]..pg_start[t+1]) */
@@ -53,37 +53,6 @@ struct orch_dag {
     int *pg_running; /* per path group: running tasks in it */
     size_t npg;
 };
-
-/* ---- the heap of ranks ------------------------------------------------ */
-
-static void heap_push(struct orch_dag *d, size_t r)
-{
-    size_t i = d->nheap++;
-    while (i > 0 && d->heap[(i - 1) / 2] > r) {
-        d->heap[i] = d->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    d->heap[i] = r;
-}
-
-static size_t heap_pop(struct orch_dag *d)
-{
-    size_t top = d->heap[0], last = d->heap[--d->nheap], i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= d->nheap)
-            break;
-        if (c + 1 < d->nheap && d->heap[c + 1] < d->heap[c])
-            c++;
-        if (d->heap[c] >= last)
-            break;
-        d->heap[i] = d->heap[c];
-        i = c;
-    }
-    if (d->nheap)
-        d->heap[i] = last;
-    return top;
-}
 
 /* ---- the preference order --------------------------------------------- */
 
@@ -270,7 +239,7 @@ static void dag_free(struct orch_dag *d)
     free(d->out);
     free(d->rank);
     free(d->order);
-    free(d->heap);
+    free(d->heap.v);
     free(d->held);
     free(d->queued);
     free(d->pg_start);
@@ -302,12 +271,12 @@ int orch_dag_new(struct zerg_orch *o)
     d->out = malloc((e ? e : 1) * sizeof *d->out);
     d->rank = malloc(n * sizeof *d->rank);
     d->order = malloc(n * sizeof *d->order);
-    d->heap = malloc(n * sizeof *d->heap);
+    d->heap.v = malloc(n * sizeof *d->heap.v);
     d->held = malloc(n * sizeof *d->held);
     d->queued = calloc(n, 1);
     d->pg_start = calloc(n + 1, sizeof *d->pg_start);
     if (!d->left || !d->out_start || !d->out || !d->rank || !d->order ||
-        !d->heap || !d->held || !d->queued || !d->pg_start ||
+        !d->heap.v || !d->held || !d->queued || !d->pg_start ||
         build_order(d, g) < 0 || build_paths(d, g) < 0) {
         dag_free(d);
         return -ENOMEM;
@@ -333,7 +302,7 @@ void orch_dag_offer(struct zerg_orch *o, size_t t)
         !zerg_task_move_legal(orch_ts(o, t)->status, ZERG_TASK_EV_CLAIM))
         return;
     d->queued[t] = 1;
-    heap_push(d, d->rank[t]);
+    zerg_heap_push(&d->heap, d->rank[t]);
 }
 
 void orch_dag_rescan(struct zerg_orch *o)
@@ -341,7 +310,7 @@ void orch_dag_rescan(struct zerg_orch *o)
     struct orch_dag *d = o->dag;
     if (!d)
         return;
-    d->nheap = d->nheld = 0;
+    d->heap.n = d->nheld = 0;
     memset(d->pg_running, 0, (d->npg ? d->npg : 1) * sizeof *d->pg_running);
     for (size_t t = 0; t < d->n; t++) {
         if (orch_task_running(orch_ts(o, t)->status))
@@ -383,8 +352,8 @@ void orch_dag_moved(struct zerg_orch *o, size_t t, enum zerg_task_status from)
 ssize_t orch_dag_pop(struct zerg_orch *o)
 {
     struct orch_dag *d = o->dag;
-    while (d && d->nheap) {
-        size_t t = d->order[heap_pop(d)];
+    while (d && d->heap.n) {
+        size_t t = d->order[zerg_heap_pop(&d->heap)];
         d->queued[t] = 0;
         if (!d->left[t] &&
             zerg_task_move_legal(orch_ts(o, t)->status, ZERG_TASK_EV_CLAIM))
@@ -408,11 +377,11 @@ void orch_dag_settle(struct zerg_orch *o)
     if (!d)
         return;
     for (size_t i = 0; i < d->nheld; i++)
-        heap_push(d, d->held[i]);
+        zerg_heap_push(&d->heap, d->held[i]);
     d->nheld = 0;
 }
 
 size_t orch_dag_ready(const struct zerg_orch *o)
 {
-    return o->dag ? o->dag->nheap + o->dag->nheld : 0;
+    return o->dag ? o->dag->heap.n + o->dag->nheld : 0;
 }
