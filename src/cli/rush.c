@@ -394,8 +394,13 @@ static int prepare_state(struct rush *r)
                 dropped, dropped == 1 ? "" : "s");
     size_t c[ZERG_TASK_NSTATUS];
     zerg_task_count(s->tasks, NULL, s->ntasks, c);
+    int unfinished = !s->status || strcmp(s->status, "complete");
+    /* Every task complete, yet the run itself did not end (killed after
+     * its last task, before its last checkpoint): --resume ends it. */
     if (c[ZERG_TASK_COMPLETE] == r->g->ntasks && !r->ro.fresh &&
-        !(r->ro.resume && zerg_rush_ws_lost_work(r->cli, &r->cfg, r->feature, r->g, &r->s))) {
+        !(r->ro.resume &&
+          (unfinished || zerg_rush_ws_lost_work(r->cli, &r->cfg, r->feature,
+                                                r->g, &r->s)))) {
         printf("Nothing to do: all %zu task%s of %s %s complete; `zerg rush "
                "--fresh` runs %s again.\n",
                r->g->ntasks, r->g->ntasks == 1 ? "" : "s", feature,
@@ -404,7 +409,6 @@ static int prepare_state(struct rush *r)
         zerg_state_close(s);
         return RUSH_NOTHING_TO_DO;
     }
-    int unfinished = !s->status || strcmp(s->status, "complete");
     if (r->ro.resume) {
         say_resuming(r, c);
         return 0;

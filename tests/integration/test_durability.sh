@@ -8,6 +8,8 @@
 #    delete the batch's unsynced results (what a lost page cache loses)
 #    and kill the orchestrator; `--resume` runs again at most that batch
 #    and everything completes.
+#  - killed after its last task, before the run's last checkpoint:
+#    `--resume` ends the run and runs nothing again.
 #  - full: every result fsynced by its worker; the run completes the same.
 source "$(dirname "$0")/lib.sh"
 
@@ -34,7 +36,9 @@ all_complete() {
 }
 
 new_project kill
-gen_graph 4 15 "echo {id} >> runs.log"
+# Levels 3 and 4 take a while, so that the kill lands in the run, not
+# after its last task.
+gen_graph 4 15 "echo {id} >> runs.log; case {id} in T-L[34]-*) sleep 0.2;; esac"
 rush_bg --workers 4
 wait_for 30 grep -q '"event":"level_start".*"level":3\|"level":3.*"event":"level_start"' "$PROJ/.zerg/monitor.jsonl"
 kill -9 "$RUSH_PID"
@@ -49,6 +53,26 @@ read -r done_before again < <(reruns)
 [ "$again" -eq 0 ] || fail "$again tasks that reported complete ran again after kill -9"
 no_procs
 pass "batch: kill -9 of the orchestrator loses nothing that finished ($done_before done before, 0 run again)"
+
+# Killed after its last task, before the checkpoint that ends the run
+# (the state says every task is complete, the run still "running"):
+# --resume ends the run instead of saying there is nothing to do.
+new_project ended
+gen_graph 2 3 "echo {id} >> runs.log"
+zerg rush --workers 2 > "$PROJ/out.txt" 2>&1 || fail "rush exited $?: $(cat "$PROJ/out.txt")"
+python3 - "$PROJ/.zerg/state/f.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["status"] = "running"
+json.dump(d, open(sys.argv[1], "w"))
+PY
+zerg rush --resume --workers 2 > "$PROJ/out.txt" 2>&1 || fail "resume exited $?: $(cat "$PROJ/out.txt")"
+grep -q "Nothing to do" "$PROJ/out.txt" && fail "resume of a run that never ended did nothing: $(cat "$PROJ/out.txt")"
+all_complete 6
+[ "$(sort "$PROJ/runs.log" | uniq -d | wc -l)" -eq 0 ] || fail "resume ran a complete task again"
+zerg rush --resume --workers 2 > "$PROJ/out.txt" 2>&1 || fail "second resume exited $?"
+grep -q "Nothing to do" "$PROJ/out.txt" || fail "resume of an ended run: $(cat "$PROJ/out.txt")"
+pass "batch: --resume ends a run killed after its last task, runs nothing again"
 
 new_project power
 gen_graph 4 15 "echo {id} >> runs.log"
