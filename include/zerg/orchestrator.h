@@ -85,10 +85,11 @@ struct zerg_orch_opts {
      * LEVELS (0) claims only the current level's tasks; DAG claims any task
      * whose dependencies are complete. */
     int schedule;
-    /* Delete applied results on a thread of their own (zerg/unlinker.h)
-     * instead of in the loop; the rush sets it, tests leave it off so a
-     * result is gone when the tick that deleted it returns. */
-    int async_unlink;
+    /* Batch syncs and deletions of applied results on a thread of their
+     * own (zerg/offload.h) instead of in the loop; the rush sets it, tests
+     * leave it off so a batch is durable and a result gone when the tick
+     * that synced or deleted it returns. */
+    int offload_io;
 };
 
 struct zerg_orch;

@@ -653,7 +653,7 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
                                         : r->cfg.rush_timeout_ns,
         .schedule = r->ro.schedule_set ? (int)r->ro.schedule
                                        : r->cfg.rush_schedule,
-        .async_unlink = 1,
+        .offload_io = 1,
     };
     struct zerg_orch *o = zerg_orch_new(&oo, zerg_clock_mono(r->clock), &err);
     if (!o) {

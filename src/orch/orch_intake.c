@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include "orch_internal.h"
-#include "zerg/unlinker.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
+#include "zerg/offload.h"
 #include "zerg/retry.h"
 
 /* ---- the journal: applied results deleted after the next checkpoint -- */
@@ -51,8 +51,8 @@ static void defer_unlink(struct zerg_orch *o, const char *path)
 void orch_flush_unlinks(struct zerg_orch *o)
 {
     for (size_t i = 0; i < o->nunlink; i++) {
-        if (o->unlinker) {
-            zerg_unlinker_add(o->unlinker, o->pending_unlink[i]);
+        if (o->offload) {
+            zerg_offload_unlink(o->offload, o->pending_unlink[i]);
             continue;
         }
         unlink(o->pending_unlink[i]);
@@ -60,13 +60,15 @@ void orch_flush_unlinks(struct zerg_orch *o)
     }
     o->nunlink = 0;
     o->nsynced = 0;
+    o->sync_upto = 0; /* what a sync in flight covered is deleted */
 }
 
 /* ---- group commit (state.durability: batch, DESIGN §16) --------------- */
 
 /* The batch window: 10 ms, or 4x what the last sync cost, so that syncs
- * take at most ~20 % of the loop however slow the disk (a syncfs also
- * waits for whatever else is dirty on the filesystem). */
+ * take at most ~20 % of the disk's time, or of the loop's where it syncs
+ * inline, however slow the disk (a syncfs also waits for whatever else
+ * is dirty on the filesystem). */
 static int64_t sync_gap(const struct zerg_orch *o)
 {
     int64_t gap = 4 * o->sync_cost_ns;
@@ -100,22 +102,13 @@ static void sync_failed(struct zerg_orch *o, int rc)
                    o->nunlink - o->nsynced, o->run_dir, zerg_strerror(rc));
 }
 
-int orch_sync_results(struct zerg_orch *o, int64_t now, int force)
+/* The sync of [nsynced..nunlink) on the loop: one syncfs for the batch,
+ * on ext4 a flat ~2 ms where an fsync per file commits the journal once
+ * per file (~0.7 ms each).  If it fails, the batch's own files tell
+ * whether the error is ours. */
+static int sync_inline(struct zerg_orch *o, int64_t now)
 {
-    if (o->nsynced == o->nunlink)
-        return 0;
-    if (o->cfg->state_durability == ZERG_DURABILITY_FULL) {
-        o->nsynced = o->nunlink; /* each worker fsynced its own */
-        return 0;
-    }
-    if (!force && now - o->last_sync_mono_ns < sync_gap(o))
-        return 0;
-    o->syncs++;
-    power_loss_hook(o);
     int64_t t0 = zerg_clock_mono(o->o.clock);
-    /* One syncfs for the batch: on ext4 a flat ~2 ms where an fsync per
-     * file commits the journal once per file (~0.7 ms each).  If it
-     * fails, the batch's own files tell whether the error is ours. */
     int rc = zerg_fsio_sync_fs(o->run_dir);
     if (rc < 0)
         rc = zerg_fsio_sync_files(o->run_dir, o->pending_unlink + o->nsynced,
@@ -128,6 +121,51 @@ int orch_sync_results(struct zerg_orch *o, int64_t now, int force)
     }
     o->nsynced = o->nunlink;
     return 0;
+}
+
+/* The offloaded sync in flight, if it is done (wait: once it is): its
+ * batch is durable, or it failed and the batch waits for the next sync,
+ * which a checkpoint makes inline. */
+static void sync_collect(struct zerg_orch *o, int wait)
+{
+    int rc;
+    int64_t cost;
+    if (!o->sync_ticket ||
+        !zerg_offload_synced(o->offload, o->sync_ticket, wait, &rc, &cost))
+        return;
+    o->sync_ticket = 0;
+    o->sync_cost_ns = cost;
+    if (rc < 0)
+        sync_failed(o, rc);
+    else if (o->sync_upto > o->nsynced)
+        o->nsynced = o->sync_upto;
+}
+
+int orch_sync_results(struct zerg_orch *o, int64_t now, int force)
+{
+    if (o->offload)
+        sync_collect(o, force);
+    if (o->nsynced == o->nunlink)
+        return 0;
+    if (o->cfg->state_durability == ZERG_DURABILITY_FULL) {
+        o->nsynced = o->nunlink; /* each worker fsynced its own */
+        return 0;
+    }
+    if (o->sync_ticket || (!force && now - o->last_sync_mono_ns < sync_gap(o)))
+        return 0;
+    o->syncs++;
+    power_loss_hook(o);
+    /* Between checkpoints, off the loop: it goes on applying results and
+     * handing out tasks while the disk works.  A checkpoint (force) must
+     * not record a result before it is durable, so it syncs here. */
+    if (!force && o->offload) {
+        o->sync_ticket = zerg_offload_sync(o->offload, o->run_dir);
+        o->sync_upto = o->nunlink;
+        o->last_sync_mono_ns = now;
+        if (o->sync_ticket)
+            return 0;
+    }
+    return sync_inline(o, now);
 }
 
 /* ---- heartbeats ------------------------------------------------------- */

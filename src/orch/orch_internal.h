@@ -144,12 +144,14 @@ struct zerg_orch {
                                   applied last (0 = none) */
     size_t *level_cursor;      /* per level: first maybe-unfinished index */
     int *wgroup_running;       /* per write group: running tasks in it */
-    struct zerg_unlinker *unlinker; /* opts.async_unlink; NULL: inline */
+    struct zerg_offload *offload; /* opts.offload_io; NULL: inline */
     char **pending_unlink;     /* applied results to delete after a save */
     size_t nunlink, unlink_cap;
     size_t nsynced;            /* pending_unlink[0..nsynced) are durable */
     int64_t last_sync_mono_ns, sync_cost_ns; /* state.durability: batch */
     int syncs;                 /* batch syncs done (the power-loss hook) */
+    uint64_t sync_ticket;      /* the offloaded sync in flight, or 0 */
+    size_t sync_upto;          /* ... which makes [0..sync_upto) durable */
 
     int dirty;
     int replaying; /* applying the journal on --resume */
@@ -329,9 +331,12 @@ void orch_apply_retry_request(struct zerg_orch *o, const char *path,
 /* Deletes the results applied before the checkpoint that just landed. */
 void orch_flush_unlinks(struct zerg_orch *o);
 /* state.durability: batch: makes the results applied since the last sync
- * durable with one sync, when force or the batch window (10 ms, at least
- * 4x the last sync's cost) has passed.  0 (also when nothing was to be
- * done or under full, where workers synced them) or -errno. */
+ * durable with one sync once the batch window (10 ms, at least 4x the
+ * last sync's cost) has passed: on the offload thread when there is one
+ * (the batch counts as durable once a later call sees it done), else
+ * here.  force: now, and here, after any sync in flight; on return every
+ * applied result is durable.  0 (also when nothing was to be done or
+ * under full, where workers synced them) or -errno. */
 int orch_sync_results(struct zerg_orch *o, int64_t now, int force);
 
 /* ---- orchestrator.c --------------------------------------------------- */

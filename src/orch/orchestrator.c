@@ -19,7 +19,7 @@
 #include "orch_internal.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
-#include "zerg/unlinker.h"
+#include "zerg/offload.h"
 
 /* ------------------------------------------------------------------ */
 /* Checkpoint: coalesced state writes.                                 */
@@ -391,7 +391,7 @@ static void finish(struct zerg_orch *o, int64_t now)
         o->s->error = strdup(o->run_error);
     }
     orch_checkpoint(o, now, 1);
-    zerg_unlinker_drain(o->unlinker); /* the run's results are gone now */
+    zerg_offload_drain(o->offload); /* the run's results are gone now */
     o->finished = 1;
     zerg_orch_summary(o, summary, sizeof summary);
     zerg_json *data = zerg_json_obj();
@@ -701,8 +701,8 @@ struct zerg_orch *zerg_orch_new(const struct zerg_orch_opts *opts, int64_t now,
      * are now, so a resumed rush needs nothing saved about it. */
     if (orch_dag_new(o) < 0)
         goto oom;
-    if (opts->async_unlink)
-        o->unlinker = zerg_unlinker_new(); /* NULL: the loop unlinks */
+    if (opts->offload_io)
+        o->offload = zerg_offload_new(); /* NULL: the loop does it */
     orch_mark_dirty(o);
     return o;
 oom:
@@ -722,7 +722,7 @@ void zerg_orch_free(struct zerg_orch *o)
     free(o->level_cursor);
     free(o->wgroup_running);
     orch_dag_free(o);
-    zerg_unlinker_free(o->unlinker);
+    zerg_offload_free(o->offload);
     for (size_t i = 0; i < o->nunlink; i++)
         free(o->pending_unlink[i]);
     free(o->pending_unlink);

@@ -7,11 +7,14 @@
  * files were on disk at that instant.  A power cut is simulated by
  * deleting the results written after the last sync (what a lost page
  * cache loses) and starting a new orchestrator with --resume over the
- * state document as it is on disk. */
+ * state document as it is on disk.  With the offload thread (what a rush
+ * uses), the recorder runs on that thread, held by a gate: a disk that
+ * is slow to sync. */
 #include "testutil.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 #include "orch_fixture.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
+#include "zerg/offload.h"
 
 #define MAX_FILES 16
 
@@ -274,6 +278,60 @@ static void test_power_loss_reruns_at_most_last_batch(void **state)
     stop(x);
 }
 
+/* The gate of a slow disk: the offloaded sync waits while it is shut. */
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+
+static int syncfs_gated(int fd)
+{
+    pthread_mutex_lock(&gate);
+    pthread_mutex_unlock(&gate);
+    return syncfs_record(fd);
+}
+
+/* With the offload thread, a batch sync between checkpoints does not hold
+ * the loop: the tick returns while the disk works, the batch counts as
+ * durable only once the sync is seen done, no second sync starts while
+ * one is in flight, and a checkpoint waits for it, syncs the rest itself
+ * and only then records and deletes. */
+static void test_offloaded_sync_does_not_hold_the_loop(void **state)
+{
+    (void)state;
+    struct fx *x = start_graph(graph4, 3);
+    x->o->offload = zerg_offload_new();
+    assert_non_null(x->o->offload);
+    zerg_fsio_ops.syncfs = syncfs_gated;
+    slow_checkpoints(x);
+    pthread_mutex_lock(&gate);
+    complete_slot(x, 0);
+    tick(x); /* returns with the sync held at the gate */
+    assert_int_equal(x->o->syncs, 1);
+    assert_true(x->o->sync_ticket > 0);
+    assert_int_equal(x->o->nsynced, 0);
+    advance(x, 0.02); /* past the window: still the one in flight */
+    complete_slot(x, 1);
+    tick(x);
+    assert_int_equal(x->o->syncs, 1);
+    assert_int_equal(x->o->nsynced, 0);
+    pthread_mutex_unlock(&gate);
+    int rc;
+    int64_t cost;
+    assert_int_equal(
+        zerg_offload_synced(x->o->offload, x->o->sync_ticket, 1, &rc, &cost),
+        1);
+    assert_int_equal(rc, 0);
+    tick(x); /* seen done: the first batch is durable, the second next */
+    assert_int_equal(x->o->nsynced, 1);
+    assert_int_equal(results_on_disk(x), 2); /* no checkpoint yet */
+    assert_int_equal(complete_in_state_file(x), 0);
+    advance(x, 1.0); /* the checkpoint: every applied result synced first */
+    zerg_offload_drain(x->o->offload);
+    assert_int_equal(rec.nsynced, 2);
+    assert_int_equal(rec.complete_on_disk, 0);
+    assert_int_equal(complete_in_state_file(x), 2);
+    assert_int_equal(results_on_disk(x), 0);
+    stop(x);
+}
+
 /* syncfs failing (a writeback error somewhere on the filesystem): the
  * batch's own files are fsynced instead, and the run goes on quietly. */
 static int syncfs_eio(int fd)
@@ -330,6 +388,7 @@ static void test_sync_failure_keeps_journal(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_offloaded_sync_does_not_hold_the_loop),
         cmocka_unit_test(test_one_sync_per_batch_before_checkpoint),
         cmocka_unit_test(test_batch_window),
         cmocka_unit_test(test_full_leaves_sync_to_workers),

@@ -1,7 +1,8 @@
-/* test_unlinker.c - files deleted off the caller's thread
- * (src/base/unlinker.c): every queued path is gone after a drain and
- * after free, the queue grows past its first size, the thread keeps
- * every signal blocked, and a NULL unlinker is a no-op. */
+/* test_offload.c - the journal's disk work off the caller's thread
+ * (src/base/offload.c): every queued path is gone after a drain and
+ * after free, the queue grows past its first size, syncs are done in
+ * queue order and report their tickets and outcome, the thread keeps
+ * every signal blocked, and a NULL offload is a no-op. */
 #include "testutil.h"
 
 #include <fcntl.h>
@@ -12,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "zerg/unlinker.h"
+#include "zerg/offload.h"
 
 static char dir[PATH_MAX];
 
@@ -29,7 +30,7 @@ static int teardown(void **state)
 }
 
 /* Makes n files f<from>.. and queues them all. */
-static void queue_files(struct zerg_unlinker *u, int from, int n)
+static void queue_files(struct zerg_offload *u, int from, int n)
 {
     for (int i = from; i < from + n; i++) {
         char *p = malloc(PATH_MAX + 16);
@@ -37,30 +38,30 @@ static void queue_files(struct zerg_unlinker *u, int from, int n)
         int fd = open(p, O_CREAT | O_WRONLY, 0644);
         assert_true(fd >= 0);
         close(fd);
-        zerg_unlinker_add(u, p);
+        zerg_offload_unlink(u, p);
     }
 }
 
 static void test_drain_and_free_delete_everything(void **state)
 {
-    struct zerg_unlinker *u = zerg_unlinker_new();
+    struct zerg_offload *u = zerg_offload_new();
     assert_non_null(u);
     queue_files(u, 0, 500); /* past the first queue size, 64 */
-    zerg_unlinker_drain(u);
+    zerg_offload_drain(u);
     assert_int_equal(tu_count_entries(dir), 0);
     /* It goes on after a drain; free drains what is still queued. */
     queue_files(u, 500, 100);
-    zerg_unlinker_free(u);
+    zerg_offload_free(u);
     assert_int_equal(tu_count_entries(dir), 0);
     /* A path that is already gone is no error. */
-    u = zerg_unlinker_new();
-    char *p = strdup("/nonexistent/zerg-unlinker-test");
-    zerg_unlinker_add(u, p);
-    zerg_unlinker_drain(u);
-    zerg_unlinker_drain(u); /* idle: returns at once */
-    zerg_unlinker_free(u);
-    zerg_unlinker_drain(NULL);
-    zerg_unlinker_free(NULL);
+    u = zerg_offload_new();
+    char *p = strdup("/nonexistent/zerg-offload-test");
+    zerg_offload_unlink(u, p);
+    zerg_offload_drain(u);
+    zerg_offload_drain(u); /* idle: returns at once */
+    zerg_offload_free(u);
+    zerg_offload_drain(NULL);
+    zerg_offload_free(NULL);
 }
 
 /* A signal sent to the process while the thread runs is not taken by it:
@@ -71,18 +72,43 @@ static void test_thread_blocks_signals(void **state)
     sigemptyset(&usr1);
     sigaddset(&usr1, SIGUSR1);
     sigprocmask(SIG_BLOCK, &usr1, &old);
-    struct zerg_unlinker *u = zerg_unlinker_new();
+    struct zerg_offload *u = zerg_offload_new();
     assert_non_null(u);
     queue_files(u, 0, 10);
     kill(getpid(), SIGUSR1); /* default action: would end the process */
-    zerg_unlinker_drain(u);
+    zerg_offload_drain(u);
     sigpending(&pending);
     assert_true(sigismember(&pending, SIGUSR1));
-    zerg_unlinker_free(u);
+    zerg_offload_free(u);
     int sig;
     sigwait(&usr1, &sig);
     sigprocmask(SIG_SETMASK, &old, NULL);
     assert_int_equal(tu_count_entries(dir), 0);
+}
+
+/* Tickets grow; a sync queued after deletions is done after them, and
+ * its outcome is the syncfs's: 0 for a directory, an error for a path
+ * that is gone.  Waiting for a ticket already done returns at once. */
+static void test_sync_tickets_in_order(void **state)
+{
+    struct zerg_offload *q = zerg_offload_new();
+    assert_non_null(q);
+    int rc = 1;
+    int64_t cost = -1;
+    assert_int_equal(zerg_offload_synced(q, 1, 0, &rc, &cost), 0);
+    queue_files(q, 0, 200);
+    uint64_t t1 = zerg_offload_sync(q, dir);
+    assert_true(t1 > 0);
+    assert_int_equal(zerg_offload_synced(q, t1, 1, &rc, &cost), 1);
+    assert_int_equal(rc, 0);
+    assert_true(cost >= 0);
+    assert_int_equal(tu_count_entries(dir), 0); /* queued before it */
+    uint64_t t2 = zerg_offload_sync(q, "/nonexistent/zerg-offload-test");
+    assert_true(t2 > t1);
+    assert_int_equal(zerg_offload_synced(q, t2, 1, &rc, &cost), 1);
+    assert_true(rc < 0);
+    assert_int_equal(zerg_offload_synced(q, t1, 0, &rc, &cost), 1);
+    zerg_offload_free(q);
 }
 
 int main(void)
@@ -90,6 +116,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_drain_and_free_delete_everything,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_tickets_in_order, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_thread_blocks_signals, setup,
                                         teardown),
     };
