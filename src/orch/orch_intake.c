@@ -428,6 +428,11 @@ static int apply_result(struct zerg_orch *o, const struct zerg_result *rp,
     }
     struct slot *sl =
         orch_slot_runs(o, r.worker_id, t) ? &o->slots[r.worker_id] : NULL;
+    /* A worker writes the result once the task's group is killed and
+     * reaped: its id may be reused, and the idle beat that says so may
+     * come later (worker_run.c). */
+    if (sl)
+        sl->hb_task_pgid = 0;
     orch_ts(o, t)->duration_ms = r.duration_ms;
     o->applied_attempt[t] = r.attempt;
     orch_pool_add_cost(o, t, &r);

@@ -7,7 +7,12 @@
  * Every stage runs in its own process group.  The child creates the group
  * and publishes it in a heartbeat (task_pgid) before it execs the task,
  * so there is no instant at which the orchestrator could not kill the
- * whole task.  After a stage ends -- success, failure or
+ * whole task.  Where the launcher relays event lines that beat is a line
+ * in the pipe, which the orchestrator reads before it handles the
+ * worker's exit, and its file follows within 50 ms (a short stage has
+ * ended by then and the file is never written: one file fewer per
+ * task); where the line cannot go (no relay, a full pipe), the file is
+ * written at once.  After a stage ends -- success, failure or
  * timeout -- the group is SIGKILLed before the leader is reaped: until
  * then its pid, and so the group id, cannot be reused, and nothing the
  * task started in the background survives it.  What left the group
@@ -35,8 +40,13 @@
  *
  * Heartbeats of an attempt: one when each stage starts (it publishes the
  * group, see above) and one after the result ("idle": no task, no group,
- * which the orchestrator's lost-result path and its kill of task_pgid
- * rely on).  None just before the result: the result says more.
+ * which the orchestrator's lost-result path relies on).  None just before
+ * the result: the result says more, and tells the orchestrator that the
+ * group is gone.  The idle beat, too, is a line whose file follows
+ * within 50 ms when the result was written (the file then says nothing
+ * the result did not), at once when it was not.  In a stream of short
+ * tasks a worker so writes a heartbeat file every 50 ms, not two per
+ * task.
  *
  * While a stage runs the worker waits in worker_wait.c (heartbeats and the
  * lease go on); nothing here calls back into worker.c. */
@@ -81,8 +91,8 @@ struct vchild {
     char **argv, **envp;
 };
 
-/* In the vfork child: own group, die with the worker, publish the group,
- * then exec.  Never returns. */
+/* In the vfork child: own group, die with the worker, publish the group
+ * (an event line, else the heartbeat file), then exec.  Never returns. */
 static void stage_child(struct vchild *c)
 {
     struct worker *w = c->w;
@@ -94,7 +104,7 @@ static void stage_child(struct vchild *c)
     c->st->pid = getpid();
     w->stage = c->st;
     w->hb.task_pgid = c->st->pid;
-    wk_step(w, c->st->name, c->progress);
+    wk_step_line(w, c->st->name, c->progress);
     int null_fd = w->null_fd >= 0 ? w->null_fd : open("/dev/null", O_RDONLY);
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(c->log_fd, 1) < 0 ||
         dup2(c->log_fd, 2) < 0)
@@ -439,8 +449,13 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
     if (!lost)
         wk_event_result(&r); /* the journal file first, then the line */
     /* The one beat after the result: no task (a lost result is requeued
-     * on seeing it) and no group (it is reaped: its id may be reused). */
+     * on seeing it) and no group (it is reaped: its id may be reused).
+     * A result on disk says both to the orchestrator, so then the file
+     * of this beat may wait (see the top of this file). */
     w->hb.task_id[0] = '\0';
     w->hb.attempt = 0;
-    wk_step(w, "idle", 0);
+    if (lost)
+        wk_step(w, "idle", 0);
+    else
+        wk_step_line(w, "idle", 0);
 }

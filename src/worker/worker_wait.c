@@ -51,6 +51,8 @@
 
 /* Without a pidfd (kernels before 5.3) a running stage is polled. */
 #define WORKER_CHILD_POLL_NS (20 * ZERG_NS_PER_MS)
+/* How long the file of a beat sent as a line alone may lag behind it. */
+#define WORKER_LINE_BEAT_NS (50 * ZERG_NS_PER_MS)
 #define PROGRESS_MAX_BYTES 64
 /* Stray sweeps: children killed per pass, passes at most. */
 #define STRAY_BATCH 256
@@ -96,9 +98,9 @@ static int events_open(void)
     return fd;
 }
 
-/* Writes one whole line or none of it: 0, or -1 when the fd is broken
- * (EPIPE: nobody reads any more; a line cut and not finished), after
- * which events stay off. */
+/* Writes one whole line or none of it: 1, 0 when the pipe was full (the
+ * line is lost), or -1 when the fd is broken (EPIPE: nobody reads any
+ * more; a line cut and not finished), after which events stay off. */
 static int events_put(const char *line, size_t len)
 {
     size_t off = 0;
@@ -120,18 +122,20 @@ static int events_put(const char *line, size_t len)
         }
         return -1;
     }
-    return 0;
+    return 1;
 }
 
-/* Sends line: a gone reader (EPIPE; SIGPIPE is ignored) turns events
- * off, it does not kill the worker. */
-static void events_send(char *line, size_t len)
+/* Sends line; 1 when it went.  A gone reader (EPIPE; SIGPIPE is ignored)
+ * turns events off, it does not kill the worker. */
+static int events_send(char *line, size_t len)
 {
-    if (events_put(line, len) < 0) {
+    int rc = events_put(line, len);
+    if (rc < 0) {
         close(events_fd);
         events_fd = -1;
     }
     free(line);
+    return rc > 0;
 }
 
 void wk_events_start(void)
@@ -139,12 +143,14 @@ void wk_events_start(void)
     (void)events_open();
 }
 
-static void event_heartbeat(const struct zerg_heartbeat *hb)
+/* 1 when the line went. */
+static int event_heartbeat(const struct zerg_heartbeat *hb)
 {
     char *line;
     size_t len;
-    if (events_open() >= 0 && zerg_proto_event_heartbeat(hb, &line, &len) == 0)
-        events_send(line, len);
+    return events_open() >= 0 &&
+           zerg_proto_event_heartbeat(hb, &line, &len) == 0 &&
+           events_send(line, len);
 }
 
 void wk_event_result(const struct zerg_result *r)
@@ -156,6 +162,11 @@ void wk_event_result(const struct zerg_result *r)
 }
 
 /* ---- heartbeat ------------------------------------------------------ */
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
 
 /* Writes the next heartbeat; a failure is reported once on stderr (the
  * orchestrator will call us stale, which is the truth). */
@@ -184,6 +195,19 @@ void wk_step(struct worker *w, const char *step, int progress)
     snprintf(w->hb.step, sizeof w->hb.step, "%s", step);
     w->hb.progress_pct = progress;
     wk_beat(w);
+}
+
+void wk_step_line(struct worker *w, const char *step, int progress)
+{
+    snprintf(w->hb.step, sizeof w->hb.step, "%s", step);
+    w->hb.progress_pct = progress;
+    w->hb.seq++;
+    w->hb.timestamp_ns = zerg_clock_wall(w->clock);
+    if (!event_heartbeat(&w->hb)) {
+        wk_beat(w); /* no line: the file carries the beat, now */
+        return;
+    }
+    w->next_hb_ns = min64(w->next_hb_ns, wk_now_ns(w) + WORKER_LINE_BEAT_NS);
 }
 
 /* ---- leaving -------------------------------------------------------- */
@@ -467,11 +491,6 @@ static int child_event(struct worker *w, const struct stage *st, int sig_seen)
         (pfd.revents & POLLIN))
         read_signal(w);
     return EV_CHILD;
-}
-
-static int64_t min64(int64_t a, int64_t b)
-{
-    return a < b ? a : b;
 }
 
 /* Waits for the next event that matters to the caller: a request to exit,

@@ -27,6 +27,12 @@ void wk_events_start(void);
 void wk_event_result(const struct zerg_result *r);
 /* Sets step and progress, then beats. */
 void wk_step(struct worker *w, const char *step, int progress);
+/* The same beat as an event line only, where the launcher relays them,
+ * and its file within 50 ms (a later beat may have replaced it by then);
+ * when the line cannot go, the file now.  For beats the orchestrator
+ * must have before it handles the worker's exit (the line is read
+ * first), or also has from a file (the idle beat after a result). */
+void wk_step_line(struct worker *w, const char *step, int progress);
 /* Records the exit code (the first one wins) and, when fmt is non-NULL,
  * why: in w->err and as a log event. */
 void wk_exit(struct worker *w, int code, const char *fmt, ...)

@@ -7,12 +7,18 @@
  *
  * The skip is seen through what a read would do: the file is made
  * unreadable as a result before its event, so a read would log
- * result_invalid and move the file aside. */
+ * result_invalid and move the file aside.
+ *
+ * And a result ends the process group its stage's beat named: a worker
+ * that dies before its idle beat, whose file may come 50 ms after the
+ * result, does not get a reaped group's id killed. */
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "orch/orch_fixture.h"
@@ -170,6 +176,79 @@ static void test_event_for_a_missing_file_is_quiet(void **state)
     fx_free(x);
 }
 
+/* A stand-in for a group id reused after the task's group was reaped:
+ * a process of ours leading a group of its own.  SIGUSR1 ends it with
+ * status 0, unless a SIGKILL came first. */
+static void usr1_exit(int sig)
+{
+    (void)sig;
+    _exit(0);
+}
+
+static pid_t other_group(void)
+{
+    sigset_t usr1, old;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, &old);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        setpgid(0, 0);
+        signal(SIGUSR1, usr1_exit);
+        for (;;)
+            sigsuspend(&none);
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    setpgid(pid, pid);
+    return pid;
+}
+
+/* 1 when g was not killed: it ends on SIGUSR1 by itself. */
+static int survived(pid_t g)
+{
+    int st;
+    kill(g, SIGUSR1);
+    assert_int_equal(waitpid(g, &st, 0), g);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void test_result_ends_the_known_group(void **state)
+{
+    (void)state;
+    const char *id;
+    int attempt;
+    uint64_t epoch;
+    struct fx *x = running(&id, &attempt, &epoch);
+    /* A launcher whose pids are ours: the orchestrator kills the task's
+     * group when its worker dies. */
+    static struct zerg_launcher_ops local;
+    local = *x->fake.base.ops;
+    local.caps.local_pids = 1;
+    x->fake.base.ops = &local;
+    pid_t g = other_group();
+    struct zerg_heartbeat hb = {.worker_id = 0,
+                                .epoch = epoch,
+                                .seq = ++fx_line_seq,
+                                .attempt = attempt,
+                                .task_pgid = g};
+    snprintf(hb.task_id, sizeof hb.task_id, "%s", id);
+    snprintf(hb.step, sizeof hb.step, "command");
+    char *line;
+    size_t len;
+    assert_int_equal(zerg_proto_event_heartbeat(&hb, &line, &len), 0);
+    orch_stdio_line(x->o, 0, epoch, line, len - 1, x->now);
+    free(line);
+    assert_int_equal(x->o->slots[0].hb_task_pgid, g);
+    fx_result_line(x, 0, epoch, id, attempt);
+    assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
+    exited(x, 0, SIGKILL); /* dead before its idle beat */
+    assert_true(survived(g));
+    fx_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_file_first_leaves_nothing_to_skip),
         cmocka_unit_test(test_line_remembered_until_its_event),
         cmocka_unit_test(test_event_for_a_missing_file_is_quiet),
+        cmocka_unit_test(test_result_ends_the_known_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,7 @@
  * Each test runs zerg_worker_run on a temp project with the assignment
  * written beforehand (stop: true makes it return after the task).  Where
  * two tasks are needed, the first one moves the second's assignment into
- * place itself, so nothing waits on timing.  The event-line test forks
+ * place itself, so nothing waits on timing.  The event-line tests fork
  * before any worker ran in this process: the worker decides once per
  * process whether its stdout carries event lines. */
 #include "testutil.h"
@@ -188,6 +188,95 @@ static void test_event_reader_gone(void **state)
     assert_int_equal(result_outcome(f, "T1"), ZERG_OUTCOME_COMPLETE);
 }
 
+/* ---- the beat that names a stage's group ------------------------------ */
+
+/* The task records its group (its shell leads it) and the heartbeat file
+ * as it finds it when it runs. */
+#define SNAPSHOT_CMD                                                        \
+    "echo $$ > pgid.txt; cat .zerg/state/feat/heartbeat-0.json > hb.txt"
+
+/* Runs T1 (stop: true) on a forked worker with event lines on and its
+ * stdout on fd; checks it exits 0 with T1 complete. */
+static void run_with_events(const struct fx *f, int fd)
+{
+    write_graph(f, SNAPSHOT_CMD, NULL);
+    assign_in(f->state, "T1", 1);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct zerg_err err = {0};
+        struct zerg_worker_opts o = fx_opts(f);
+        if (dup2(fd, 1) < 0)
+            _exit(98);
+        setenv("ZERG_STDIO_EVENTS", "1", 1);
+        o.orch_pid = getppid();
+        _exit(zerg_worker_run(&o, &err));
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), ZERG_WORKER_EXIT_OK);
+    assert_int_equal(result_outcome(f, "T1"), ZERG_OUTCOME_COMPLETE);
+}
+
+/* "task_pgid":N for the group T1 ran in. */
+static void group_field(const struct fx *f, char *out, size_t size)
+{
+    char *pg = project_file(f, "pgid.txt");
+    assert_non_null(pg);
+    assert_true(atoi(pg) > 1);
+    snprintf(out, size, "\"task_pgid\":%d", atoi(pg));
+    free(pg);
+}
+
+/* With the lines read, the one naming the stage's group is in the pipe
+ * before the task's result line (it was written before the exec). */
+static void test_group_line_before_the_task(void **state)
+{
+    struct fx *f = *state;
+    int p[2];
+    char lines[65536], want[64];
+    assert_int_equal(pipe(p), 0);
+    run_with_events(f, p[1]);
+    close(p[1]);
+    size_t n = 0;
+    ssize_t got;
+    while (n < sizeof lines - 1 &&
+           (got = read(p[0], lines + n, sizeof lines - 1 - n)) > 0)
+        n += (size_t)got;
+    close(p[0]);
+    lines[n] = '\0';
+    group_field(f, want, sizeof want);
+    char *group = strstr(lines, want);
+    char *result = strstr(lines, "\"kind\":\"result\"");
+    if (!group || !result || group > result)
+        fail_msg("no %s line before the result in:\n%s", want, lines);
+}
+
+/* With the pipe full, no line can go: the stage's group is in the
+ * heartbeat file before the task runs (the task finds it there). */
+static void test_group_in_file_when_no_line_goes(void **state)
+{
+    struct fx *f = *state;
+    int p[2];
+    char junk[4096], want[64];
+    assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+    memset(junk, 'x', sizeof junk);
+    while (write(p[1], junk, sizeof junk) > 0)
+        ;
+    while (write(p[1], junk, 1) > 0)
+        ;
+    run_with_events(f, p[1]);
+    close(p[0]);
+    close(p[1]);
+    group_field(f, want, sizeof want);
+    char *hb = project_file(f, "hb.txt");
+    if (!hb || !tu_contains(hb, want))
+        fail_msg("the task found no %s in its heartbeat file: %s", want,
+                 hb ? hb : "(none)");
+    free(hb);
+}
+
 /* ---- the log directory ---------------------------------------------- */
 
 #define NEXT "mv next/slot-0/assign.json .zerg/state/feat/slot-0/assign.json"
@@ -272,6 +361,8 @@ int main(void)
         /* First: a worker decides on its event lines once per process,
          * and the fork inherits that decision. */
         FX(test_event_reader_gone),
+        FX(test_group_line_before_the_task),
+        FX(test_group_in_file_when_no_line_goes),
         FX(test_task_gets_default_sigpipe),
         FX(test_log_dir_changed),
         FX(test_logs_of_two_tasks),
