@@ -124,8 +124,9 @@ static int sync_inline(struct zerg_orch *o, int64_t now)
 }
 
 /* The offloaded sync in flight, if it is done (wait: once it is): its
- * batch is durable, or it failed and the batch waits for the next sync,
- * which a checkpoint makes inline. */
+ * batch is durable, or it failed and the batch waits, unsaid, for the
+ * checkpoint's sync, which tries the batch's files too and says so if
+ * that fails as well. */
 static void sync_collect(struct zerg_orch *o, int wait)
 {
     int rc;
@@ -135,9 +136,7 @@ static void sync_collect(struct zerg_orch *o, int wait)
         return;
     o->sync_ticket = 0;
     o->sync_cost_ns = cost;
-    if (rc < 0)
-        sync_failed(o, rc);
-    else if (o->sync_upto > o->nsynced)
+    if (rc == 0 && o->sync_upto > o->nsynced)
         o->nsynced = o->sync_upto;
 }
 

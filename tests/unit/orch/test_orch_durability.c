@@ -365,6 +365,32 @@ static void test_syncfs_failure_falls_back(void **state)
     stop(x);
 }
 
+/* The same with the offload thread: its failed sync is not said either;
+ * the checkpoint's own sync falls back to the files and the run goes on. */
+static void test_offloaded_syncfs_failure_falls_back(void **state)
+{
+    (void)state;
+    struct fx *x = start_graph(graph4, 3);
+    x->o->offload = zerg_offload_new();
+    assert_non_null(x->o->offload);
+    zerg_fsio_ops.syncfs = syncfs_eio;
+    slow_checkpoints(x);
+    complete_slot(x, 0);
+    tick(x);
+    zerg_offload_drain(x->o->offload);
+    tick(x); /* the failed sync seen: the batch is not durable */
+    assert_int_equal(x->o->nsynced, 0);
+    assert_int_equal(results_on_disk(x), 1);
+    advance(x, 1.0); /* the checkpoint: syncfs fails again, fsync works */
+    zerg_offload_drain(x->o->offload);
+    assert_int_equal(complete_in_state_file(x), 1);
+    assert_int_equal(results_on_disk(x), 0);
+    char *log = fx_events(x);
+    assert_null(strstr(log, "results_sync_failed"));
+    free(log);
+    stop(x);
+}
+
 /* Nothing can be synced (the disk is failing): said once per batch, and
  * no result is deleted, since no checkpoint landed either. */
 static void test_sync_failure_keeps_journal(void **state)
@@ -388,13 +414,14 @@ static void test_sync_failure_keeps_journal(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_offloaded_sync_does_not_hold_the_loop),
         cmocka_unit_test(test_one_sync_per_batch_before_checkpoint),
         cmocka_unit_test(test_batch_window),
         cmocka_unit_test(test_full_leaves_sync_to_workers),
         cmocka_unit_test(test_kill_loses_nothing),
         cmocka_unit_test(test_power_loss_reruns_at_most_last_batch),
+        cmocka_unit_test(test_offloaded_sync_does_not_hold_the_loop),
         cmocka_unit_test(test_syncfs_failure_falls_back),
+        cmocka_unit_test(test_offloaded_syncfs_failure_falls_back),
         cmocka_unit_test(test_sync_failure_keeps_journal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
