@@ -635,10 +635,18 @@ int64_t fx_line_seq = 1000000;
 void fx_hb_line(struct fx *x, int slot, uint64_t epoch, const char *task,
                 int attempt, const char *step)
 {
+    fx_hb_line_group(x, slot, epoch, task, attempt, step, 0);
+}
+
+void fx_hb_line_group(struct fx *x, int slot, uint64_t epoch,
+                      const char *task, int attempt, const char *step,
+                      int task_pgid)
+{
     struct zerg_heartbeat hb = {.worker_id = slot,
                                 .epoch = epoch,
                                 .seq = ++fx_line_seq,
-                                .attempt = attempt};
+                                .attempt = attempt,
+                                .task_pgid = task_pgid};
     snprintf(hb.task_id, sizeof hb.task_id, "%s", task ? task : "");
     snprintf(hb.step, sizeof hb.step, "%s", step);
     char *line;

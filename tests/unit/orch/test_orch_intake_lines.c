@@ -229,18 +229,7 @@ static void test_result_ends_the_known_group(void **state)
     local.caps.local_pids = 1;
     x->fake.base.ops = &local;
     pid_t g = other_group();
-    struct zerg_heartbeat hb = {.worker_id = 0,
-                                .epoch = epoch,
-                                .seq = ++fx_line_seq,
-                                .attempt = attempt,
-                                .task_pgid = g};
-    snprintf(hb.task_id, sizeof hb.task_id, "%s", id);
-    snprintf(hb.step, sizeof hb.step, "command");
-    char *line;
-    size_t len;
-    assert_int_equal(zerg_proto_event_heartbeat(&hb, &line, &len), 0);
-    orch_stdio_line(x->o, 0, epoch, line, len - 1, x->now);
-    free(line);
+    fx_hb_line_group(x, 0, epoch, id, attempt, "command", g);
     assert_int_equal(x->o->slots[0].hb_task_pgid, g);
     fx_result_line(x, 0, epoch, id, attempt);
     assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
