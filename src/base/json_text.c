@@ -199,9 +199,7 @@ static int dec_close(void *ctx)
         top->u.obj.n = top->u.obj.cap = 0;
         top->u.obj.keys = NULL;
         top->u.obj.vals = NULL;
-        return 1;
-    }
-    if (top->type == ZERG_JSON_OBJECT && zerg_json_sort_keys(top) < 0) {
+    } else if (top->type == ZERG_JSON_OBJECT && zerg_json_sort_keys(top) < 0) {
         d->why = DEC_NOMEM;
         return 0;
     }

@@ -580,6 +580,22 @@ static void test_parse_items(void **state)
                                       &it3, NULL, &err));
     assert_true(tu_contains(err.msg, "\"tasks\" appears twice"));
 
+    /* An empty array as an item is an item too (read as {}), also when a
+     * syntax error follows it: each one delivered or freed (ASan). */
+    const char *empty = "{\"tasks\":[[],{\"a\":[]},[]]}";
+    struct items it5 = {0};
+    v = zerg_json_parse_items(empty, strlen(empty), "tasks", on_item, &it5,
+                              &n, &err);
+    assert_non_null(v);
+    assert_int_equal(n, 3);
+    assert_string_equal(it5.seen, "{};{\"a\":{}};{};");
+    zerg_json_free(v);
+    const char *cut = "{\"tasks\":[[],{\"x\":[]}, {\"y\": x";
+    struct items it6 = {0};
+    assert_null(zerg_json_parse_items(cut, strlen(cut), "tasks", on_item, &it6,
+                                      NULL, &err));
+    assert_int_equal(it6.calls, 2);
+
     /* Without such an array, a plain parse. */
     struct items it4 = {0};
     v = zerg_json_parse_items("[1,2]", 5, "tasks", on_item, &it4, &n, &err);
