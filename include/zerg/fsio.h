@@ -47,6 +47,16 @@ int zerg_fsio_write_atomic(const char *path, const void *data, size_t len,
 int zerg_fsio_write_atomic_at(int dfd, const char *name, const void *data,
                               size_t len);
 
+/* The same replacement of path, with data written to fd, a new empty
+ * file of the caller's on the same filesystem, which then becomes path
+ * too (a hard link, made under a temp name and renamed over path): the
+ * file stays where the caller made it, and deleting path later frees no
+ * inode.  Needs /proc; -errno (EXDEV: another filesystem) with err set,
+ * path untouched, when it cannot, and the caller writes path the plain
+ * way. */
+int zerg_fsio_write_linked(int fd, const char *path, const void *data,
+                           size_t len, int flags, struct zerg_err *err);
+
 /* The same replacement for a file written piece by piece as it is
  * produced (a large document never held whole): open creates the temp
  * file beside path, write buffers (64 KiB) and writes, commit flushes,

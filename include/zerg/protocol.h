@@ -133,6 +133,10 @@ int zerg_proto_write_result(const char *dir, const struct zerg_result *r,
  * state.durability: batch, where the orchestrator syncs the batch. */
 int zerg_proto_write_result_flags(const char *dir, const struct zerg_result *r,
                                   int flags, struct zerg_err *err);
+/* The text of r's file (malloc'd in *text), for a caller that writes it
+ * itself.  0 or negative with err set. */
+int zerg_proto_encode_result(const struct zerg_result *r, char **text,
+                             size_t *len, struct zerg_err *err);
 int zerg_proto_read_result(const char *path, struct zerg_result *r);
 
 /* The lease: {pid, run_id, seq}.  Workers exit when its seq stops changing

@@ -105,15 +105,22 @@ static uint32_t temp_seq(int tries)
     return (uint32_t)(atomic_fetch_add(&seq, inc) + inc);
 }
 
+/* The temp name dir/.BASE.tmp.PID.SEQ of a try. */
+static int temp_name(char *tmp, size_t size, const char *dir,
+                     const char *base, int tries)
+{
+    return zerg_fsio_path(tmp, size, "%s%s.%s.tmp.%ld.%08x", dir,
+                          *dir ? "/" : "", base, (long)getpid(),
+                          temp_seq(tries));
+}
+
 /* Creates dir/.BASE.tmp.PID.SEQ exclusively; returns the fd (name in
  * tmp) or -errno. */
 static int temp_create_at(int dfd, const char *dir, const char *base,
                           char *tmp, size_t size)
 {
     for (int tries = 0; tries < 16; tries++) {
-        int rc = zerg_fsio_path(tmp, size, "%s%s.%s.tmp.%ld.%08x", dir,
-                                *dir ? "/" : "", base, (long)getpid(),
-                                temp_seq(tries));
+        int rc = temp_name(tmp, size, dir, base, tries);
         if (rc < 0)
             return rc;
         int fd =
@@ -128,6 +135,23 @@ static int temp_create(const char *dir, const char *base, char *tmp,
                        size_t size)
 {
     return temp_create_at(AT_FDCWD, dir, base, tmp, size);
+}
+
+/* Hard-links path (linkat flags) to a fresh temp name dir/.BASE.tmp.*;
+ * 0 or -errno (the name in tmp). */
+static int temp_link(const char *path, int flags, const char *dir,
+                     const char *base, char *tmp, size_t size)
+{
+    for (int tries = 0; tries < 16; tries++) {
+        int rc = temp_name(tmp, size, dir, base, tries);
+        if (rc < 0)
+            return rc;
+        if (linkat(AT_FDCWD, path, AT_FDCWD, tmp, flags) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return -errno;
+    }
+    return -EEXIST;
 }
 
 /* Writes all of buf, resuming after short writes and EINTR. */
@@ -206,6 +230,35 @@ int zerg_fsio_write_atomic(const char *path, const void *data, size_t len,
 fail:
     return zerg_err_set(err, rc, "cannot write %s: %s", path,
                         zerg_strerror(rc));
+}
+
+int zerg_fsio_write_linked(int fd, const char *path, const void *data,
+                           size_t len, int flags, struct zerg_err *err)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX];
+    const char *base;
+    int rc = split_path(path, dir, sizeof dir, &base);
+    if (rc == 0)
+        rc = write_full(fd, data, len);
+    if (rc == 0 && !(flags & ZERG_FSIO_NOSYNC))
+        rc = sync_fd(fd);
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    if (rc == 0)
+        rc = temp_link(self, AT_SYMLINK_FOLLOW, dir, base, tmp, sizeof tmp);
+    if (rc < 0)
+        return zerg_err_set(err, rc, "cannot write %s: %s", path,
+                            zerg_strerror(rc));
+    if (zerg_fsio_ops.rename(tmp, path) < 0) {
+        rc = -errno;
+        unlink(tmp);
+        return zerg_err_set(err, rc, "cannot write %s: %s", path,
+                            zerg_strerror(rc));
+    }
+    if (!(flags & ZERG_FSIO_NOSYNC) && (rc = sync_dir(dir)) < 0)
+        return zerg_err_set(err, rc, "cannot sync directory of %s: %s", path,
+                            zerg_strerror(rc));
+    return 0;
 }
 
 int zerg_fsio_write_atomic_at(int dfd, const char *name, const void *data,
@@ -338,22 +391,6 @@ int zerg_fsio_sync_files(const char *dir, char *const *paths, size_t n)
     return rc < 0 ? rc : sync_dir(dir);
 }
 
-/* Hard-links path to a fresh temp name beside backup; 0 or -errno. */
-static int temp_link(const char *path, const char *dir, const char *base,
-                     char *tmp, size_t size)
-{
-    for (int tries = 0; tries < 16; tries++) {
-        int rc = zerg_fsio_path(tmp, size, "%s/.%s.tmp.%ld.%08x", dir, base,
-                                (long)getpid(), temp_seq(tries));
-        if (rc < 0)
-            return rc;
-        if (link(path, tmp) == 0)
-            return 0;
-        if (errno != EEXIST)
-            return -errno;
-    }
-    return -EEXIST;
-}
 
 int zerg_fsio_keep_copy(const char *path, const char *backup)
 {
@@ -361,7 +398,7 @@ int zerg_fsio_keep_copy(const char *path, const char *backup)
     const char *base;
     int rc = split_path(backup, dir, sizeof dir, &base);
     if (rc == 0)
-        rc = temp_link(path, dir, base, tmp, sizeof tmp);
+        rc = temp_link(path, 0, dir, base, tmp, sizeof tmp);
     if (rc < 0)
         return rc;
     /* rename replaces an existing backup atomically; link alone would

@@ -512,6 +512,14 @@ int zerg_proto_write_result_flags(const char *dir, const struct zerg_result *r,
     return write_doc(path, o, rc, flags, err);
 }
 
+int zerg_proto_encode_result(const struct zerg_result *r, char **text,
+                             size_t *len, struct zerg_err *err)
+{
+    zerg_json *o = zerg_json_obj();
+    int rc = o ? result_put(o, r) : -ENOMEM;
+    return proto_encode("a result", o, rc, text, len, err);
+}
+
 int zerg_proto_read_result(const char *path, struct zerg_result *r)
 {
     zerg_json *o = NULL;

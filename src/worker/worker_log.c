@@ -16,7 +16,18 @@
  *
  * The worker writes the log itself only while no stage runs, so it knows
  * the size without asking; after a stage (whose output went there too) it
- * does not, until the next fstat. */
+ * does not, until the next fstat.
+ *
+ * The attempt's result is written there too, as attempt-{n}.result.json,
+ * and that file is linked into the state directory as the result the
+ * orchestrator reads.  When the orchestrator deletes its result (once a
+ * checkpoint holds it) only that link goes: the file stays as the record
+ * of the attempt, and no inode is freed.  On ext4 without a journal each
+ * inode freed makes every file created after it, for about 35 s, a
+ * little dearer (the allocator passes over it), which a long run of short
+ * tasks felt as a growing cost per task.  Whatever stands in the way
+ * (the directory gone or a link, another filesystem, no /proc) makes the
+ * result a plain file of the state directory, as it was. */
 #include "worker_log.h"
 
 #include <errno.h>
@@ -31,6 +42,8 @@
 #include <unistd.h>
 
 #include "zerg/fsio.h"
+#include "zerg/graph.h"
+#include "zerg/protocol.h"
 
 #define LOG_LINE_MAX 1024 /* longer lines are formatted on the heap */
 
@@ -189,6 +202,53 @@ void wk_log_printf(struct wk_log *log, const char *fmt, ...)
         wk_log_write(log, text, (size_t)n);
     if (text != buf && n >= 0)
         free(text);
+}
+
+/* The attempt's result record, created empty below the kept tasks
+ * directory (one an earlier run of the attempt left, or a link planted
+ * there, is replaced): an fd to write, or negative. */
+static int result_record(struct worker *w, const char *id, int attempt)
+{
+    char zdir[PATH_MAX], rel[PATH_MAX], path[PATH_MAX], name[PATH_MAX];
+    if (zerg_fsio_path(zdir, sizeof zdir, "%s/.zerg", w->o->project) < 0 ||
+        zerg_fsio_path(rel, sizeof rel, "logs/%s/tasks", w->o->feature) < 0 ||
+        zerg_fsio_path(path, sizeof path, "%s/%s", zdir, rel) < 0 ||
+        zerg_fsio_path(name, sizeof name, "%s/attempt-%d.result.json", id,
+                       attempt) < 0 ||
+        tasks_current(w, zdir, rel, path) < 0)
+        return -1;
+    for (int tries = 0; tries < 2; tries++) {
+        int fd = openat2_beneath(w->tasks_fd, name,
+                                 O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK,
+                                 0644);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST || unlinkat(w->tasks_fd, name, 0) < 0)
+            return -1;
+    }
+    return -1;
+}
+
+int wk_log_result(struct worker *w, const struct zerg_result *r, int flags,
+                  struct zerg_err *err)
+{
+    char path[PATH_MAX], *text = NULL;
+    size_t len = 0;
+    int fd = -1;
+    if (zerg_id_valid(r->task) &&
+        zerg_proto_result_path(path, sizeof path, w->state_dir, r->task,
+                               r->attempt) == 0 &&
+        zerg_proto_encode_result(r, &text, &len, NULL) == 0 &&
+        (fd = result_record(w, r->task, r->attempt)) >= 0) {
+        int rc = zerg_fsio_write_linked(fd, path, text, len, flags, NULL);
+        close(fd);
+        free(text);
+        if (rc == 0)
+            return 0;
+    } else {
+        free(text);
+    }
+    return zerg_proto_write_result_flags(w->state_dir, r, flags, err);
 }
 
 void wk_log_dir_close(struct worker *w)

@@ -26,6 +26,13 @@ void wk_log_write(struct wk_log *log, const char *s, size_t len);
 /* Appends the formatted text the same way. */
 void wk_log_printf(struct wk_log *log, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Writes the attempt's result r: as .zerg/logs/{feature}/tasks/{id}/
+ * attempt-{attempt}.result.json, which becomes the state directory's
+ * result file too (zerg_fsio_write_linked), or, where that cannot be
+ * done, as that file alone.  flags: zerg_fsio_write_atomic's.  0, or
+ * negative with err set (the result file is not written). */
+int wk_log_result(struct worker *w, const struct zerg_result *r, int flags,
+                  struct zerg_err *err);
 /* Closes what the worker kept open for the logs (worker_close). */
 void wk_log_dir_close(struct worker *w);
 

@@ -436,9 +436,7 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
     int flags = w->cfg.state_durability == ZERG_DURABILITY_FULL
                     ? ZERG_FSIO_DURABLE
                     : ZERG_FSIO_NOSYNC;
-    for (int tries = 0;
-         zerg_proto_write_result_flags(w->state_dir, &r, flags, &e) < 0;
-         tries++) {
+    for (int tries = 0; wk_log_result(w, &r, flags, &e) < 0; tries++) {
         if (tries == 20) {
             fprintf(stderr, "zerg worker %d: %s\n", w->o->slot, e.msg);
             lost = 1;

@@ -1,6 +1,6 @@
 /* test_worker_io.c - what the worker does around its tasks' I/O
  * (src/worker/worker_log.c, the SIGPIPE handling of worker.c and
- * worker_run.c, the event lines of worker_wait.c).
+ * worker_run.c, the event lines of worker_wait.c, the result record).
  *
  * Each test runs zerg_worker_run on a temp project with the assignment
  * written beforehand (stop: true makes it return after the task).  Where
@@ -353,6 +353,62 @@ static void test_logs_of_two_tasks(void **state)
     }
 }
 
+/* ---- the result record ----------------------------------------------- */
+
+static int stat_rel(const struct fx *f, const char *rel, struct stat *st)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", f->project, rel);
+    return lstat(path, st);
+}
+
+#define RECORD ".zerg/logs/feat/tasks/T1/attempt-1.result.json"
+#define STATE_RESULT ".zerg/state/feat/result-T1-1.json"
+
+/* The result is one file under two names: the attempt's record in its
+ * log directory and the state directory's result (until the orchestrator
+ * deletes that name).  A link the task planted at the record's name is
+ * replaced, not followed. */
+static void test_result_record_is_the_result(void **state)
+{
+    struct fx *f = *state;
+    const char *cmds[] = {
+        "true",
+        "ln -s ../../../../../planted " RECORD,
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        struct stat rec, res;
+        write_graph(f, cmds[i], NULL);
+        run_in_process(f, 0);
+        assert_int_equal(stat_rel(f, RECORD, &rec), 0);
+        assert_int_equal(stat_rel(f, STATE_RESULT, &res), 0);
+        assert_true(S_ISREG(rec.st_mode));
+        assert_true(rec.st_ino == res.st_ino && rec.st_dev == res.st_dev);
+        assert_int_equal(rec.st_nlink, 2);
+        assert_int_not_equal(stat_rel(f, "planted", &rec), 0);
+        tu_rmtree(f->project);
+        tu_write(f->state, ".keep", "");
+    }
+}
+
+/* Where the record cannot be made (the task turned its log directory
+ * into a link), the result is a plain file of the state directory, and
+ * nothing lands where the link points. */
+static void test_result_without_a_record(void **state)
+{
+    struct fx *f = *state;
+    struct stat st;
+    write_graph(f,
+                "mkdir outside && rm -rf .zerg/logs/feat/tasks/T1 && "
+                "ln -s ../../../../outside .zerg/logs/feat/tasks/T1",
+                NULL);
+    run_in_process(f, 0);
+    assert_int_equal(stat_rel(f, STATE_RESULT, &st), 0);
+    assert_int_equal(st.st_nlink, 1);
+    assert_int_not_equal(stat_rel(f, "outside/attempt-1.result.json", &st),
+                         0);
+}
+
 #define FX(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int main(void)
@@ -366,6 +422,8 @@ int main(void)
         FX(test_task_gets_default_sigpipe),
         FX(test_log_dir_changed),
         FX(test_logs_of_two_tasks),
+        FX(test_result_record_is_the_result),
+        FX(test_result_without_a_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
