@@ -106,8 +106,8 @@ static uint32_t temp_seq(int tries)
 }
 
 /* The temp name dir/.BASE.tmp.PID.SEQ of a try. */
-static int temp_name(char *tmp, size_t size, const char *dir,
-                     const char *base, int tries)
+static int temp_name(char *tmp, size_t size, const char *dir, const char *base,
+                     int tries)
 {
     return zerg_fsio_path(tmp, size, "%s%s.%s.tmp.%ld.%08x", dir,
                           *dir ? "/" : "", base, (long)getpid(),

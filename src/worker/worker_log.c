@@ -218,9 +218,8 @@ static int result_record(struct worker *w, const char *id, int attempt)
         tasks_current(w, zdir, rel, path) < 0)
         return -1;
     for (int tries = 0; tries < 2; tries++) {
-        int fd = openat2_beneath(w->tasks_fd, name,
-                                 O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK,
-                                 0644);
+        int fd = openat2_beneath(
+            w->tasks_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK, 0644);
         if (fd >= 0)
             return fd;
         if (errno != EEXIST || unlinkat(w->tasks_fd, name, 0) < 0)

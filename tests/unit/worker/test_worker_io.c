@@ -192,7 +192,7 @@ static void test_event_reader_gone(void **state)
 
 /* The task records its group (its shell leads it) and the heartbeat file
  * as it finds it when it runs. */
-#define SNAPSHOT_CMD                                                        \
+#define SNAPSHOT_CMD                                                           \
     "echo $$ > pgid.txt; cat .zerg/state/feat/heartbeat-0.json > hb.txt"
 
 /* Runs T1 (stop: true) on a forked worker with event lines on and its
@@ -405,8 +405,7 @@ static void test_result_without_a_record(void **state)
     run_in_process(f, 0);
     assert_int_equal(stat_rel(f, STATE_RESULT, &st), 0);
     assert_int_equal(st.st_nlink, 1);
-    assert_int_not_equal(stat_rel(f, "outside/attempt-1.result.json", &st),
-                         0);
+    assert_int_not_equal(stat_rel(f, "outside/attempt-1.result.json", &st), 0);
 }
 
 #define FX(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
