@@ -57,7 +57,10 @@ def busy_worker(rush, skip):
 
 def container_pid(rush, slot):
     """Host pid of the container that runs worker slot."""
-    with open(os.path.join(rush.state_dir, "%s.json" % bl.FEATURE)) as f:
+    # The state document is .zerg/state/{feature}.json, beside the run
+    # directory (rush.state_dir) that holds the heartbeats.
+    path = os.path.join(os.path.dirname(rush.state_dir), bl.FEATURE + ".json")
+    with open(path) as f:
         cid = json.load(f)["workers"][str(slot)]["container_id"]
     out = subprocess.check_output(
         ["podman", "inspect", "--format", "{{.State.Pid}}", cid],
