@@ -97,19 +97,27 @@ static int tasks_current(struct worker *w, const char *zdir, const char *rel,
     return rc < 0 ? rc : tasks_open(w, zdir, rel);
 }
 
+/* w->tasks_fd, current (tasks_current); 0 or negative. */
+static int tasks_dir(struct worker *w)
+{
+    char zdir[PATH_MAX], rel[PATH_MAX], path[PATH_MAX];
+    if (zerg_fsio_path(zdir, sizeof zdir, "%s/.zerg", w->o->project) < 0 ||
+        zerg_fsio_path(rel, sizeof rel, "logs/%s/tasks", w->o->feature) < 0 ||
+        zerg_fsio_path(path, sizeof path, "%s/%s", zdir, rel) < 0)
+        return -1;
+    return tasks_current(w, zdir, rel, path);
+}
+
 /* The usual case: the tasks directory kept open, the attempt's directory
  * and file made or opened below it.  0, or negative for the slow way. */
 static int open_fast(struct worker *w, const char *id, int attempt,
                      struct wk_log *log)
 {
-    char zdir[PATH_MAX], rel[PATH_MAX], path[PATH_MAX], name[PATH_MAX];
+    char name[PATH_MAX];
     struct stat st;
-    if (zerg_fsio_path(zdir, sizeof zdir, "%s/.zerg", w->o->project) < 0 ||
-        zerg_fsio_path(rel, sizeof rel, "logs/%s/tasks", w->o->feature) < 0 ||
-        zerg_fsio_path(path, sizeof path, "%s/%s", zdir, rel) < 0 ||
-        zerg_fsio_path(name, sizeof name, "%s/attempt-%d.log", id, attempt) <
+    if (zerg_fsio_path(name, sizeof name, "%s/attempt-%d.log", id, attempt) <
             0 ||
-        tasks_current(w, zdir, rel, path) < 0)
+        tasks_dir(w) < 0)
         return -1;
     if (mkdirat(w->tasks_fd, id, 0755) < 0 && errno != EEXIST)
         return -1;
@@ -209,13 +217,10 @@ void wk_log_printf(struct wk_log *log, const char *fmt, ...)
  * there, is replaced): an fd to write, or negative. */
 static int result_record(struct worker *w, const char *id, int attempt)
 {
-    char zdir[PATH_MAX], rel[PATH_MAX], path[PATH_MAX], name[PATH_MAX];
-    if (zerg_fsio_path(zdir, sizeof zdir, "%s/.zerg", w->o->project) < 0 ||
-        zerg_fsio_path(rel, sizeof rel, "logs/%s/tasks", w->o->feature) < 0 ||
-        zerg_fsio_path(path, sizeof path, "%s/%s", zdir, rel) < 0 ||
-        zerg_fsio_path(name, sizeof name, "%s/attempt-%d.result.json", id,
+    char name[PATH_MAX];
+    if (zerg_fsio_path(name, sizeof name, "%s/attempt-%d.result.json", id,
                        attempt) < 0 ||
-        tasks_current(w, zdir, rel, path) < 0)
+        tasks_dir(w) < 0)
         return -1;
     for (int tries = 0; tries < 2; tries++) {
         int fd = openat2_beneath(

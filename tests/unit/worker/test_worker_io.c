@@ -157,25 +157,21 @@ static void test_task_gets_default_sigpipe(void **state)
     signal(SIGPIPE, SIG_DFL);
 }
 
-/* With event lines on (ZERG_STDIO_EVENTS=1) and nobody reading its stdout
- * any more, the worker still runs its task, writes the result file and
- * exits 0: the broken pipe turns the lines off, it does not kill it. */
-static void test_event_reader_gone(void **state)
+/* Runs T1 (command cmd, stop: true) on a forked worker with event lines
+ * on, its stdout on fd and SIGPIPE at its default; checks it exits 0 with
+ * T1 complete. */
+static void run_with_events(const struct fx *f, const char *cmd, int fd)
 {
-    struct fx *f = *state;
-    write_graph(f, "true", NULL);
+    write_graph(f, cmd, NULL);
     assign_in(f->state, "T1", 1);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         struct zerg_err err = {0};
         struct zerg_worker_opts o = fx_opts(f);
-        int p[2];
         signal(SIGPIPE, SIG_DFL);
-        if (pipe(p) < 0 || dup2(p[1], 1) < 0)
+        if (dup2(fd, 1) < 0)
             _exit(98);
-        close(p[0]);
-        close(p[1]);
         setenv("ZERG_STDIO_EVENTS", "1", 1);
         o.orch_pid = getppid();
         _exit(zerg_worker_run(&o, &err));
@@ -188,36 +184,25 @@ static void test_event_reader_gone(void **state)
     assert_int_equal(result_outcome(f, "T1"), ZERG_OUTCOME_COMPLETE);
 }
 
+/* With event lines on (ZERG_STDIO_EVENTS=1) and nobody reading its stdout
+ * any more, the worker still runs its task, writes the result file and
+ * exits 0: the broken pipe turns the lines off, it does not kill it. */
+static void test_event_reader_gone(void **state)
+{
+    struct fx *f = *state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    close(p[0]);
+    run_with_events(f, "true", p[1]);
+    close(p[1]);
+}
+
 /* ---- the beat that names a stage's group ------------------------------ */
 
 /* The task records its group (its shell leads it) and the heartbeat file
  * as it finds it when it runs. */
 #define SNAPSHOT_CMD                                                           \
     "echo $$ > pgid.txt; cat .zerg/state/feat/heartbeat-0.json > hb.txt"
-
-/* Runs T1 (stop: true) on a forked worker with event lines on and its
- * stdout on fd; checks it exits 0 with T1 complete. */
-static void run_with_events(const struct fx *f, int fd)
-{
-    write_graph(f, SNAPSHOT_CMD, NULL);
-    assign_in(f->state, "T1", 1);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        struct zerg_err err = {0};
-        struct zerg_worker_opts o = fx_opts(f);
-        if (dup2(fd, 1) < 0)
-            _exit(98);
-        setenv("ZERG_STDIO_EVENTS", "1", 1);
-        o.orch_pid = getppid();
-        _exit(zerg_worker_run(&o, &err));
-    }
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), ZERG_WORKER_EXIT_OK);
-    assert_int_equal(result_outcome(f, "T1"), ZERG_OUTCOME_COMPLETE);
-}
 
 /* "task_pgid":N for the group T1 ran in. */
 static void group_field(const struct fx *f, char *out, size_t size)
@@ -237,7 +222,7 @@ static void test_group_line_before_the_task(void **state)
     int p[2];
     char lines[65536], want[64];
     assert_int_equal(pipe(p), 0);
-    run_with_events(f, p[1]);
+    run_with_events(f, SNAPSHOT_CMD, p[1]);
     close(p[1]);
     size_t n = 0;
     ssize_t got;
@@ -266,7 +251,7 @@ static void test_group_in_file_when_no_line_goes(void **state)
         ;
     while (write(p[1], junk, 1) > 0)
         ;
-    run_with_events(f, p[1]);
+    run_with_events(f, SNAPSHOT_CMD, p[1]);
     close(p[0]);
     close(p[1]);
     group_field(f, want, sizeof want);
