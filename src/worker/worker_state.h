@@ -67,7 +67,7 @@ struct worker {
     char last_task[ZERG_ID_MAX + 1];
     int last_attempt;
 
-    int lease_seen;
+    int lease_seen, lease_pid, lease_late_said;
     int64_t lease_seq, lease_changed_ns;
 
     struct zerg_git git; /* worktree isolation only (have_git) */

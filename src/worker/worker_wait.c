@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "zerg/fsio.h"
+#include "zerg/lock.h"
 
 /* Without a pidfd (kernels before 5.3) a running stage is polled. */
 #define WORKER_CHILD_POLL_NS (20 * ZERG_NS_PER_MS)
@@ -240,11 +241,50 @@ int wk_orch_gone(const struct worker *w)
     return w->o->orch_pid > 0 && kill(w->o->orch_pid, 0) < 0 && errno == ESRCH;
 }
 
+/* 1 when the orchestrator whose lease we follow still holds the rush
+ * lock (.zerg/state/{feature}.lock, flock(2), which the kernel drops when
+ * its holder dies): a lease that stopped changing then means a slow or
+ * stopped orchestrator (Ctrl-Z, a loaded machine), not a dead one.  The
+ * holder is ours when the pid the lock file names is the lease's pid; a
+ * probe that cannot tell (no lock file, another filesystem) says no, and
+ * the lease alone decides. */
+static int orch_holds_lock(const struct worker *w)
+{
+    char path[PATH_MAX];
+    pid_t holder = 0;
+    if (w->lease_pid <= 0 ||
+        zerg_fsio_path(path, sizeof path, "%s.lock", w->state_dir))
+        return 0;
+    return zerg_lock_probe(path, &holder) == 1 && holder == w->lease_pid;
+}
+
+/* The lease is old but its orchestrator lives: said once per silence. */
+static void lease_late(struct worker *w, int64_t now)
+{
+    if (!w->lease_late_said && w->log) {
+        zerg_json *data = zerg_json_obj();
+        zerg_json_set_num(data, "lease_age_s",
+                          zerg_ns_to_s(now - w->lease_changed_ns));
+        zerg_json_set_num(data, "pid", w->lease_pid);
+        zerg_log_event(w->log, w->o->slot, ZERG_LOG_INFO, "orchestrator_slow",
+                       w->hb.task_id[0] ? w->hb.task_id : NULL, data,
+                       "Worker %d: the lease is %.1f s old but the "
+                       "orchestrator (pid %d) still holds the rush lock; "
+                       "waiting",
+                       w->o->slot, zerg_ns_to_s(now - w->lease_changed_ns),
+                       w->lease_pid);
+    }
+    w->lease_late_said = 1;
+}
+
 /* The lease must keep changing.  Before it was ever seen it is only
- * required when no orchestrator pid can be checked (container mode). */
+ * required when no orchestrator pid can be checked (container mode).  It
+ * is the fallback sign of life (DESIGN §19): a stale lease ends the
+ * worker only when the rush lock is no longer held by its orchestrator. */
 static void check_lease(struct worker *w, int64_t now)
 {
     int64_t seq;
+    int pid = 0;
     char run_id[128];
     if (wk_orch_gone(w)) {
         wk_exit(w, ZERG_WORKER_EXIT_ORPHANED,
@@ -252,20 +292,24 @@ static void check_lease(struct worker *w, int64_t now)
                 (int)w->o->orch_pid);
         return;
     }
-    int rc = zerg_proto_read_lease(w->state_dir, w->o->feature, NULL, run_id,
+    int rc = zerg_proto_read_lease(w->state_dir, w->o->feature, &pid, run_id,
                                    sizeof run_id, &seq);
     /* A lease of another run is not a sign of life of ours. */
     if (rc == 0 && strcmp(run_id, w->o->run_id) == 0 &&
         (!w->lease_seen || seq != w->lease_seq)) {
-        w->lease_seen = 1;
-        w->lease_seq = seq;
-        w->lease_changed_ns = now;
+        w->lease_seen = 1, w->lease_seq = seq, w->lease_pid = pid;
+        w->lease_changed_ns = now, w->lease_late_said = 0;
     }
-    if ((w->lease_seen || w->o->orch_pid <= 0) &&
-        now - w->lease_changed_ns >= w->lease_stale_ns)
-        wk_exit(
-            w, ZERG_WORKER_EXIT_ORPHANED,
-            "orchestrator gone: lease %s/lease-%s.json unchanged for %.1f s",
+    if (!(w->lease_seen || w->o->orch_pid <= 0) ||
+        now - w->lease_changed_ns < w->lease_stale_ns)
+        return;
+    if (orch_holds_lock(w)) {
+        lease_late(w, now);
+        return;
+    }
+    wk_exit(w, ZERG_WORKER_EXIT_ORPHANED,
+            "orchestrator gone: lease %s/lease-%s.json unchanged for %.1f s "
+            "and the rush lock is free",
             w->state_dir, w->o->feature,
             zerg_ns_to_s(now - w->lease_changed_ns));
 }
@@ -293,7 +337,8 @@ static void check_assign_stat(struct worker *w)
 static void check_output(struct worker *w)
 {
     struct stat st;
-    if (w->out_fd < 0 || fstat(w->out_fd, &st) != 0 || st.st_size <= w->out_size)
+    if (w->out_fd < 0 || fstat(w->out_fd, &st) != 0 ||
+        st.st_size <= w->out_size)
         return;
     w->out_size = st.st_size;
     w->hb.progress_seq++;

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "zerg/err.h"
+#include "zerg/lock.h"
 #include "zerg/protocol.h"
 #include "zerg/worker.h"
 
@@ -798,6 +799,90 @@ static void test_lease_stale_exits(void **state)
     assert_true(tu_contains(msg, "lease-feat.json unchanged for"));
 }
 
+static int log_has(const struct fx *f, const void *arg)
+{
+    char *text = project_file(f, ".zerg/monitor.jsonl");
+    int found = text && strstr(text, (const char *)arg);
+    free(text);
+    return found;
+}
+
+/* A process of its own holds the rush lock until it is killed (the
+ * worker is forked from this test and would share a lock taken here). */
+static pid_t hold_lock(const struct fx *f)
+{
+    int p[2];
+    char lock[PATH_MAX], c = 0;
+    snprintf(lock, sizeof lock, "%s.lock", f->state);
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct zerg_err err = {0};
+        struct zerg_lock lk;
+        if (zerg_lock_acquire(&lk, lock, &err) == 0 && write(p[1], "k", 1))
+            pause();
+        _exit(1);
+    }
+    close(p[1]);
+    assert_int_equal(read(p[0], &c, 1), 1);
+    close(p[0]);
+    return pid;
+}
+
+static void end_holder(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* A stopped or overloaded orchestrator stops renewing its lease but keeps
+ * the rush lock: the worker waits (orchestrator_slow) instead of leaving,
+ * and leaves only once the lock is free. */
+static void test_lease_stale_lock_held_waits(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    char msg[512], dir[PATH_MAX];
+    write_graph(f, "true", NULL, NULL, NULL);
+    pid_t holder = hold_lock(f);
+    assert_int_equal(zerg_proto_write_lease(f->state, "feat", (int)holder,
+                                            "run-1", 1, &err),
+                     0);
+    struct zerg_worker_opts o = fx_opts(f);
+    o.orch_pid = 0; /* container mode: no pid to check */
+    o.lease_stale_ns = 200 * ZERG_NS_PER_MS;
+    start_worker(f, &o);
+    snprintf(dir, sizeof dir, "%s/.zerg", f->project);
+    wait_until(f, dir, log_has, "\"orchestrator_slow\"", "orchestrator_slow");
+    assert_int_equal(kill(f->pid, 0), 0); /* still there */
+    end_holder(holder);
+    assert_int_equal(wait_worker(f, msg, sizeof msg),
+                     ZERG_WORKER_EXIT_ORPHANED);
+    assert_true(tu_contains(msg, "the rush lock is free"));
+}
+
+/* A lock held by some other process (another rush of the feature after
+ * ours died) is no sign of life of our orchestrator. */
+static void test_lease_stale_lock_of_another(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    char msg[512];
+    write_graph(f, "true", NULL, NULL, NULL);
+    pid_t holder = hold_lock(f);
+    assert_int_equal(
+        zerg_proto_write_lease(f->state, "feat", 1, "run-1", 1, &err), 0);
+    struct zerg_worker_opts o = fx_opts(f);
+    o.orch_pid = 0;
+    o.lease_stale_ns = 200 * ZERG_NS_PER_MS;
+    start_worker(f, &o);
+    int rc = wait_worker(f, msg, sizeof msg);
+    end_holder(holder);
+    assert_int_equal(rc, ZERG_WORKER_EXIT_ORPHANED);
+    assert_true(tu_contains(msg, "orchestrator gone: lease"));
+}
+
 static void test_orchestrator_pid_gone(void **state)
 {
     struct fx *f = *state;
@@ -938,6 +1023,8 @@ int main(void)
         FX(test_sigterm_kills_task),
         FX(test_progress_file),
         FX(test_lease_stale_exits),
+        FX(test_lease_stale_lock_held_waits),
+        FX(test_lease_stale_lock_of_another),
         FX(test_orchestrator_pid_gone),
         FX(test_missing_graph),
         FX(test_bad_config),
