@@ -34,6 +34,10 @@ struct zerg_spawn_req {
      * directory tasks run in inside it; NULL = none (the project). */
     const char *workspace;
     const char *workdir;
+    /* The repository's common git dir as the host found it (container
+     * mode mounts it so git works inside); NULL = none.  Never read from
+     * the worktree, whose .git file a task can rewrite. */
+    const char *git_dir;
 };
 
 struct zerg_proc {

@@ -112,6 +112,10 @@ struct zerg_workspace {
     char branch[PATH_MAX];         /* zerg/{feature}/integration */
     char renamed[PATH_MAX];        /* the old integration branch was moved
                                       here at open, "" when not */
+    char git_dir[PATH_MAX];        /* the repository's common git dir, as
+                                      found by the host at open ("" in
+                                      fakes): what a container mounts, never
+                                      what a worktree's .git file says */
 };
 
 struct zerg_ws_opts {

@@ -170,6 +170,7 @@ static int open_checks(struct ws_host *h, const struct zerg_ws_opts *o,
     snprintf(h->run_id, sizeof h->run_id, "%s", o->run_id ? o->run_id : "");
     zerg_ws_integration_branch(h->pub.branch, sizeof h->pub.branch, o->feature);
     snprintf(h->ref, sizeof h->ref, "refs/heads/%s", h->pub.branch);
+    snprintf(h->pub.git_dir, sizeof h->pub.git_dir, "%s", h->g.common_dir);
     return 0;
 }
 

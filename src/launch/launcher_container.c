@@ -69,7 +69,7 @@ struct container {
     struct zerg_container_rt rt;
     int image_state; /* probed by the first spawn only */
     char image_why[512];
-    char project[PATH_MAX]; /* "" until set_project or a spawn */
+    char project[PATH_MAX];        /* "" until set_project or a spawn */
     char feature[ZERG_ID_MAX + 1]; /* of the first spawn */
 };
 
@@ -214,41 +214,21 @@ static void inner_project(const struct zerg_spawn_req *r, char *buf, size_t n)
     snprintf(buf, n, "/workspace%s", sub);
 }
 
-/* The common git directory of a worktree (its .git file says
- * "gitdir: COMMON/worktrees/NAME"), so git works inside: mounted at the
- * same path, as the worktree's .git file names it.  0 or -1. */
-static int common_git_dir(const char *worktree, char *buf, size_t n)
-{
-    char path[PATH_MAX], text[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/.git", worktree);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    ssize_t got = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-    if (fd >= 0)
-        close(fd);
-    if (got <= 8 || strncmp(text, "gitdir: /", 9))
-        return -1;
-    text[got] = '\0';
-    text[strcspn(text, "\n")] = '\0';
-    char *w = strstr(text, "/worktrees/");
-    if (!w || strchr(w + 11, '/'))
-        return -1;
-    *w = '\0';
-    snprintf(buf, n, "%s", text + 8);
-    return 0;
-}
-
 static void push_mounts(struct argv_buf *b, const struct zerg_spawn_req *r)
 {
     const char *p = r->project, *f = r->feature;
-    char in[PATH_MAX], git[PATH_MAX];
+    char in[PATH_MAX];
     inner_project(r, in, sizeof in);
     /* The runtimes mount parents first, so each later mount lies over the
      * earlier one: the project (or the slot's worktree) writable, zerg's
      * control files read-only, and inside those only what the worker
      * itself writes. */
     pushf(b, "--volume=%s:/workspace", r->workspace ? r->workspace : p);
-    if (r->workspace && common_git_dir(r->workspace, git, sizeof git) == 0)
-        pushf(b, "--volume=%s:%s:rw", git, git);
+    /* The common git dir, so git works inside, mounted at the path the
+     * worktree's .git file names.  The host found it, not the task: a
+     * rewritten /workspace/.git chooses no mount (DESIGN §19). */
+    if (r->workspace && r->git_dir && r->git_dir[0] == '/')
+        pushf(b, "--volume=%s:%s:rw", r->git_dir, r->git_dir);
     pushf(b, "--volume=%s/.zerg:%s/.zerg:ro", p, in);
     pushf(b, "--volume=%s/.zerg/state/%s:%s/.zerg/state/%s:rw", p, f, in, f);
     pushf(b, "--volume=%s/.zerg/logs:%s/.zerg/logs:rw", p, in);

@@ -27,6 +27,7 @@
 #include "zerg/fsio.h"
 #include "zerg/text.h"
 #include "zerg/worker.h"
+#include "zerg/workspace.h"
 
 typedef void slot_fn(struct zerg_orch *o, struct slot *sl,
                      const struct slot_ev_arg *a, int64_t now);
@@ -253,6 +254,8 @@ static void spawn(struct zerg_orch *o, struct slot *sl,
     }
     req.workspace = wt[0] ? wt : NULL;
     req.workdir = wd[0] ? wd : NULL;
+    if (req.workspace && o->o.workspace && o->o.workspace->git_dir[0])
+        req.git_dir = o->o.workspace->git_dir;
     /* The assignment must never name a task for a fresh incarnation.  Its
      * new epoch also has slot-N checked again (never a link) before the
      * incarnation's assignments go through the directory kept open. */

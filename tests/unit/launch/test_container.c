@@ -256,6 +256,33 @@ static int has_arg_prefix(const struct zerg_argv *a, const char *prefix)
     return 0;
 }
 
+/* Worktree isolation: the git dir mounted is the one the host found, in
+ * a project below a directory named "worktrees" too; a worktree whose
+ * .git file a task rewrote to name another host directory chooses no
+ * mount (DESIGN §19). */
+static void test_argv_git_dir_from_host(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_container_rt rt = {
+        .path = "/usr/bin/podman", .name = "podman", .podman = 1};
+    struct zerg_argv a;
+    struct zerg_err err = {0};
+    char wt[PATH_MAX];
+    snprintf(wt, sizeof wt, "%s", tu_mkdtemp());
+    tu_write(wt, ".git", "gitdir: /etc/worktrees/x\n");
+    struct zerg_spawn_req r = req_for("/srv/worktrees/proj", "auth");
+    r.workspace = wt;
+    r.git_dir = "/srv/worktrees/proj/.git";
+    assert_int_equal(
+        zerg_container_run_argv(&f->cfg, &rt, &r, 1000, 1001, &a, &err), 0);
+    assert_true(find_arg(&a, "--volume=/srv/worktrees/proj/.git:"
+                             "/srv/worktrees/proj/.git:rw") > 0);
+    for (size_t i = 0; i < a.n; i++)
+        assert_null(strstr(a.v[i], "/etc"));
+    zerg_container_argv_free(&a);
+    tu_rmtree(wt);
+}
+
 static void test_argv_full(void **state)
 {
     struct fx *f = *state;
@@ -828,6 +855,8 @@ int main(void)
         cmocka_unit_test(test_exit_container_oom),
         cmocka_unit_test(test_last_line),
         cmocka_unit_test_setup_teardown(test_argv_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_argv_git_dir_from_host, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_argv_defaults_docker_root, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_argv_bad_project, setup, teardown),
