@@ -125,6 +125,7 @@ struct zerg_config {
     char *container_memory;             /* "" = no limit, e.g. "2g" */
     double container_cpus;              /* 0 = no limit */
     int container_pids_limit;           /* 0 = no limit */
+    int gates_on_host;                  /* false: gates run where workers do */
 
     /* slurm: */
     char *slurm_partition;              /* "" = the cluster's default */

@@ -40,6 +40,19 @@ struct zerg_spawn_req {
     const char *git_dir;
 };
 
+/* One quality gate run (orch_gate.c). */
+struct zerg_gate_req {
+    const char *feature;
+    const char *run_id;
+    const char *project; /* absolute project root */
+    const char *name;    /* the gate's name from quality_gates */
+    int level;
+    const char *dir;     /* the gate worktree's directory to run in */
+    const char *top;     /* the top of that worktree (dir or a parent) */
+    const char *git_dir; /* the repository's common git dir, NULL = none */
+    const char *command; /* run with /bin/sh -c */
+};
+
 struct zerg_proc {
     pid_t pid;              /* the child we wait for */
     char name[96];          /* container or Slurm job name, "" in
@@ -119,6 +132,18 @@ struct zerg_launcher_ops {
     int (*poll)(struct zerg_launcher *l, const struct zerg_proc *p,
                 int *wstatus);
     struct zerg_launcher_caps caps;
+    /* Quality gates where the workers' code runs (DESIGN §19): fills out
+     * with the argv that runs req->command there (argv[0] is found on
+     * PATH: posix_spawnp) and handle with what gate_stop needs to end it.
+     * 0, or negative with err set.  NULL: workers run on this host's
+     * filesystem as the user, and so does the gate (/bin/sh -c). */
+    int (*gate_argv)(struct zerg_launcher *l, const struct zerg_gate_req *req,
+                     struct zerg_argv *out, char *handle, size_t handle_n,
+                     struct zerg_err *err);
+    /* Ends a gate started from gate_argv whose client was killed (its
+     * timeout) or that ended: nothing of it stays.  Blocks at most a few
+     * seconds. */
+    void (*gate_stop)(struct zerg_launcher *l, const char *handle);
 };
 
 struct zerg_launcher {

@@ -56,109 +56,14 @@
 #include "zerg/launcher.h"
 #include "zerg/text.h"
 
-#define KILL_TIMEOUT_NS (3 * ZERG_NS_PER_S)
-#define INSPECT_TIMEOUT_NS (5 * ZERG_NS_PER_S)
-#define RM_TIMEOUT_NS (10 * ZERG_NS_PER_S)
-#define PS_TIMEOUT_NS (10 * ZERG_NS_PER_S)
-#define DEFAULT_IMAGE "zerg-worker"
-
-enum { IMAGE_UNKNOWN, IMAGE_PRESENT, IMAGE_MISSING };
-
-struct container {
-    struct zerg_launcher base;
-    struct zerg_container_rt rt;
-    int image_state; /* probed by the first spawn only */
-    char image_why[512];
-    char project[PATH_MAX];        /* "" until set_project or a spawn */
-    char feature[ZERG_ID_MAX + 1]; /* of the first spawn */
-};
-
-static const char *image_of(const struct zerg_config *cfg)
-{
-    return cfg->container_image && cfg->container_image[0]
-               ? cfg->container_image
-               : DEFAULT_IMAGE;
-}
-
-/* ---- the run argv ---- */
-
-/* A growable argv; every push copies.  A failed push marks it broken so
- * the builder can check once at the end. */
-struct argv_buf {
-    struct zerg_argv a;
-    size_t cap;
-    int oom;
-};
-
-static void push(struct argv_buf *b, const char *s)
-{
-    if (b->oom)
-        return;
-    if (b->a.n + 2 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 64;
-        char **v = realloc(b->a.v, cap * sizeof *v);
-        if (!v) {
-            b->oom = 1;
-            return;
-        }
-        b->a.v = v;
-        b->cap = cap;
-    }
-    char *copy = strdup(s);
-    if (!copy) {
-        b->oom = 1;
-        return;
-    }
-    b->a.v[b->a.n++] = copy;
-    b->a.v[b->a.n] = NULL;
-}
-
-static void pushf(struct argv_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void pushf(struct argv_buf *b, const char *fmt, ...)
-{
-    char buf[PATH_MAX + 256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof buf)
-        b->oom = 1; /* paths were length-checked: cannot happen */
-    else
-        push(b, buf);
-}
-
-static void push_pair(struct argv_buf *b, const char *flag, const char *val)
-{
-    push(b, flag);
-    push(b, val);
-}
-
-void zerg_container_argv_free(struct zerg_argv *a)
-{
-    for (size_t i = 0; a->v && i < a->n; i++)
-        free(a->v[i]);
-    free(a->v);
-    a->v = NULL;
-    a->n = 0;
-}
-
-/* FNV-1a: a short, stable tag of the run id for the container name (the
- * full id is in the zerg.run label). */
-static uint32_t run_hash(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; s && *s; s++)
-        h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
+#include "container_internal.h"
 
 void zerg_container_name(char *buf, size_t size,
                          const struct zerg_spawn_req *req)
 {
     char tail[64];
     snprintf(tail, sizeof tail, "-%08" PRIx32 "-w%d-e%" PRIu64,
-             run_hash(req->run_id), req->slot, req->epoch);
+             ct_run_hash(req->run_id), req->slot, req->epoch);
     /* "zerg-" + feature + tail; the feature part gives way if needed. */
     int room = (int)size - 1 - 5 - (int)strlen(tail);
     snprintf(buf, size, "zerg-%.*s%s", room > 0 ? room : 0, req->feature, tail);
@@ -187,18 +92,13 @@ static void push_identity(struct argv_buf *b, const struct zerg_spawn_req *r,
                           const char *name, const struct zerg_container_rt *rt,
                           uid_t uid, gid_t gid)
 {
-    push_pair(b, "--name", name);
-    pushf(b, "--label=zerg.feature=%s", r->feature);
-    pushf(b, "--label=zerg.run=%s", r->run_id);
-    pushf(b, "--label=zerg.worker=%d", r->slot);
-    pushf(b, "--label=zerg.epoch=%" PRIu64, r->epoch);
-    pushf(b, "--label=zerg.project=%s", r->project);
-    /* Files the worker writes in the project belong to the user who ran
-     * zerg.  Rootless podman maps that user to root inside unless told
-     * to keep ids. */
-    pushf(b, "--user=%u:%u", (unsigned)uid, (unsigned)gid);
-    if (rt->podman && uid != 0)
-        push(b, "--userns=keep-id");
+    ct_push_pair(b, "--name", name);
+    ct_pushf(b, "--label=zerg.feature=%s", r->feature);
+    ct_pushf(b, "--label=zerg.run=%s", r->run_id);
+    ct_pushf(b, "--label=zerg.worker=%d", r->slot);
+    ct_pushf(b, "--label=zerg.epoch=%" PRIu64, r->epoch);
+    ct_pushf(b, "--label=zerg.project=%s", r->project);
+    ct_push_user(b, rt, uid, gid);
 }
 
 /* Where the project is inside the container: /workspace, or under
@@ -223,50 +123,38 @@ static void push_mounts(struct argv_buf *b, const struct zerg_spawn_req *r)
      * earlier one: the project (or the slot's worktree) writable, zerg's
      * control files read-only, and inside those only what the worker
      * itself writes. */
-    pushf(b, "--volume=%s:/workspace", r->workspace ? r->workspace : p);
+    ct_pushf(b, "--volume=%s:/workspace", r->workspace ? r->workspace : p);
     /* The common git dir, so git works inside, mounted at the path the
      * worktree's .git file names.  The host found it, not the task: a
      * rewritten /workspace/.git chooses no mount (DESIGN §19). */
     if (r->workspace && r->git_dir && r->git_dir[0] == '/')
-        pushf(b, "--volume=%s:%s:rw", r->git_dir, r->git_dir);
-    pushf(b, "--volume=%s/.zerg:%s/.zerg:ro", p, in);
-    pushf(b, "--volume=%s/.zerg/state/%s:%s/.zerg/state/%s:rw", p, f, in, f);
-    pushf(b, "--volume=%s/.zerg/logs:%s/.zerg/logs:rw", p, in);
-    pushf(b, "--volume=%s/.zerg/monitor.log:%s/.zerg/monitor.log:rw", p, in);
-    pushf(b, "--volume=%s/.zerg/monitor.jsonl:%s/.zerg/monitor.jsonl:rw", p,
-          in);
-    pushf(b, "--volume=%s/.gsd:%s/.gsd:ro", p, in);
-    push_pair(b, "--workdir", in);
+        ct_pushf(b, "--volume=%s:%s:rw", r->git_dir, r->git_dir);
+    ct_pushf(b, "--volume=%s/.zerg:%s/.zerg:ro", p, in);
+    ct_pushf(b, "--volume=%s/.zerg/state/%s:%s/.zerg/state/%s:rw", p, f, in, f);
+    ct_pushf(b, "--volume=%s/.zerg/logs:%s/.zerg/logs:rw", p, in);
+    ct_pushf(b, "--volume=%s/.zerg/monitor.log:%s/.zerg/monitor.log:rw", p, in);
+    ct_pushf(b, "--volume=%s/.zerg/monitor.jsonl:%s/.zerg/monitor.jsonl:rw", p,
+             in);
+    ct_pushf(b, "--volume=%s/.gsd:%s/.gsd:ro", p, in);
+    ct_push_pair(b, "--workdir", in);
     if (r->workspace) {
         /* The agent's own git calls in a worktree owned by the host user:
          * never refused as "dubious ownership". */
-        push(b, "--env=GIT_CONFIG_COUNT=1");
-        push(b, "--env=GIT_CONFIG_KEY_0=safe.directory");
-        push(b, "--env=GIT_CONFIG_VALUE_0=*");
+        ct_push(b, "--env=GIT_CONFIG_COUNT=1");
+        ct_push(b, "--env=GIT_CONFIG_KEY_0=safe.directory");
+        ct_push(b, "--env=GIT_CONFIG_VALUE_0=*");
     }
     /* Claude Code refuses --dangerously-skip-permissions as root (the
      * default user of most images) unless it is told it is sandboxed. */
-    push(b, "--env=IS_SANDBOX=1");
-    pushf(b, "--env=ZERG_FEATURE=%s", f);
-    pushf(b, "--env=ZERG_WORKER_ID=%d", r->slot);
-    pushf(b, "--env=ZERG_EPOCH=%" PRIu64, r->epoch);
-    pushf(b, "--env=ZERG_RUN_ID=%s", r->run_id);
+    ct_push(b, "--env=IS_SANDBOX=1");
+    ct_pushf(b, "--env=ZERG_FEATURE=%s", f);
+    ct_pushf(b, "--env=ZERG_WORKER_ID=%d", r->slot);
+    ct_pushf(b, "--env=ZERG_EPOCH=%" PRIu64, r->epoch);
+    ct_pushf(b, "--env=ZERG_RUN_ID=%s", r->run_id);
     /* `zerg rush --executor CMD` travels as the environment. */
     const char *ex = getenv("ZERG_EXECUTOR");
     if (ex && *ex)
-        pushf(b, "--env=ZERG_EXECUTOR=%s", ex);
-}
-
-static void push_limits(struct argv_buf *b, const struct zerg_config *cfg)
-{
-    if (cfg->container_memory && cfg->container_memory[0])
-        pushf(b, "--memory=%s", cfg->container_memory);
-    if (cfg->container_cpus > 0)
-        pushf(b, "--cpus=%g", cfg->container_cpus);
-    if (cfg->container_pids_limit > 0)
-        pushf(b, "--pids-limit=%d", cfg->container_pids_limit);
-    for (size_t i = 0; i < cfg->container_run_args.n; i++)
-        push(b, cfg->container_run_args.v[i]);
+        ct_pushf(b, "--env=ZERG_EXECUTOR=%s", ex);
 }
 
 static void push_command(struct argv_buf *b, const struct zerg_config *cfg,
@@ -274,18 +162,18 @@ static void push_command(struct argv_buf *b, const struct zerg_config *cfg,
 {
     char in[PATH_MAX];
     inner_project(r, in, sizeof in);
-    push(b, image_of(cfg));
+    ct_push(b, ct_image_of(cfg));
     const char *fixed[] = {"zerg",      "worker",   "-C",    in,
                            "--feature", r->feature, "--slot"};
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
-        push(b, fixed[i]);
-    pushf(b, "%d", r->slot);
-    push(b, "--epoch");
-    pushf(b, "%" PRIu64, r->epoch);
-    push_pair(b, "--run-id", r->run_id);
+        ct_push(b, fixed[i]);
+    ct_pushf(b, "%d", r->slot);
+    ct_push(b, "--epoch");
+    ct_pushf(b, "%" PRIu64, r->epoch);
+    ct_push_pair(b, "--run-id", r->run_id);
     if (r->workspace) {
-        push_pair(b, "--workspace", "/workspace");
-        push_pair(b, "--workdir", in);
+        ct_push_pair(b, "--workspace", "/workspace");
+        ct_push_pair(b, "--workdir", in);
     }
 }
 
@@ -304,11 +192,11 @@ int zerg_container_run_argv(const struct zerg_config *cfg,
     if (rc < 0)
         return rc;
     zerg_container_name(name, sizeof name, req);
-    push(&b, rt->path);
-    push_pair(&b, "run", "--init");
+    ct_push(&b, rt->path);
+    ct_push_pair(&b, "run", "--init");
     push_identity(&b, req, name, rt, uid, gid);
     push_mounts(&b, req);
-    push_limits(&b, cfg);
+    ct_push_limits(&b, cfg);
     push_command(&b, cfg, req);
     if (b.oom) {
         zerg_container_argv_free(&b.a);
@@ -400,11 +288,6 @@ void zerg_container_exit_info(int wstatus, int oom_killed, const char *memory,
 
 /* ---- the launcher ---- */
 
-static struct container *ct(struct zerg_launcher *l)
-{
-    return (struct container *)l;
-}
-
 void zerg_container_set_project(struct zerg_launcher *l, const char *project)
 {
     if (l && project)
@@ -416,31 +299,12 @@ const char *zerg_container_runtime_name(const struct zerg_launcher *l)
     return ((const struct container *)l)->rt.name;
 }
 
-/* Runs `RUNTIME args...` with a timeout; 0 when it exited 0.  out (may be
- * NULL) gets its stdout. */
-static int rt_call(struct container *c, const char *const *args,
-                   int64_t timeout_ns, char *out, size_t out_size)
-{
-    char *argv[16];
-    size_t n = 0;
-    int st = 0;
-
-    argv[n++] = c->rt.path;
-    for (; args[n - 1] && n < 15; n++)
-        argv[n] = (char *)args[n - 1];
-    argv[n] = NULL;
-    int rc = zerg_container_exec(argv, timeout_ns, out, out_size, NULL, 0, &st);
-    if (rc < 0)
-        return rc;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
-}
-
 /* The image is checked by the first spawn only: it cannot appear or vanish
  * in a way worth a call per spawn, and a missing one is a permanent error
  * with a fix (make image). */
 static int check_image(struct container *c, int *cls, struct zerg_err *err)
 {
-    const char *image = image_of(c->base.cfg);
+    const char *image = ct_image_of(c->base.cfg);
     if (c->image_state == IMAGE_UNKNOWN) {
         int r = zerg_container_image_exists(&c->rt, image, c->image_why,
                                             sizeof c->image_why);
@@ -595,7 +459,7 @@ static int ct_cancel(struct zerg_launcher *l, const struct zerg_proc *p,
         snprintf(signame, sizeof signame, "%d", sig);
     if (p->name[0]) {
         const char *args[] = {"kill", "--signal", signame, p->name, NULL};
-        rc = rt_call(ct(l), args, KILL_TIMEOUT_NS, NULL, 0);
+        rc = ct_rt_call(ct(l), args, KILL_TIMEOUT_NS, NULL, 0);
     }
     if ((rc < 0 || sig == SIGKILL) && p->pid > 0) {
         kill(-p->pid, sig);
@@ -610,7 +474,7 @@ static int oom_killed(struct container *c, const char *name)
     char out[64];
     const char *args[] = {
         "container", "inspect", "--format", "{{.State.OOMKilled}}", name, NULL};
-    if (rt_call(c, args, INSPECT_TIMEOUT_NS, out, sizeof out) < 0)
+    if (ct_rt_call(c, args, INSPECT_TIMEOUT_NS, out, sizeof out) < 0)
         return 0;
     return strncmp(out, "true", 4) == 0;
 }
@@ -618,7 +482,7 @@ static int oom_killed(struct container *c, const char *name)
 static void remove_container(struct container *c, const char *name)
 {
     const char *args[] = {"rm", "--force", name, NULL};
-    rt_call(c, args, RM_TIMEOUT_NS, NULL, 0);
+    ct_rt_call(c, args, RM_TIMEOUT_NS, NULL, 0);
 }
 
 static void ct_reaped(struct zerg_launcher *l, const struct zerg_proc *p,
@@ -668,7 +532,7 @@ static int list_names(struct container *c, const char *feature,
     args[n++] = "--format";
     args[n++] = "{{.Names}}";
     args[n] = NULL;
-    return rt_call(c, args, PS_TIMEOUT_NS, out, size);
+    return ct_rt_call(c, args, PS_TIMEOUT_NS, out, size);
 }
 
 static int listed(const char *list, const char *name)
@@ -705,7 +569,7 @@ static int ct_cleanup(struct zerg_launcher *l, const char *feature,
             continue;
         char out[256];
         const char *args[] = {"rm", "--force", s, NULL};
-        if (rt_call(c, args, RM_TIMEOUT_NS, out, sizeof out) == 0 && out[0])
+        if (ct_rt_call(c, args, RM_TIMEOUT_NS, out, sizeof out) == 0 && out[0])
             removed++;
     }
 out:
@@ -730,6 +594,8 @@ static const struct zerg_launcher_ops container_ops = {
     /* The bind mounts share the files; the worker's pids are the
      * container's, and its output goes to the worker log. */
     .caps = {.shared_fs = 1},
+    .gate_argv = ct_gate_argv,
+    .gate_stop = ct_gate_stop,
 };
 
 struct zerg_launcher *zerg_launcher_container_new(const struct zerg_config *cfg,

@@ -156,6 +156,11 @@
     X("container.pids_limit", INT, container_pids_limit, 0, "0", "0..4194304", \
       "Process limit per worker container (--pids-limit); 0 means no "         \
       "limit.")                                                                \
+    X("gates.on_host", BOOL, gates_on_host, 0, "false", "true|false",          \
+      "Run quality gates on the host in container mode too. Unsafe: a gate "   \
+      "runs what tasks wrote (a Makefile, a test script) with your rights "    \
+      "on the host; by default container mode runs each gate in a "            \
+      "container of the workers' image and runtime.")                          \
     X("slurm.partition", STRING, slurm_partition, 0, "\"\"",                 \
       "\"\" or a partition name",                                             \
       "Partition of the worker jobs in slurm mode (srun --partition); "        \

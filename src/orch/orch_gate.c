@@ -7,6 +7,12 @@
  * optional one is a warning.  Nothing is persisted: on --resume a level
  * that is done but whose gates did not pass simply runs them again.
  *
+ * Where a gate runs (DESIGN §19): a gate runs what the tasks wrote, so it
+ * runs where they ran.  A launcher whose workers run elsewhere (container
+ * mode) gives the gate's argv (gate_argv) and ends what a timeout leaves
+ * (gate_stop); without those, or with gates.on_host, it is /bin/sh on the
+ * host.
+ *
  * One gate's life: IDLE -> RUNNING -> (pass: next gate | fail | timeout). */
 #include "orch_internal.h"
 
@@ -17,11 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "zerg/err.h"
 #include "zerg/fsio.h"
+#include "zerg/launcher.h"
 #include "zerg/workspace.h"
 
 #define GATE_POLL_NS (50 * ZERG_NS_PER_MS)
@@ -44,28 +52,64 @@ static int open_gate_log(const struct zerg_orch *o, const char *path,
     int rc = zerg_fsio_mkdirs_under(dir, rel, 0755, err);
     if (rc < 0)
         return rc;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-                  0644);
+    int fd =
+        open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return zerg_err_set(err, -errno, "cannot write %s: %s", path,
                             strerror(errno));
     return fd;
 }
 
-/* Starts gate o->gate_idx of level lvl; 0 or negative with err set. */
-static int gate_start(struct zerg_orch *o, int lvl, int64_t now,
-                      struct zerg_err *err)
+/* The top of the gate worktree holding dir (a monorepo runs gates in the
+ * project's path inside it): the nearest directory with a .git entry. */
+static void gate_top(const char *dir, char *top, size_t n)
 {
-    const struct zerg_gate *g = &o->cfg->gates[o->gate_idx];
-    char dir[PATH_MAX], log[PATH_MAX];
-    int rc = o->o.workspace->ops->gate_tree(o->o.workspace, dir, sizeof dir,
-                                            err);
-    if (rc < 0)
-        return rc;
-    gate_log_path(o, lvl, g, log, sizeof log);
-    int fd = open_gate_log(o, log, err);
-    if (fd < 0)
-        return fd;
+    char probe[PATH_MAX + 8];
+    snprintf(top, n, "%s", dir);
+    for (;;) {
+        struct stat st;
+        snprintf(probe, sizeof probe, "%s/.git", top);
+        char *slash = strrchr(top, '/');
+        if (!lstat(probe, &st) || !slash || slash == top)
+            return;
+        *slash = '\0';
+    }
+}
+
+/* The gate's argv: in a container where the launcher runs its workers in
+ * one (DESIGN §19), else /bin/sh on the host.  0 or negative. */
+static int gate_argv(struct zerg_orch *o, int lvl, const struct zerg_gate *g,
+                     const char *dir, char *host[4], struct zerg_argv *argv,
+                     struct zerg_err *err)
+{
+    const struct zerg_launcher_ops *ops = o->o.launcher->ops;
+    o->gate_handle[0] = '\0';
+    if (!ops->gate_argv || o->cfg->gates_on_host) {
+        host[0] = "/bin/sh", host[1] = "-c", host[2] = g->command;
+        host[3] = NULL;
+        argv->v = host, argv->n = 3;
+        return 0;
+    }
+    char top[PATH_MAX];
+    gate_top(dir, top, sizeof top);
+    struct zerg_gate_req req = {
+        .feature = o->o.feature,
+        .run_id = o->s->run_id,
+        .project = o->o.project,
+        .name = g->name,
+        .level = lvl,
+        .dir = dir,
+        .top = top,
+        .git_dir = o->o.workspace->git_dir[0] ? o->o.workspace->git_dir : NULL,
+        .command = g->command,
+    };
+    return ops->gate_argv(o->o.launcher, &req, argv, o->gate_handle,
+                          sizeof o->gate_handle, err);
+}
+
+static int gate_spawn(struct zerg_orch *o, const char *dir, int fd,
+                      char *const *argv)
+{
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
@@ -78,24 +122,58 @@ static int gate_start(struct zerg_orch *o, int lvl, int64_t now,
     sigset_t none;
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-    char *argv[] = {"/bin/sh", "-c", g->command, NULL};
-    rc = posix_spawn(&o->gate_pid, "/bin/sh", &fa, &at, argv, environ);
+    posix_spawnattr_setflags(&at,
+                             POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+    int rc = posix_spawnp(&o->gate_pid, argv[0], &fa, &at, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
-    close(fd);
-    if (rc != 0)
-        return zerg_err_set(err, -rc, "cannot start gate %s: %s", g->name,
-                            strerror(rc));
-    o->gate_deadline_mono_ns = now + g->timeout_ns;
-    o->gate_started_mono_ns = now;
+    return rc;
+}
+
+static void gate_log_start(struct zerg_orch *o, int lvl,
+                           const struct zerg_gate *g)
+{
     zerg_json *data = zerg_json_obj();
     zerg_json_set_str(data, "gate", g->name);
     zerg_json_set_num(data, "level", lvl);
     zerg_json_set_str(data, "commit", o->ws_tip);
+    zerg_json_set_str(data, "where", o->gate_handle[0] ? "container" : "host");
+    if (o->gate_handle[0])
+        zerg_json_set_str(data, "container", o->gate_handle);
     zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "gate_start", NULL,
-                   data, "Gate %s started on %.12s after level %d", g->name,
-                   o->ws_tip, lvl);
+                   data, "Gate %s started on %.12s after level %d%s", g->name,
+                   o->ws_tip, lvl, o->gate_handle[0] ? " in a container" : "");
+}
+
+/* Starts gate o->gate_idx of level lvl; 0 or negative with err set. */
+static int gate_start(struct zerg_orch *o, int lvl, int64_t now,
+                      struct zerg_err *err)
+{
+    const struct zerg_gate *g = &o->cfg->gates[o->gate_idx];
+    char dir[PATH_MAX], log[PATH_MAX];
+    struct zerg_argv argv = {NULL, 0};
+    char *host[4];
+    int rc =
+        o->o.workspace->ops->gate_tree(o->o.workspace, dir, sizeof dir, err);
+    if (rc < 0)
+        return rc;
+    gate_log_path(o, lvl, g, log, sizeof log);
+    int fd = open_gate_log(o, log, err);
+    if (fd < 0)
+        return fd;
+    rc = gate_argv(o, lvl, g, dir, host, &argv, err);
+    int e = rc == 0 ? gate_spawn(o, dir, fd, argv.v) : 0;
+    close(fd);
+    if (argv.v != host)
+        zerg_container_argv_free(&argv);
+    if (e)
+        rc = zerg_err_set(err, -e, "cannot start gate %s: %s", g->name,
+                          strerror(e));
+    if (rc < 0)
+        return rc;
+    o->gate_deadline_mono_ns = now + g->timeout_ns;
+    o->gate_started_mono_ns = now;
+    gate_log_start(o, lvl, g);
     return 0;
 }
 
@@ -123,7 +201,8 @@ static void gate_ended(struct zerg_orch *o, int lvl, int status, int timed_out,
     zerg_json *data = zerg_json_obj();
     zerg_json_set_str(data, "gate", g->name);
     zerg_json_set_num(data, "level", lvl);
-    zerg_json_set_num(data, "duration", ORCH_SEC(now - o->gate_started_mono_ns));
+    zerg_json_set_num(data, "duration",
+                      ORCH_SEC(now - o->gate_started_mono_ns));
     zerg_json_set_str(data, "log", log);
     if (ok) {
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "gate_pass",
@@ -143,18 +222,27 @@ static void gate_ended(struct zerg_orch *o, int lvl, int status, int timed_out,
     zerg_json_set_str(data, "error", msg);
     zerg_json_set_str(data, "output", tail);
     zerg_json_set_bool(data, "required", g->required);
-    zerg_log_event(o->o.log, ZERG_LOG_ORCH,
-                   g->required ? ZERG_LOG_ERROR : ZERG_LOG_WARN, "gate_fail",
-                   NULL, data, "Gate %s %s after level %d%s; output in %s",
-                   g->name, msg, lvl, g->required ? "" : " (not required)",
-                   log);
+    zerg_log_event(
+        o->o.log, ZERG_LOG_ORCH, g->required ? ZERG_LOG_ERROR : ZERG_LOG_WARN,
+        "gate_fail", NULL, data, "Gate %s %s after level %d%s; output in %s",
+        g->name, msg, lvl, g->required ? "" : " (not required)", log);
     o->gate_idx++;
     if (g->required) {
         char e[512];
-        snprintf(e, sizeof e, "quality gate %.60s %.60s after level %d:\n%.300s",
-                 g->name, msg, lvl, tail);
+        snprintf(e, sizeof e,
+                 "quality gate %.60s %.60s after level %d:\n%.300s", g->name,
+                 msg, lvl, tail);
         gate_stops_run(o, e, now);
     }
+}
+
+/* A killed client leaves its container running: removed by name. */
+static void gate_stop_container(struct zerg_orch *o)
+{
+    const struct zerg_launcher_ops *ops = o->o.launcher->ops;
+    if (o->gate_handle[0] && ops->gate_stop)
+        ops->gate_stop(o->o.launcher, o->gate_handle);
+    o->gate_handle[0] = '\0';
 }
 
 /* Polls the running gate; 1 when it ended. */
@@ -170,6 +258,7 @@ static int gate_poll(struct zerg_orch *o, int lvl, int64_t now)
         return 0;
     kill(-o->gate_pid, SIGKILL);
     waitpid(o->gate_pid, &status, 0);
+    gate_stop_container(o);
     gate_ended(o, lvl, status, 1, now);
     return 1;
 }
@@ -210,5 +299,6 @@ void orch_gate_abort(struct zerg_orch *o)
     int status;
     kill(-o->gate_pid, SIGKILL);
     waitpid(o->gate_pid, &status, 0);
+    gate_stop_container(o);
     o->gate_pid = 0;
 }

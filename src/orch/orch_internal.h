@@ -178,6 +178,7 @@ struct zerg_orch {
     int rate_limits;           /* rate limits seen (the backoff grows) */
     int64_t pool_paused_until_mono_ns; /* 0 = not paused */
     pid_t gate_pid;            /* the running quality gate, 0 = none */
+    char gate_handle[160];     /* its container's name, "" on the host */
     size_t gate_idx;           /* next gate of gate_level to run */
     int gate_level;
     int gate_failed;           /* a required gate failed: the run ends */

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "launch/container_internal.h"
 #include "zerg/config.h"
 #include "zerg/err.h"
 #include "zerg/launcher.h"
@@ -281,6 +282,67 @@ static void test_argv_git_dir_from_host(void **state)
         assert_null(strstr(a.v[i], "/etc"));
     zerg_container_argv_free(&a);
     tu_rmtree(wt);
+}
+
+/* A gate's container (DESIGN §19): the gate worktree at /workspace, the
+ * git dir read-only, the project's subdirectory as the workdir, the
+ * workers' limits and run_args, the image, and sh -c with the command as
+ * one argument; nothing of .zerg or the project root. */
+static void test_gate_argv(void **state)
+{
+    struct fx *f = *state;
+    struct container c = {.rt = {.path = "podman", .name = "podman",
+                                 .podman = 1}};
+    char *extra[] = {"--network", "none", NULL};
+    struct zerg_argv a;
+    struct zerg_err err = {0};
+    char handle[160];
+    c.base.cfg = &f->cfg;
+    f->cfg.container_image = "zw:1";
+    f->cfg.container_memory = "1g";
+    f->cfg.container_run_args.v = extra;
+    f->cfg.container_run_args.n = 2;
+    struct zerg_gate_req r = {
+        .feature = "auth",
+        .run_id = "20260203T054155Z-4242",
+        .project = "/srv/worktrees/p",
+        .name = "tests",
+        .level = 2,
+        .dir = "/srv/worktrees/p/.zerg-worktrees/auth/gate/sub",
+        .top = "/srv/worktrees/p/.zerg-worktrees/auth/gate",
+        .git_dir = "/srv/worktrees/p/.git",
+        .command = "make test; echo $HOME",
+    };
+    assert_int_equal(
+        ct_gate_argv(&c.base, &r, &a, handle, sizeof handle, &err), 0);
+    assert_string_equal(a.v[0], "podman");
+    assert_string_equal(a.v[1], "run");
+    const char *must[] = {
+        "--rm", "--init", "--label=zerg.feature=auth",
+        "--label=zerg.run=20260203T054155Z-4242", "--label=zerg.gate=tests",
+        "--label=zerg.project=/srv/worktrees/p",
+        "--volume=/srv/worktrees/p/.zerg-worktrees/auth/gate:/workspace",
+        "--volume=/srv/worktrees/p/.git:/srv/worktrees/p/.git:ro",
+        "--workdir=/workspace/sub", "--env=ZERG_GATE=tests",
+        "--env=ZERG_LEVEL=2", "--memory=1g", "--network", "zw:1"};
+    for (size_t i = 0; i < sizeof must / sizeof *must; i++)
+        assert_true(find_arg(&a, must[i]) > 0);
+    assert_string_equal(a.v[a.n - 3], "/bin/sh");
+    assert_string_equal(a.v[a.n - 2], "-c");
+    assert_string_equal(a.v[a.n - 1], "make test; echo $HOME");
+    assert_true(find_arg(&a, "--image") < 0);
+    for (size_t i = 0; i < a.n; i++)
+        assert_null(strstr(a.v[i], "/.zerg:"));
+    ssize_t nm = find_arg(&a, "--name");
+    assert_string_equal(a.v[nm + 1], handle);
+    assert_int_equal(strncmp(handle, "zerg-auth-", 10), 0);
+    zerg_container_argv_free(&a);
+
+    r.dir = "/elsewhere";
+    assert_true(ct_gate_argv(&c.base, &r, &a, handle, sizeof handle, &err) < 0);
+    r.dir = r.top = "/srv/a:b/gate";
+    assert_int_equal(ct_gate_argv(&c.base, &r, &a, handle, sizeof handle, &err),
+                     ZERG_EINVAL_INPUT);
 }
 
 static void test_argv_full(void **state)
@@ -855,6 +917,7 @@ int main(void)
         cmocka_unit_test(test_exit_container_oom),
         cmocka_unit_test(test_last_line),
         cmocka_unit_test_setup_teardown(test_argv_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gate_argv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_argv_git_dir_from_host, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_argv_defaults_docker_root, setup,

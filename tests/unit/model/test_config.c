@@ -575,7 +575,7 @@ static const struct bad_case bad_cases[] = {
      "- workers\n- logging\n",
      0,
      {"t.yaml:1:1: top level: found a list, expected a mapping of sections "
-      "(resilience, rush, workers, executor, container, slurm, state, "
+      "(resilience, rush, workers, executor, container, gates, slurm, state, "
       "policies, logging)"},
      NULL},
     {"scalar at top level",
@@ -716,8 +716,7 @@ static void test_nul_byte_refused(void **state)
     struct zerg_err err = {0};
     zerg_config_defaults(&c);
     assert_int_equal(zerg_config_load_string(&c, "t.yaml", text,
-                                             sizeof text - 1, NULL, NULL,
-                                             &err),
+                                             sizeof text - 1, NULL, NULL, &err),
                      ZERG_EINVAL_INPUT);
     assert_true(tu_contains(err.msg, "t.yaml:2:20: found a NUL byte, expected "
                                      "UTF-8 text (at byte offset 28)"));
@@ -828,7 +827,7 @@ static void test_keys_table(void **state)
     (void)state;
     size_t n = 0;
     const struct zerg_config_key *k = zerg_config_keys(&n);
-    assert_int_equal(n, 50);
+    assert_int_equal(n, 51);
     const char *types = "|bool|int|duration|enum|string|argv|number|";
     for (size_t i = 0; i < n; i++) {
         char t[32];
@@ -884,8 +883,8 @@ static void test_to_json(void **state)
                      0);
     zerg_json *j = zerg_config_to_json(&c);
     assert_non_null(j);
-    /* The 9 sections and the top-level quality_gates list. */
-    assert_int_equal(zerg_json_len(j), 10);
+    /* The 10 sections and the top-level quality_gates list. */
+    assert_int_equal(zerg_json_len(j), 11);
     assert_string_equal(zerg_json_key_at(j, 0), "resilience");
     assert_int_equal(zerg_json_get(j, "quality_gates")->type, ZERG_JSON_ARRAY);
     const zerg_json *wk = zerg_json_get(j, "workers");
