@@ -154,7 +154,7 @@ enum zerg_agent_event_type zerg_agent_event_parse(const char *line, size_t len,
     /* Every event is an object: a line not starting with "{" is plain
      * output (the root refusal, a shell's "not found"), not worth a
      * parse.  A NUL is never in a line the CLI writes (JSON escapes it),
-     * and cjson would stop reading at it and accept the prefix. */
+     * and the parser would stop reading at it and accept the prefix. */
     if (!line || len == 0 || len > ZERG_AGENT_LINE_MAX || line[0] != '{' ||
         memchr(line, '\0', len))
         return ev->type;

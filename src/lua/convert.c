@@ -316,7 +316,7 @@ static zerg_json *to_json(lua_State *L, int idx, int level, struct conv *c)
         return table_to_json(L, idx, level, c);
     default:
         if (lua_type(L, idx) == LUA_TLIGHTUSERDATA &&
-            !lua_touserdata(L, idx)) { /* cjson.null */
+            !lua_touserdata(L, idx)) { /* a NULL light userdata: JSON null */
             v = zerg_json_null();
             break;
         }

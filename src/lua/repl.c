@@ -1,7 +1,7 @@
 /* repl.c - include/zerg/repl.h: `zerg lua`, a Lua session over a
  * project's run data.
  *
- * The data is read and parsed in C (lua-cjson through zerg/json.h), then
+ * The data is read and parsed in C (yajl through zerg/json.h), then
  * converted inside one protected call; the helpers and the printer are
  * bundled Lua (lua/repl.lua, lua/inspect.lua).  Input handling follows
  * lua.c: an expression is tried first as "return <line>", a chunk that

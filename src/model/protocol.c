@@ -1,7 +1,7 @@
 /* protocol.c - the small JSON files the orchestrator and its workers
  * exchange in .zerg/state/ (see zerg/protocol.h for the contract).
  *
- * Every file is built as a zerg_json tree, encoded by lua-cjson and
+ * Every file is built as a zerg_json tree, encoded by zerg/json.h (yajl) and
  * written with the atomic replace: results durably, by their worker under
  * state.durability: full or in batches by the orchestrator under batch
  * (they are its journal), assignments, heartbeats and the lease without
