@@ -41,15 +41,9 @@ static int gate_string(struct loader *L, size_t idx, const char *key,
 static int gate_bool(struct loader *L, size_t idx, const yaml_node_t *v,
                      int *out)
 {
-    static const char *const yes[] = {"true", "yes", "on"};
-    static const char *const no[] = {"false", "no", "off"};
     const char *s = scalar(v);
-    for (size_t i = 0; s && i < 3; i++) {
-        if (!strcasecmp(s, yes[i]))
-            return *out = 1, 0;
-        if (!strcasecmp(s, no[i]))
-            return *out = 0, 0;
-    }
+    if (s && !config_parse_bool(s, out))
+        return 0;
     char found[64];
     return config_failf(L, v->start_mark,
                         "quality_gates[%zu].required: found %s, expected "
@@ -57,23 +51,25 @@ static int gate_bool(struct loader *L, size_t idx, const yaml_node_t *v,
                         idx, config_describe(v, found, sizeof found));
 }
 
-static int gate_timeout(struct loader *L, size_t idx, const yaml_node_t *v,
-                        int64_t *out)
+/* Seconds, as every duration of the config reads them. */
+static int gate_timeout(struct loader *L, size_t idx, const char *key,
+                        const yaml_node_t *v, int64_t *out)
 {
     const char *s = scalar(v);
-    char *end = NULL;
-    double d = s && *s ? strtod(s, &end) : NAN;
-    if (!isfinite(d) || !end || *end || d < 0.001 || d > 604800) {
+    double d = NAN;
+    if (!s || config_parse_real(s, &d) || d < 0.001 || d > 604800) {
         char found[64];
         return config_failf(L, v->start_mark,
-                            "quality_gates[%zu].timeout_seconds: found %s, "
-                            "expected seconds in 0.001..604800",
-                            idx, config_describe(v, found, sizeof found));
+                            "quality_gates[%zu].%s: found %s, expected "
+                            "seconds in 0.001..604800",
+                            idx, key, config_describe(v, found, sizeof found));
     }
     *out = (int64_t)llround(d * 1e9);
     return 0;
 }
 
+/* `timeout` is ZERG's name for timeout_seconds: an upstream config loads
+ * as is.  Other keys of an upstream gate are warned about, not refused. */
 static int gate_key(struct loader *L, size_t idx, struct zerg_gate *gt,
                     const yaml_node_t *k, const yaml_node_t *v)
 {
@@ -84,13 +80,18 @@ static int gate_key(struct loader *L, size_t idx, struct zerg_gate *gt,
         return gate_string(L, idx, "command", v, &gt->command);
     if (key && !strcmp(key, "required"))
         return gate_bool(L, idx, v, &gt->required);
-    if (key && !strcmp(key, "timeout_seconds"))
-        return gate_timeout(L, idx, v, &gt->timeout_ns);
-    char found[64];
-    return config_failf(L, k->start_mark,
-                        "quality_gates[%zu]: unknown key %s (expected name, "
-                        "command, required, timeout_seconds)",
-                        idx, config_describe(k, found, sizeof found));
+    if (key && (!strcmp(key, "timeout_seconds") || !strcmp(key, "timeout")))
+        return gate_timeout(L, idx, key, v, &gt->timeout_ns);
+    if (key)
+        config_warn_unknown(L, k, "quality_gates[]", strlen("quality_gates[]"));
+    else {
+        char found[64];
+        return config_failf(L, k->start_mark,
+                            "quality_gates[%zu]: found a key %s, expected "
+                            "name, command, required or timeout_seconds",
+                            idx, config_describe(k, found, sizeof found));
+    }
+    return 0;
 }
 
 static int gate_one(struct loader *L, size_t idx, const yaml_node_t *m,
@@ -157,8 +158,8 @@ int config_load_gates(struct loader *L, const yaml_node_t *k,
                             "quality_gates: found %s, expected a list of "
                             "{name, command, required, timeout_seconds}",
                             config_describe(v, found, sizeof found));
-    size_t n = (size_t)(v->data.sequence.items.top -
-                        v->data.sequence.items.start);
+    size_t n =
+        (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
     if (n > GATE_MAX)
         return config_failf(L, v->start_mark,
                             "quality_gates: %zu gates, at most %d", n,

@@ -127,6 +127,11 @@ int config_is_null(const yaml_node_t *v);
 void config_show_scalar(const yaml_node_t *v, char *buf, size_t size);
 /* "'text'", "a list", "a mapping" or "nothing (null)". */
 const char *config_describe(const yaml_node_t *v, char *buf, size_t size);
+/* The scalar grammars every value shares: a finite decimal number (no
+ * hex, inf or nan; YAML's "1_000" separators allowed) and true/yes/on,
+ * false/no/off.  0 or -1. */
+int config_parse_real(const char *s, double *out);
+int config_parse_bool(const char *s, int *out);
 /* Checks v against row i and stores it in L->cfg. */
 int config_apply_value(struct loader *L, size_t i, const yaml_node_t *v);
 

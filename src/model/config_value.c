@@ -172,7 +172,7 @@ static int parse_int(const char *s, long long *out)
 }
 
 /* A finite decimal number ("0.2", "1e3"); no hex, inf or nan. */
-static int parse_real(const char *s, double *out)
+int config_parse_real(const char *s, double *out)
 {
     char buf[64], *end;
     if (strip_underscores(s, buf, sizeof buf) < 0)
@@ -184,7 +184,7 @@ static int parse_real(const char *s, double *out)
     return *end || !isfinite(*out) ? -1 : 0;
 }
 
-static int parse_bool(const char *s, int *out)
+int config_parse_bool(const char *s, int *out)
 {
     static const char *const yes[] = {"true", "yes", "on"};
     static const char *const no[] = {"false", "no", "off"};
@@ -249,7 +249,7 @@ static int apply_number(struct loader *L, size_t i, const yaml_node_t *v)
     range_of(i, &lo, &hi);
     enum kind kind = config_key_binds[i].kind;
     int is_int = kind == K_INT || kind == K_INT64 || kind == K_MIB;
-    if (is_int ? parse_int(s, &n) : parse_real(s, &x))
+    if (is_int ? parse_int(s, &n) : config_parse_real(s, &x))
         return bad_value(L, i, v);
     if (is_int)
         x = (double)n;
@@ -276,7 +276,7 @@ static int apply_scalar(struct loader *L, size_t i, const yaml_node_t *v)
     int b, idx;
     switch (config_key_binds[i].kind) {
     case K_BOOL:
-        if (parse_bool(s, &b))
+        if (config_parse_bool(s, &b))
             return bad_value(L, i, v);
         *(int *)f = b;
         return 0;

@@ -741,6 +741,81 @@ static void test_nul_byte_refused(void **state)
     tu_rmtree(dir);
 }
 
+/* ---- quality_gates ------------------------------------------------------ */
+
+/* An upstream ZERG config's gates load as is: `timeout` is its name for
+ * timeout_seconds, keys zerg does not use are warned about. */
+static void test_gates_upstream_form(void **state)
+{
+    (void)state;
+    struct zerg_config c;
+    struct zerg_err err = {0};
+    struct warnings w = {0};
+    zerg_config_defaults(&c);
+    assert_int_equal(load(&c,
+                          "quality_gates:\n"
+                          "  - name: lint\n"
+                          "    command: ruff check .\n"
+                          "    required: true\n"
+                          "    timeout: 300\n"
+                          "  - name: typecheck\n"
+                          "    command: mypy zerg/\n"
+                          "    required: false\n"
+                          "    timeout: 1_80\n"
+                          "    coverage_threshold: 80\n",
+                          &w, &err),
+                     0);
+    assert_int_equal(c.ngates, 2);
+    assert_int_equal(c.gates[0].timeout_ns, INT64_C(300) * 1000000000);
+    assert_true(c.gates[0].required);
+    assert_int_equal(c.gates[1].timeout_ns, INT64_C(180) * 1000000000);
+    assert_false(c.gates[1].required);
+    assert_int_equal(w.n, 1);
+    assert_non_null(strstr(w.msg[0], "t.yaml:10:5: unknown key"));
+    assert_non_null(strstr(w.msg[0], "coverage_threshold"));
+    zerg_config_free(&c);
+}
+
+/* The gate values read as every other value of the config: no hex, no
+ * inf, yes/no accepted; the message names the key as written. */
+static void test_gates_values_as_elsewhere(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *yaml, *msg;
+    } bad[] = {
+        {"quality_gates:\n  - {name: a, command: b, timeout_seconds: 0x10}\n",
+         "t.yaml:2:44: quality_gates[0].timeout_seconds: found '0x10', "
+         "expected seconds in 0.001..604800"},
+        {"quality_gates:\n  - {name: a, command: b, timeout: inf}\n",
+         "t.yaml:2:36: quality_gates[0].timeout: found 'inf', expected "
+         "seconds in 0.001..604800"},
+        {"quality_gates:\n  - {name: a, command: b, required: maybe}\n",
+         "t.yaml:2:37: quality_gates[0].required: found 'maybe', expected "
+         "true or false"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct zerg_config c;
+        struct zerg_err err = {0};
+        zerg_config_defaults(&c);
+        assert_int_equal(load(&c, bad[i].yaml, NULL, &err), ZERG_EINVAL_INPUT);
+        assert_string_equal(err.msg, bad[i].msg);
+        assert_int_equal(c.ngates, 0); /* nothing half-loaded */
+        zerg_config_free(&c);
+    }
+    struct zerg_config c;
+    struct zerg_err err = {0};
+    zerg_config_defaults(&c);
+    assert_int_equal(load(&c,
+                          "quality_gates:\n  - {name: a, command: b, "
+                          "required: no, timeout_seconds: 0.5}\n",
+                          NULL, &err),
+                     0);
+    assert_false(c.gates[0].required);
+    assert_int_equal(c.gates[0].timeout_ns, 500000000);
+    zerg_config_free(&c);
+}
+
 /* ---- unknown keys ------------------------------------------------------ */
 
 static void test_unknown_keys_warn_with_suggestion(void **state)
@@ -1081,6 +1156,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_gates_upstream_form),
+        cmocka_unit_test(test_gates_values_as_elsewhere),
         cmocka_unit_test(test_missing_empty_and_comment_files),
         cmocka_unit_test(test_full_valid_file),
         cmocka_unit_test(test_partial_files_stack),
