@@ -56,6 +56,13 @@ int zerg_preflight_stale_warnings(const struct zerg_graph *g,
                                   const struct zerg_config *cfg,
                                   struct zerg_preflight *pf);
 
+/* Appends one warning line per task command or verification command that
+ * `/bin/sh -n` cannot parse (each distinct text checked once), naming the
+ * task, sh's message and, for <(...), that it is bash syntax.  0 or
+ * -ENOMEM. */
+int zerg_preflight_shell_warnings(const struct zerg_graph *g,
+                                  struct zerg_preflight *pf);
+
 /* Runs the whole pre-flight for mode (auto: container when a runtime and
  * the image answer, as `--mode auto` picks; slurm: on this machine, the
  * nodes are expected to match it).  override is `zerg rush --executor

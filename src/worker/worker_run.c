@@ -112,8 +112,7 @@ static void stage_child(struct vchild *c)
     if (null_fd != w->null_fd && null_fd > 2)
         close(null_fd); /* the worker's own is O_CLOEXEC */
     if (chdir(w->workdir) < 0) {
-        dprintf(2, "zerg: cannot enter %s: %s\n", w->workdir,
-                strerror(errno));
+        dprintf(2, "zerg: cannot enter %s: %s\n", w->workdir, strerror(errno));
         _exit(127);
     }
     signal(SIGPIPE, SIG_DFL); /* ignored by the worker only */
@@ -168,9 +167,13 @@ static void log_header(struct worker *w, const struct stage *st,
 static int stage_start(struct worker *w, struct stage *st, struct task_run *run,
                        char **argv, int is_executor, int progress)
 {
-    struct vchild c = {.w = w, .st = st, .log_fd = run->log.fd,
-                       .is_executor = is_executor, .progress = progress,
-                       .argv = argv, .envp = run->envp};
+    struct vchild c = {.w = w,
+                       .st = st,
+                       .log_fd = run->log.fd,
+                       .is_executor = is_executor,
+                       .progress = progress,
+                       .argv = argv,
+                       .envp = run->envp};
     sigset_t all, old;
     log_header(w, st, run, argv, is_executor);
     open_null(w);
@@ -369,11 +372,34 @@ static int run_verification(struct worker *w, struct task_run *run,
     const struct zerg_task *t = run->task;
     char *argv[] = {"/bin/sh", "-c", t->verify_command, NULL};
     watch_output(w, run, 0);
-    int rc = stage_run(w, run, "verification", argv, 0, 80,
-                       t->verify_timeout_ns, r);
+    int rc =
+        stage_run(w, run, "verification", argv, 0, 80, t->verify_timeout_ns, r);
     if (rc < 0)
         wk_agent_finish(w, run->log.fd, 0, 1, r);
     return rc;
+}
+
+/* An agent costs money and minutes: a verification /bin/sh cannot even
+ * parse (bash's <(...) under dash) would fail the attempt after the agent
+ * ran, every attempt.  It is parsed first (`sh -n`, about 1 ms) and such
+ * an attempt fails before the agent starts.  Command tasks are cheap and
+ * need no such check. */
+static int check_verification(struct worker *w, struct task_run *run,
+                              struct zerg_result *r)
+{
+    const struct zerg_task *t = run->task;
+    if (t->command || !t->verify_command || !*t->verify_command)
+        return 0;
+    char *argv[] = {"/bin/sh", "-nc", t->verify_command, NULL};
+    if (stage_run(w, run, "verification", argv, 0, 5, 10 * ZERG_NS_PER_S, r) ==
+        0)
+        return 0;
+    snprintf(r->error, sizeof r->error,
+             "the verification command cannot be parsed by /bin/sh (sh -n "
+             "exited %d; bash syntax such as <(...)? wrap it as bash -c "
+             "'...'): the agent was not run",
+             r->exit_code);
+    return -1;
 }
 
 /* Runs both stages of one attempt (in its worktree, set up before and
@@ -384,7 +410,8 @@ static void run_stages(struct worker *w, const struct zerg_task *t,
     struct task_run run = {
         .task = t, .attempt = a->attempt, .log = {.fd = -1, .size = -1}};
     snprintf(r->stage, sizeof r->stage, "setup");
-    if (wk_ws_before(w, a, r) < 0 || run_open(w, &run, r) < 0)
+    if (wk_ws_before(w, a, r) < 0 || run_open(w, &run, r) < 0 ||
+        check_verification(w, &run, r) < 0)
         goto out;
     if (run_command(w, &run, a, r) < 0 || w->exit_code >= 0)
         goto out;
@@ -409,8 +436,7 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
     };
     struct zerg_err e = {0};
     snprintf(r.task, sizeof r.task, "%s", a->task);
-    snprintf(r.run_id, sizeof r.run_id, "%s",
-             w->o->run_id ? w->o->run_id : "");
+    snprintf(r.run_id, sizeof r.run_id, "%s", w->o->run_id ? w->o->run_id : "");
     snprintf(w->last_task, sizeof w->last_task, "%s", a->task);
     w->last_attempt = a->attempt;
     snprintf(w->hb.task_id, sizeof w->hb.task_id, "%s", a->task);
