@@ -48,8 +48,9 @@ void zerg_status_ws_print(FILE *out, const struct zerg_cli *cli,
     if (describe(cli, feature, s, &info) < 0)
         return;
     struct counts c = count(s);
-    fprintf(out, "\nIntegration: %s at %.12s (%d commit%s on %.12s); %zu "
-                 "task%s merged, %zu waiting after a conflict\n",
+    fprintf(out,
+            "\nIntegration: %s at %.12s (%d commit%s on %.12s); %zu "
+            "task%s merged, %zu waiting after a conflict\n",
             info.branch, info.exists ? info.tip : "-", info.commits,
             info.commits == 1 ? "" : "s", s->git_base, c.merged,
             c.merged == 1 ? "" : "s", c.unmerged);

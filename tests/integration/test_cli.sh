@@ -372,7 +372,7 @@ t "status of a failed run"
 z -C "$proj" status
 want_rc 0
 want_out "Feature demo: failed, level 2 of 2"
-want_out "Levels: 1: 3/3  2: 1/1"
+want_out "Levels: 1: 2/3 (1 failed)  2: 0/1 (1 blocked)"
 want_out "2 complete, 1 failed, 1 blocked (4 in all)"
 want_out "A-L1-003"
 want_out "verification  80%"
