@@ -13,6 +13,7 @@
 
 #include "plan.h"
 #include "preflight.h"
+#include "zerg/clock.h"
 #include "zerg/graph.h"
 #include "zerg/json.h"
 #include "zerg/policy.h"
@@ -244,6 +245,51 @@ static void print_executor(FILE *out, const struct zerg_preflight *pf)
         fprintf(out, "Executor: FAILED: %s\n", pf->error);
 }
 
+/* Where the gates run: in a container in container mode (DESIGN §19)
+ * unless gates.on_host, else on the host. */
+static const char *gates_where(const struct zerg_config *cfg)
+{
+    return cfg->workers_mode == ZERG_MODE_CONTAINER && !cfg->gates_on_host
+               ? "in a container of the workers' image"
+               : "on the host";
+}
+
+/* The quality gates of the config, one line each. */
+static void print_gates(FILE *out, const struct zerg_config *cfg)
+{
+    if (!cfg->ngates)
+        return;
+    fprintf(out, "Gates (after each level, under worktree isolation, %s):\n",
+            gates_where(cfg));
+    for (size_t i = 0; i < cfg->ngates; i++) {
+        const struct zerg_gate *g = &cfg->gates[i];
+        fprintf(out, "  %-16s %s, %g s: %s\n", g->name,
+                g->required ? "required" : "optional",
+                zerg_ns_to_s(g->timeout_ns), g->command);
+    }
+    fputc('\n', out);
+}
+
+static zerg_json *json_gates(const struct zerg_config *cfg)
+{
+    zerg_json *a = zerg_json_arr();
+    for (size_t i = 0; a && i < cfg->ngates; i++) {
+        const struct zerg_gate *g = &cfg->gates[i];
+        zerg_json *o = zerg_json_obj();
+        if (!o || zerg_json_set_str(o, "name", g->name) ||
+            zerg_json_set_str(o, "command", g->command) ||
+            zerg_json_set_bool(o, "required", g->required) ||
+            zerg_json_set_num(o, "timeout_seconds",
+                              zerg_ns_to_s(g->timeout_ns)) ||
+            zerg_json_set_str(o, "where", gates_where(cfg)) ||
+            zerg_json_push(a, o)) {
+            zerg_json_free(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
 static void print_text(FILE *out, const struct zerg_cli *cli,
                        const struct check *c)
 {
@@ -262,6 +308,7 @@ static void print_text(FILE *out, const struct zerg_cli *cli,
     zerg_cli_print_plan(out, g, c->cfg.workers_max_concurrent, cli->color);
     struct strs gw = {g->warnings.v, g->warnings.n};
     fputc('\n', out);
+    print_gates(out, &c->cfg);
     print_list(out, "Ordering", &c->notes);
     print_list(out, "Warnings", &gw);
     print_list(out, "Config warnings", &c->config_warnings);
@@ -280,8 +327,8 @@ static void print_text(FILE *out, const struct zerg_cli *cli,
                 c->feature, c->wiring_problems,
                 c->wiring_problems == 1 ? "" : "s");
     else
-        fprintf(out, "OK: %s is valid (%zu task%s, %d level%s).\n",
-                c->feature, g->ntasks, g->ntasks == 1 ? "" : "s", g->nlevels,
+        fprintf(out, "OK: %s is valid (%zu task%s, %d level%s).\n", c->feature,
+                g->ntasks, g->ntasks == 1 ? "" : "s", g->nlevels,
                 g->nlevels == 1 ? "" : "s");
 }
 
@@ -372,6 +419,7 @@ static int print_json(FILE *out, const struct check *c)
         zerg_json_set(o, "levels",
                       json_levels(g, c->cfg.workers_max_concurrent)) ||
         zerg_json_set(o, "critical_path", json_critical(g)) ||
+        zerg_json_set(o, "gates", json_gates(&c->cfg)) ||
         zerg_json_set(o, "ordering", json_strs(&c->notes)) ||
         zerg_json_set(o, "warnings", json_strs(&gw)) ||
         zerg_json_set(o, "config_warnings", json_strs(&c->config_warnings)) ||

@@ -351,6 +351,20 @@ ok
 t "validate writes nothing"
 [ ! -e "$proj/.zerg/state" ] || fail ".zerg/state was created"
 ok
+
+t "validate lists the gates, upstream form included"
+cp "$proj/.zerg/config.yaml" "$proj/.zerg/config.keep"
+printf 'quality_gates:\n  - name: lint\n    command: ruff check .\n    timeout: 120\n  - name: types\n    command: mypy .\n    required: false\n' >> "$proj/.zerg/config.yaml"
+z -C "$proj" validate
+want_rc 0
+want_out "Gates (after each level, under worktree isolation, on the host):"
+want_out "lint             required, 120 s: ruff check ."
+want_out "types            optional, 300 s: mypy ."
+z -C "$proj" validate --json
+want_rc 0
+want_out '"gates":[{"name":"lint","command":"ruff check .","required":true,"timeout_seconds":120'
+mv "$proj/.zerg/config.keep" "$proj/.zerg/config.yaml"
+ok
 rm "$proj/.zerg/config.yaml"
 
 # ---- status ----------------------------------------------------------------
