@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "zerg/clock.h"
@@ -43,7 +44,8 @@ static const char usage[] =
     "Options:\n"
     "  --feature F  the feature (default: see 'zerg --help')\n"
     "  --json       print one JSON object (summary, heartbeats, health)\n"
-    "  --watch      redraw every second until the rush ends or Ctrl-C\n"
+    "  --watch      redraw every second, fitted to the terminal, until\n"
+    "               Ctrl-C (off a terminal: until the rush ends)\n"
     "  -C DIR       run as if started in DIR\n"
     "  -h, --help   show this help\n"
     "\n"
@@ -294,6 +296,93 @@ static void print_text(FILE *out, const struct view *v, int color)
 
 /* ---- the command -------------------------------------------------------- */
 
+/* ---- --watch on a terminal ------------------------------------------ */
+
+/* One line of text cut to cols - 1 columns: escape sequences (colour)
+ * take none, UTF-8 continuation bytes none, everything else one.  A cut
+ * line ends its colour. */
+static void put_cut(FILE *out, const char *s, size_t len, int cols)
+{
+    int col = 0, cut = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == 0x1b) { /* ESC [ ... final byte */
+            size_t j = i + 1;
+            while (j < len && !(s[j] >= '@' && s[j] <= '~' && j > i + 1))
+                j++;
+            fwrite(s + i, 1, j < len ? j - i + 1 : len - i, out);
+            i = j;
+            continue;
+        }
+        if ((c & 0xC0) != 0x80 && col++ >= cols - 1) {
+            cut = 1;
+            break;
+        }
+        fputc(c, out);
+    }
+    if (cut && memchr(s, 0x1b, len))
+        fputs("\033[0m", out);
+    fputc('\n', out);
+}
+
+/* The whole text fitted to the terminal: at most rows - 1 lines, the last
+ * of them saying how many more there are, none wider than the screen, so
+ * a redraw never scrolls and never wraps. */
+static void put_fitted(FILE *out, const char *text, int rows, int cols)
+{
+    size_t nlines = 0;
+    for (const char *p = text; *p; p++)
+        nlines += *p == '\n';
+    size_t room = rows > 2 ? (size_t)rows - 1 : 1, shown = 0;
+    const char *p = text;
+    while (*p && shown < room) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (shown + 1 == room && nlines > room) {
+            char more[96];
+            snprintf(more, sizeof more,
+                     "... %zu more lines (`zerg status` prints them all)",
+                     nlines - shown);
+            put_cut(out, more, strlen(more), cols);
+            return;
+        }
+        put_cut(out, p, len, cols);
+        shown++;
+        p = nl ? nl + 1 : p + len;
+    }
+}
+
+static void term_size(int *rows, int *cols)
+{
+    struct winsize ws;
+    *rows = 24, *cols = 80;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 &&
+        ws.ws_col > 0)
+        *rows = ws.ws_row, *cols = ws.ws_col;
+}
+
+/* A text redraw on a terminal: rendered whole, then fitted. */
+static void redraw(const struct view *v, int color)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem)
+        return;
+    /* As watch(1) does: when it was drawn, so a still screen reads as
+     * "nothing changed", not as "stuck". */
+    char ts[ZERG_TS_MAX];
+    zerg_clock_iso8601(v->now_ns, ts);
+    fprintf(mem, "Every 1 s (Ctrl-C stops): %.8s UTC\n", ts + 11);
+    print_text(mem, v, color);
+    fclose(mem);
+    int rows, cols;
+    term_size(&rows, &cols);
+    fputs("\033[H\033[2J", stdout);
+    put_fitted(stdout, text, rows, cols);
+    free(text);
+}
+
 static int show_once(const struct zerg_cli *cli, struct view *v, int json,
                      int clear)
 {
@@ -311,10 +400,13 @@ static int show_once(const struct zerg_cli *cli, struct view *v, int json,
         return rc == ZERG_ECORRUPT || rc == ZERG_EINVAL_INPUT ? ZERG_EXIT_USAGE
                                                               : ZERG_EXIT_FAIL;
     }
-    if (clear)
-        fputs("\033[H\033[2J", stdout);
-    rc = json ? sv_print_json(stdout, v)
-              : (print_text(stdout, v, cli->color), ZERG_EXIT_OK);
+    if (clear && !json) {
+        redraw(v, cli->color);
+        rc = ZERG_EXIT_OK;
+    } else {
+        rc = json ? sv_print_json(stdout, v)
+                  : (print_text(stdout, v, cli->color), ZERG_EXIT_OK);
+    }
     fflush(stdout);
     return rc;
 }
@@ -326,11 +418,14 @@ static int watch(const struct zerg_cli *cli, struct view *v, int json)
     sigaction(SIGTERM, &sa, NULL);
     int tty = isatty(STDOUT_FILENO);
     int rc;
+    /* Like watch(1): it goes on until Ctrl-C, across the end of one rush
+     * and the start of the next; off a terminal it stops with the rush,
+     * so a script's `status --watch` ends. */
     for (;;) {
         rc = show_once(cli, v, json, tty);
         int running = v->running;
         sv_close(v);
-        if (rc != ZERG_EXIT_OK || !running || interrupted)
+        if (rc != ZERG_EXIT_OK || (!running && !tty) || interrupted)
             break;
         struct timespec ts = {1, 0};
         nanosleep(&ts, NULL); /* a signal cuts it short */
