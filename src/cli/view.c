@@ -52,8 +52,8 @@ struct zerg_view {
     const struct zerg_orch *o; /* from the last frame */
     int have_start;
     int64_t start_ns, now_ns, last_draw_ns; /* monotonic */
-    size_t finished_at_start;  /* for the rate: only this run's work */
-    int len[MAX_LINES];        /* columns of each line drawn */
+    size_t finished_at_start; /* for the rate: only this run's work */
+    int len[MAX_LINES];       /* columns of each line drawn */
     enum note note[MAX_SLOTS];
     int64_t note_until_ns[MAX_SLOTS];
     struct sigaction old_winch;
@@ -148,8 +148,11 @@ static int64_t task_ns(const struct zerg_task_state *t)
 {
     if (t->duration_ms > 0)
         return t->duration_ms * ZERG_NS_PER_MS;
-    int64_t from = t->started_at_wall_ns ? t->started_at_wall_ns : t->claimed_at_wall_ns;
-    return from && t->completed_at_wall_ns > from ? t->completed_at_wall_ns - from : 0;
+    int64_t from =
+        t->started_at_wall_ns ? t->started_at_wall_ns : t->claimed_at_wall_ns;
+    return from && t->completed_at_wall_ns > from
+               ? t->completed_at_wall_ns - from
+               : 0;
 }
 
 /* Time left, or -1 before anything was measured.  Remaining tasks with an
@@ -187,8 +190,9 @@ static int64_t eta_ns(const struct zerg_view *v, int workers)
     if (!nact)
         return -1;
     double mean = act / (double)nact;
-    double work = est > 0 ? rem_est * (act_est / est) + (double)nrem_plain * mean
-                          : (double)nrem * mean;
+    double work = est > 0
+                      ? rem_est * (act_est / est) + (double)nrem_plain * mean
+                      : (double)nrem * mean;
     size_t par = workers > 0 ? (size_t)workers : 1;
     if (par > nrem)
         par = nrem;
@@ -212,7 +216,7 @@ static int live_workers(const struct zerg_orch *o)
 struct figures {
     size_t c[ZERG_TASK_NSTATUS];
     size_t running;
-    long long retries;
+    long long retries, reassigned; /* charged retries; crash requeues */
     int level;
     double rate; /* tasks finished per minute in this run */
     char el[16], eta[16], bar[11];
@@ -237,14 +241,24 @@ static void figures(const struct zerg_view *v, struct figures *f)
     double minutes = (double)elapsed / (60.0 * ZERG_NS_PER_S);
     size_t fresh = fin > v->finished_at_start ? fin - v->finished_at_start : 0;
     f->rate = minutes > 0 ? (double)fresh / minutes : 0.0;
-    f->retries = (long long)(m->task_retries + m->task_reassignments);
+    f->retries = (long long)m->task_retries;
+    f->reassigned = (long long)m->task_reassignments;
     f->level = v->s->current_level > v->g->nlevels ? v->g->nlevels
                                                    : v->s->current_level;
     f->running = f->c[ZERG_TASK_CLAIMED] + f->c[ZERG_TASK_IN_PROGRESS];
 }
 
+/* Adds piece to buf only if the line then still fits max columns: the
+ * narrow line drops what matters least instead of being cut. */
+static void add_if_fits(char *buf, size_t size, int max, const char *piece)
+{
+    if ((int)(strlen(buf) + strlen(piece)) <= max)
+        add(buf, size, "%s", piece);
+}
+
 /* done/total, running, failed, retries, level, elapsed, ETA, rate, and
- * when wide a bar; narrow, short words so that the times fit 60 columns. */
+ * when wide a bar; narrow, short words, the level and the times first,
+ * then retries and rate only where they fit (60 columns: never "L1/"). */
 static void status_line(const struct zerg_view *v, char *buf, size_t size)
 {
     struct figures f;
@@ -262,12 +276,24 @@ static void status_line(const struct zerg_view *v, char *buf, size_t size)
         add(buf, size, wide ? "  %zu waiting" : " %zu wait",
             f.c[ZERG_TASK_WAITING_RETRY]);
     if (!wide) {
-        add(buf, size, " %lld retry | %s ETA %s %.1f/min L%d/%d", f.retries,
-            f.el, f.eta, f.rate, f.level, v->g->nlevels);
+        char piece[64];
+        add(buf, size, " L%d/%d | %s ETA %s", f.level, v->g->nlevels, f.el,
+            f.eta);
+        snprintf(piece, sizeof piece, " %lld retry", f.retries);
+        if (f.retries)
+            add_if_fits(buf, size, v->cols - 1, piece);
+        snprintf(piece, sizeof piece, " %lld moved", f.reassigned);
+        if (f.reassigned)
+            add_if_fits(buf, size, v->cols - 1, piece);
+        snprintf(piece, sizeof piece, " %.1f/min", f.rate);
+        add_if_fits(buf, size, v->cols - 1, piece);
         return;
     }
-    add(buf, size, "  %lld retries  level %d/%d  elapsed %s  ETA %s",
-        f.retries, f.level, v->g->nlevels, f.el, f.eta);
+    add(buf, size, "  %lld retries", f.retries);
+    if (f.reassigned)
+        add(buf, size, "  %lld reassigned", f.reassigned);
+    add(buf, size, "  level %d/%d  elapsed %s  ETA %s", f.level, v->g->nlevels,
+        f.el, f.eta);
     add(buf, size, "  %.1f/min  [%s]", f.rate, f.bar);
 }
 
@@ -280,8 +306,7 @@ static void worker_line(const struct zerg_view *v,
     enum note n = w->slot < MAX_SLOTS ? v->note[w->slot] : NOTE_NONE;
     if (n != NOTE_NONE && v->now_ns < v->note_until_ns[w->slot]) {
         add(buf, size, "%s (respawns %d)",
-            n == NOTE_CRASH ? "crashed, respawning" : "respawned",
-            w->respawns);
+            n == NOTE_CRASH ? "crashed, respawning" : "respawned", w->respawns);
         return;
     }
     add(buf, size, "%-9s", w->state);
@@ -360,7 +385,10 @@ static void block(struct zerg_view *v, FILE *out)
         worker_line(v, &w, line, sizeof line);
         int crashed = i < MAX_SLOTS && v->note[i] == NOTE_CRASH &&
                       v->now_ns < v->note_until_ns[i];
-        put_line(v, out, line, crashed ? "\033[31m" : w.task ? "" : "\033[2m",
+        put_line(v, out, line,
+                 crashed  ? "\033[31m"
+                 : w.task ? ""
+                          : "\033[2m",
                  shown + 1);
         shown++;
     }
@@ -496,7 +524,8 @@ static void observe(void *ud, const struct zerg_log_rec *r)
         fflush(stdout);
         return;
     }
-    if (!strcmp(r->event, "rush_complete") || !strcmp(r->event, "rush_failed")) {
+    if (!strcmp(r->event, "rush_complete") ||
+        !strcmp(r->event, "rush_failed")) {
         print_end(v, r, ts + 11, who);
         return;
     }

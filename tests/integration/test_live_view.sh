@@ -61,6 +61,11 @@ if len(status) != 1:
 if len(workers) != 3:
     print("%d worker lines, not 3:\n%s" % (len(workers), "\n".join(lines)))
     sys.exit(2)
+# The level and the times are never what a narrow line loses.
+level = r" L\d+/\d+ \| \S+ ETA \S+" if width < 100 else r"level \d+/\d+  elapsed"
+if not re.search(level, status[0]):
+    print("the status line lost the level or the times: %r" % status[0])
+    sys.exit(2)
 PY
 }
 
