@@ -103,6 +103,12 @@ static int registration(const struct zerg_git *g, const char *path, int *gone,
     return found;
 }
 
+/* `git worktree add` checks the new tree out in a child git whose config
+ * zerg never read: an includeIf on gitdir (a pattern of the worktrees'
+ * admin dirs) or onbranch (zerg's branches) in .git/config matches there
+ * only and could name a smudge filter.  So the worktree is added with
+ * --no-checkout and then filled by zerg's own call run in it, whose scan
+ * sees those includes. */
 static int add_worktree(const struct zerg_git *g, const char *path,
                         const char *branch, const char *rev,
                         struct zerg_err *err)
@@ -115,16 +121,23 @@ static int add_worktree(const struct zerg_git *g, const char *path,
         return exists;
     /* An existing worker branch may hold a committed task not merged yet
      * (resume): it is checked out as it is, never reset here. */
-    const char *with_branch[] = {"worktree", "add", "-f", path, branch, NULL};
-    const char *new_branch[] = {"worktree", "add", "-f", "-B",
-                                branch,     path,  rev,  NULL};
-    const char *detached[] = {"worktree", "add", "-f", "--detach",
-                              path,       rev,   NULL};
+    const char *with_branch[] = {"worktree", "add",  "-f", "--no-checkout",
+                                 path,       branch, NULL};
+    const char *new_branch[] = {"worktree", "add",  "-f", "--no-checkout",
+                                "-B",       branch, path, rev,
+                                NULL};
+    const char *detached[] = {"worktree", "add", "-f", "--no-checkout",
+                              "--detach", path,  rev,  NULL};
     const char *const *args = !branch  ? detached
                               : exists ? with_branch
                                        : new_branch;
     struct zerg_git_call call = {.retries = WS_RETRIES};
     int rc = zerg_git_run(g, &call, args, NULL, err);
+    if (rc < 0)
+        return rc;
+    const char *fill[] = {"reset", "-q", "--hard", "HEAD", NULL};
+    struct zerg_git_call in_tree = {.dir = path, .retries = WS_RETRIES};
+    rc = zerg_git_run(g, &in_tree, fill, NULL, err);
     return rc < 0 ? rc : 1;
 }
 
