@@ -46,7 +46,7 @@ static int save_one(struct cleanup *c, const char *path, const char *name,
     size_t len = 0;
     if (access(path, F_OK) || !c->logs_dir)
         return 0;
-    int rc = ws_patch_make(&c->g, path, &data, &len, err);
+    int rc = ws_patch_make(&c->g, path, NULL, &data, &len, err);
     if (rc || len == 0) {
         free(data);
         return rc;
