@@ -113,10 +113,11 @@ static const char *dotgit_fault(const char *dotgit, const char *admin)
                : "its .git does not name the slot's git dir";
 }
 
-/* Renames what (a file or directory) to save_dir/<base>-<timestamp>.git;
- * fills saved.  Same file system as the project in the usual layout. */
-static int move_aside(const char *what, const char *logs_dir, const char *base,
-                      char *saved, size_t n, struct zerg_err *err)
+/* A rename: the same file system as the project in the usual layout, so
+ * nothing is copied and nothing is lost. */
+int ws_move_aside(const char *what, const char *logs_dir, const char *base,
+                  const char *suffix, char *saved, size_t n,
+                  struct zerg_err *err)
 {
     char ts[ZERG_TS_MAX];
     zerg_clock_iso8601(zerg_clock_wall(&zerg_clock_system), ts);
@@ -137,7 +138,10 @@ int ws_heal_dotgit(const struct zerg_git *g, const char *path,
                    struct ws_heal *out, struct zerg_err *err)
 {
     char admin[PATH_MAX], dotgit[PATH_MAX + 8], text[PATH_MAX + 16];
+    struct stat st;
     snprintf(dotgit, sizeof dotgit, "%s/.git", path);
+    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return zerg_err_set(err, ZERG_ENOTFOUND, "%s is gone", path);
     if (ws_admin_dir(g, path, branch, admin, sizeof admin))
         return zerg_err_set(err, ZERG_ENOTFOUND,
                             "no worktree of %s is on %s: the slot's "
@@ -146,12 +150,11 @@ int ws_heal_dotgit(const struct zerg_git *g, const char *path,
     const char *fault = dotgit_fault(dotgit, admin);
     if (!fault)
         return 0;
-    struct stat st;
     const char *base = strrchr(path, '/');
     int rc = 0;
     if (!lstat(dotgit, &st))
-        rc = move_aside(dotgit, logs_dir, base ? base + 1 : "worktree",
-                        out->saved, sizeof out->saved, err);
+        rc = ws_move_aside(dotgit, logs_dir, base ? base + 1 : "worktree",
+                           ".git", out->saved, sizeof out->saved, err);
     int len = snprintf(text, sizeof text, "gitdir: %s\n", admin);
     if (!rc)
         rc = zerg_fsio_write_atomic(dotgit, text, (size_t)len,

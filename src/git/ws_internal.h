@@ -26,6 +26,7 @@ struct ws_host {
     char run_id[128];
     char ref[PATH_MAX + 16]; /* refs/heads/zerg/{feature}/integration */
     int nslots;
+    char logs[PATH_MAX]; /* <project>/.zerg/logs/{feature}: what is saved */
     struct zerg_log *log;
     char **done; /* "task\x1f" "attempt\x1f" "run" merged since base */
     size_t ndone, done_cap;
@@ -53,10 +54,13 @@ int ws_tree_path(const struct zerg_git *g, const char *feature,
                  const char *name, char *buf, size_t n);
 /* Makes path a worktree of g on branch (created at rev when missing) or,
  * branch NULL, detached at rev; reuses a valid one, re-adds one whose
- * directory vanished.  1 when made, 0 when reused, negative on error. */
+ * directory vanished.  A symbolic link for .zerg-worktrees, the feature's
+ * directory or path is removed (never followed); a directory at path git
+ * does not know is moved to logs_dir/worktrees/ (with logs_dir NULL it is
+ * an error).  1 when made, 0 when reused, negative on error. */
 int ws_ensure_worktree(const struct zerg_git *g, const char *feature,
                        const char *path, const char *branch, const char *rev,
-                       struct zerg_err *err);
+                       const char *logs_dir, struct zerg_err *err);
 /* 1 when ref (full name) exists, 0 when not, negative on error. */
 int ws_ref_exists(const struct zerg_git *g, const char *ref,
                   struct zerg_err *err);
@@ -129,6 +133,11 @@ int ws_heal_dotgit(const struct zerg_git *g, const char *path,
                    struct ws_heal *out, struct zerg_err *err);
 /* Removes gitdir/index.lock when no git process runs in worktree: 1 when
  * removed (out->why set), 0 when none or held, -errno. */
+/* Renames what to logs_dir/worktrees/<base>-<timestamp><suffix>; fills
+ * saved. */
+int ws_move_aside(const char *what, const char *logs_dir, const char *base,
+                  const char *suffix, char *saved, size_t n,
+                  struct zerg_err *err);
 int ws_heal_lock(const char *gitdir, const char *worktree, struct ws_heal *out);
 
 #endif

@@ -141,24 +141,50 @@ static int add_worktree(const struct zerg_git *g, const char *path,
     return rc < 0 ? rc : 1;
 }
 
-/* The parent directories, none of them a link (a planted link would move
- * the worktree out of the repository). */
+/* The parent directories, none of them a link: a link a task planted
+ * (to the main checkout, say) is removed, never followed, and a real
+ * directory takes its place; path itself is never a link either. */
 static int make_parent(const struct zerg_git *g, const char *feature,
-                       struct zerg_err *err)
+                       const char *path, struct zerg_err *err)
 {
     char rel[PATH_MAX];
+    struct stat st;
     if (zerg_fsio_path(rel, sizeof rel, WS_DIR "/%s", feature))
         return zerg_err_set(err, -ENAMETOOLONG, "feature name too long");
-    return zerg_fsio_mkdirs_under(g->top, rel, 0755, err);
+    int rc = zerg_fsio_mkdirs_own(g->top, rel, 0755, err);
+    if (!rc && !lstat(path, &st) && S_ISLNK(st.st_mode) && unlink(path) < 0)
+        rc = zerg_err_set(err, -errno, "cannot remove the link %s: %s", path,
+                          strerror(errno));
+    return rc;
+}
+
+/* A directory at path that is no worktree of g: moved aside (saved), or
+ * removed when empty. */
+static int clear_path(const char *path, const char *logs_dir,
+                      struct zerg_err *err)
+{
+    char saved[PATH_MAX];
+    struct stat st;
+    if (lstat(path, &st) < 0 || !rmdir(path))
+        return 0;
+    if (!logs_dir)
+        return zerg_err_set(err, -EEXIST,
+                            "%s exists but is not a worktree: move it away "
+                            "and run again",
+                            path);
+    const char *base = strrchr(path, '/');
+    return ws_move_aside(path, logs_dir, base ? base + 1 : "worktree", ".tree",
+                         saved, sizeof saved, err);
 }
 
 int ws_ensure_worktree(const struct zerg_git *g, const char *feature,
                        const char *path, const char *branch, const char *rev,
-                       struct zerg_err *err)
+                       const char *logs_dir, struct zerg_err *err)
 {
     struct stat st;
     int gone = 0;
-    int known = registration(g, path, &gone, err);
+    int rc = make_parent(g, feature, path, err);
+    int known = rc ? rc : registration(g, path, &gone, err);
     if (known < 0)
         return known;
     int present = !lstat(path, &st);
@@ -167,15 +193,11 @@ int ws_ensure_worktree(const struct zerg_git *g, const char *feature,
     if (known) {
         const char *prune[] = {"worktree", "prune", NULL};
         struct zerg_git_call call = {.retries = WS_RETRIES};
-        int rc = zerg_git_run(g, &call, prune, NULL, err);
+        rc = zerg_git_run(g, &call, prune, NULL, err);
         if (rc < 0)
             return rc;
     }
-    if (present && rmdir(path) < 0)
-        return zerg_err_set(err, -EEXIST,
-                            "%s exists but is not a worktree of %s: move it "
-                            "away and run again",
-                            path, g->top);
-    int rc = make_parent(g, feature, err);
-    return rc ? rc : add_worktree(g, path, branch, rev, err);
+    if (present && (rc = clear_path(path, logs_dir, err)))
+        return rc;
+    return add_worktree(g, path, branch, rev, err);
 }
