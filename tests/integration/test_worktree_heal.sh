@@ -90,7 +90,7 @@ marks = sys.argv[1]
 # kills its worker (the parent of the shell running the command).
 kill = ("if [ ! -e %s/lock-{id} ]; then touch %s/lock-{id}; "
         "echo half > half.txt; : > \"$(git rev-parse --git-dir)/index.lock\"; "
-        "kill -9 $PPID; sleep 5; fi; echo {id} > {id}.txt")
+        "kill -9 $PPID; sleep 5; fi; echo {id} > {id}.txt") % (marks, marks)
 tasks = [{"id": "K-L%d-001" % l, "title": "k%d" % l, "level": l,
           "dependencies": ["K-L%d-001" % (l - 1)] if l > 1 else [],
           "command": kill.replace("{id}", "K-L%d-001" % l)} for l in range(1, 6)]
