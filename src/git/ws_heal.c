@@ -61,32 +61,30 @@ static int file_says(const char *path, const char *want)
     return same;
 }
 
-/* The admin dir of the worktree at path on branch: the one whose HEAD
- * names the branch, preferring one whose gitdir names path/.git. */
+/* The admin dir of the worktree at path on branch: the one whose gitdir
+ * names path/.git (on the host), else the one whose HEAD names the branch
+ * (in a container, where gitdir names the host's path).  A HEAD on some
+ * other branch is then refused by the identity check, not healed. */
 int ws_admin_dir(const struct zerg_git *g, const char *path, const char *branch,
                  char *buf, size_t n)
 {
     char dir[PATH_MAX + 16], head[PATH_MAX + 16], file[2 * PATH_MAX];
+    char want[PATH_MAX + 8];
     snprintf(dir, sizeof dir, "%s/worktrees", g->common_dir);
     snprintf(head, sizeof head, "ref: refs/heads/%s", branch);
+    snprintf(want, sizeof want, "%s/.git", path);
     DIR *d = opendir(dir);
     int found = 0;
-    for (struct dirent *e; d && (e = readdir(d));) {
+    for (struct dirent *e; d && found < 2 && (e = readdir(d));) {
         if (e->d_name[0] == '.')
             continue;
-        snprintf(file, sizeof file, "%s/%s/HEAD", dir, e->d_name);
-        if (!file_says(file, head))
-            continue;
         snprintf(file, sizeof file, "%s/%s/gitdir", dir, e->d_name);
-        int exact = 0;
-        char want[PATH_MAX + 8];
-        snprintf(want, sizeof want, "%s/.git", path);
-        exact = file_says(file, want);
-        if (!found || exact)
+        int exact = file_says(file, want);
+        snprintf(file, sizeof file, "%s/%s/HEAD", dir, e->d_name);
+        if (exact || (!found && file_says(file, head))) {
             snprintf(buf, n, "%s/%s", dir, e->d_name);
-        found = 1;
-        if (exact)
-            break;
+            found = exact ? 2 : 1;
+        }
     }
     if (d)
         closedir(d);
