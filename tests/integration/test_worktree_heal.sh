@@ -102,13 +102,19 @@ for l in 1 2 3 4 5; do
 done
 [ "$(events worktree_repaired)" -ge 5 ] || fail "lock: expected 5 stale locks removed, got $(events worktree_repaired)"
 pass "a worker killed 5 times with the index.lock held: each retry passes"
-# --resume after the orchestrator itself died with a lock left behind.
+# --resume after the orchestrator itself died too: the task takes the
+# lock, then kills the orchestrator (its worker's parent) and its worker.
 rm -f "$M"/lock-*
-echo '{"feature": "f", "tasks": [{"id": "R-L1-001", "title": "r", "level": 1, "command": "if [ ! -e '"$M"'/r ]; then touch '"$M"'/r; : > \"$(git rev-parse --git-dir)/index.lock\"; kill -9 $PPID; fi; echo r > r.txt"}]}' | graph
+python3 -c 'import json, sys
+print(json.dumps({"feature": "f", "tasks": [{"id": "R-L1-001", "title": "r",
+    "level": 1, "command": sys.argv[1]}]}))' \
+    "if [ ! -e $M/r ]; then touch $M/r; : > \"\$(git rev-parse --git-dir)/index.lock\"; kill -9 \$(ps -o ppid= \$PPID) \$PPID; sleep 5; fi; echo r > r.txt" | graph
 rush_bg --workers 1 --fresh
-wait_for 30 test -e "$M/r"
-kill -9 "$RUSH_PID"
-rush_wait 30 || true
+rush_wait 60
+[ "$RUSH_RC" -ne 0 ] || fail "lock: the orchestrator was not killed"
+[ -e "$PROJ/.zerg-worktrees/f/worker-0/.git" ] || fail "lock: no worktree"
+lockfile=$(ls "$PROJ"/.git/worktrees/*/index.lock 2>/dev/null | head -1)
+[ -n "$lockfile" ] || fail "lock: the dead attempt left no index.lock"
 cleanup_procs
 zerg rush --resume --workers 1 > "$PROJ/resume.txt" 2>&1 || fail "lock: --resume exited $?: $(cat "$PROJ/resume.txt")"
 G cat-file -e zerg/f/integration:r.txt 2>/dev/null || fail "lock: --resume did not land r.txt"
