@@ -78,16 +78,22 @@ static int slot_tree(struct ws_host *h, int slot, char *path, size_t n,
         zerg_ws_worker_branch(branch, sizeof branch, h->feature, slot))
         return zerg_err_set(err, ZERG_EINVAL_INPUT, "no worktree for slot %d",
                             slot);
-    int rc = ws_path_check(path, &sub) == ZERG_ESYMLINK
-                 ? 0
-                 : ws_heal_dotgit(&h->g, path, branch, h->logs, &heal, &sub);
+    int rc = 0, linked = ws_path_check(path, &sub) == ZERG_ESYMLINK;
+    if (linked) {
+        /* ws_ensure_worktree removes the link (never what it leads to)
+         * and makes the worktree again. */
+        snprintf(heal.why, sizeof heal.why, "%.190s", sub.msg);
+        log_repaired(h, slot, path, &heal);
+    } else {
+        rc = ws_heal_dotgit(&h->g, path, branch, h->logs, &heal, &sub);
+    }
     if (rc == 1)
         log_repaired(h, slot, path, &heal);
     else if (rc < 0 && rc != ZERG_ENOTFOUND)
         return zerg_err_set(err, rc, "%s", sub.msg);
     /* A worktree whose .git is sound is used as it is; git is only asked
      * when it is missing or was a link. */
-    if (rc == 1 || (rc == 0 && !ws_path_check(path, &sub)))
+    if (rc == 1 || (rc == 0 && !linked))
         return 0;
     rc = ws_ensure_worktree(&h->g, h->feature, path, branch, h->pub.base,
                             h->logs, err);

@@ -43,5 +43,12 @@ print(json.dumps({"feature": "f", "tasks": [{"id": "L-L1-001", "title": "link",
     grep -qE 'symbolic link|not the registered worktree' "$PROJ/.zerg/monitor.log" ||
         fail "$kind: no message says why the worktree was refused"
     pass "$kind: a worktree path turned into a link is refused; the user's branch, HEAD and edit are untouched"
+    # The next rush removes the link (never what it leads to) and makes
+    # the slot again.
+    zerg rush --workers 1 --fresh > "$PROJ/out2.txt" 2>&1 || fail "$kind: the rush after the link exited $?: $(cat "$PROJ/out2.txt")"
+    [ ! -L "$PROJ/.zerg-worktrees/f/worker-0" ] && [ ! -L "$PROJ/.zerg-worktrees/f" ] || fail "$kind: the link is still there"
+    [ -f "$PROJ/.zerg-worktrees/f/worker-0/.git" ] || fail "$kind: the slot was not made again"
+    [ "$(G rev-parse HEAD)" = "$head_before" ] && [ "$(G diff)" = "$diff_before" ] || fail "$kind: the user's checkout changed on the next rush"
+    pass "$kind: the next rush replaces the link by a new worktree"
 done
 echo "$TESTS_PASSED passed"
