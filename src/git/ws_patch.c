@@ -178,6 +178,8 @@ int ws_patch_make(const struct zerg_git *g, const char *dir,
                   struct zerg_err *err)
 {
     char gitdir[PATH_MAX], tmp[PATH_MAX + 64], tree[ZERG_GIT_OID_MAX];
+    struct ws_skip own = {0};
+    skip = skip ? skip : &own; /* the header is written either way */
     *data = NULL, *len = 0;
     int rc = ws_git_dir(g, dir, gitdir, sizeof gitdir, err);
     if (rc)
