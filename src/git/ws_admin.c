@@ -1,6 +1,7 @@
 /* ws_admin.c - the workspace seen from the CLI: `zerg cleanup` (the
  * feature's worktrees removed after their uncommitted work is saved as
- * patches, its worker branches deleted, with --all its integration and
+ * patches -- a worktree git can no longer read is moved under the logs
+ * whole instead --, its worker branches deleted, with --all its integration and
  * conflict refs too), `zerg status`'s description, and whether isolation
  * `auto` means worktrees for a directory. */
 #include "git/git_internal.h"

@@ -1,7 +1,10 @@
 /* ws_tree.c - worktrees of a feature: where they live
  * (<top>/.zerg-worktrees/{feature}/{name}), the repository's list of
  * them, and making one exist: reused when valid, re-added when its
- * directory vanished but git still has it registered. */
+ * directory vanished but git still has it registered, never reached
+ * through a link a task planted on its path (the link is removed), a
+ * directory git does not know moved aside rather than deleted; checked
+ * out by zerg's own call in the new worktree, not by `worktree add`. */
 #include "git/git_internal.h"
 #include "git/ws_internal.h"
 #include "zerg/err.h"

@@ -1,6 +1,9 @@
 /* ws_worker.c - the worker's half of the workspace, run in its worktree
- * around each attempt: before, the leftovers of a dead attempt saved as a
- * patch and discarded, the tree reset to the base, the attempt recorded
+ * around each attempt: before, the slot checked and healed (ws_heal.c:
+ * never through a link, only the slot's own worktree on its own branch,
+ * a broken .git and a stale index.lock repaired), the leftovers of a
+ * dead attempt saved as a patch and discarded, the tree reset to the
+ * base, the attempt recorded
  * (<worktree git dir>/zerg-attempt: "task\nattempt\n"); after, one commit
  * of everything the attempt changed, on top of what the agent committed. */
 #include "git/git_internal.h"
