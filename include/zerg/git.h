@@ -2,16 +2,19 @@
  *
  * Every call is an argv (never a shell string) run with posix_spawn.  The
  * environment is the caller's minus every GIT_* variable, plus
- * GIT_CONFIG_NOSYSTEM=1, GIT_TERMINAL_PROMPT=0 and LC_ALL=C.  A worker can
- * write the repository's .git/config (it shares the common dir with its
- * worktree), so before each call zerg reads the effective configuration
- * (`git config --null --list`, which runs nothing) and overrides on the
+ * GIT_TERMINAL_PROMPT=0 and LC_ALL=C (the system config is read: it is
+ * root's, and may hold the user's LFS).  A worker can write the
+ * repository's .git/config (it shares the common dir with its worktree),
+ * so before each call zerg reads the effective configuration with scopes
+ * (`git config --null --list --show-scope`, which runs nothing) in the
+ * directory the call runs in, and overrides on the
  * command line every key that makes git run a program: core.fsmonitor,
  * core.hooksPath (an empty directory zerg owns), core.sshCommand,
  * core.editor, core.pager, core.askPass, credential helpers, gpg programs,
  * filter.<driver>.{clean,smudge,process,required}, merge.<driver>.driver,
  * diff.<driver>.{command,textconv}, diff.external and the like.  Nothing a
- * worker planted runs in zerg's own calls. */
+ * worker planted runs in zerg's own calls; the filter drivers of the
+ * user's global and system config (git-crypt, LFS) keep running. */
 #ifndef ZERG_GIT_H
 #define ZERG_GIT_H
 
@@ -58,9 +61,9 @@ struct zerg_git_call {
     const char *index_file; /* GIT_INDEX_FILE, NULL = default */
     const char *input;      /* written to stdin, NULL = /dev/null */
     size_t input_len;
-    int ok_status;          /* an exit status that is not an error (e.g. 1
-                               for merge-tree conflicts); 0 = none */
-    int retries;            /* transient failures retried this often */
+    int ok_status; /* an exit status that is not an error (e.g. 1
+                      for merge-tree conflicts); 0 = none */
+    int retries;   /* transient failures retried this often */
 };
 
 /* Runs `git -c <safe overrides> args...` (args NULL-terminated, without
@@ -84,10 +87,20 @@ int zerg_git_safe_overrides(const char *list, size_t list_len,
                             const char *hooks_dir, const char **args,
                             size_t max_args, char *strs, size_t strs_size);
 
+/* The same for a listing with scopes (`git config --null --list
+ * --show-scope`: "scope\0key\nvalue\0" records).  A filter driver's
+ * clean/smudge/process/required from the "system" or "global" scope is
+ * the user's and is kept; the same keys from any other scope are pinned
+ * to the user's last value or blanked (see git_safe.c).  The unscoped
+ * variant above treats every record as the repository's. */
+int zerg_git_safe_overrides_scoped(const char *list, size_t list_len,
+                                   const char *hooks_dir, const char **args,
+                                   size_t max_args, char *strs,
+                                   size_t strs_size);
+
 /* Resolves rev to a commit id (`rev-parse --verify rev^{commit}`).
  * ZERG_ENOTFOUND when there is no such commit. */
-int zerg_git_resolve(const struct zerg_git *g, const char *dir,
-                     const char *rev, char oid[ZERG_GIT_OID_MAX],
-                     struct zerg_err *err);
+int zerg_git_resolve(const struct zerg_git *g, const char *dir, const char *rev,
+                     char oid[ZERG_GIT_OID_MAX], struct zerg_err *err);
 
 #endif

@@ -108,18 +108,18 @@ struct zerg_workspace_ops {
 
 struct zerg_workspace {
     const struct zerg_workspace_ops *ops;
-    char base[ZERG_GIT_OID_MAX];   /* git.base of the run */
-    char branch[PATH_MAX];         /* zerg/{feature}/integration */
-    char renamed[PATH_MAX];        /* the old integration branch was moved
-                                      here at open, "" when not */
-    char git_dir[PATH_MAX];        /* the repository's common git dir, as
-                                      found by the host at open ("" in
-                                      fakes): what a container mounts, never
-                                      what a worktree's .git file says */
+    char base[ZERG_GIT_OID_MAX]; /* git.base of the run */
+    char branch[PATH_MAX];       /* zerg/{feature}/integration */
+    char renamed[PATH_MAX];      /* the old integration branch was moved
+                                    here at open, "" when not */
+    char git_dir[PATH_MAX];      /* the repository's common git dir, as
+                                    found by the host at open ("" in
+                                    fakes): what a container mounts, never
+                                    what a worktree's .git file says */
 };
 
 struct zerg_ws_opts {
-    const char *project;       /* absolute project root */
+    const char *project; /* absolute project root */
     const char *feature;
     const char *run_id;
     const char *base;          /* rush.base; NULL or "" = HEAD */
@@ -159,10 +159,10 @@ int zerg_ws_cleanup(const char *project, const char *feature,
                     zerg_ws_say_fn say, void *ud, struct zerg_err *err);
 
 struct zerg_ws_info {
-    int exists;                /* the integration branch exists */
+    int exists; /* the integration branch exists */
     char branch[PATH_MAX];
     char tip[ZERG_GIT_OID_MAX];
-    int commits;               /* on the branch since base */
+    int commits; /* on the branch since base */
     int nworktrees;
     struct {
         int slot;
@@ -171,9 +171,8 @@ struct zerg_ws_info {
         int dirty;
     } wt[64];
 };
-int zerg_ws_describe(const char *project, const char *feature,
-                     const char *base, struct zerg_ws_info *out,
-                     struct zerg_err *err);
+int zerg_ws_describe(const char *project, const char *feature, const char *base,
+                     struct zerg_ws_info *out, struct zerg_err *err);
 
 /* ---- the worker's half ------------------------------------------------- */
 
@@ -187,6 +186,33 @@ int zerg_ws_attempt_prepare(const struct zerg_git *g, const char *worktree,
                             const char *base, const char *logs_dir,
                             const char *task, int attempt, char *patch,
                             size_t patch_n, struct zerg_err *err);
+
+/* What zerg_ws_slot_prepare did besides the reset (all "" when nothing). */
+struct zerg_ws_prepared {
+    char patch[PATH_MAX]; /* the leftovers saved, "" when clean */
+    char repaired[200];   /* what was wrong with the slot's .git */
+    char saved[PATH_MAX]; /* where the broken .git was moved */
+    char lock[200];       /* a stale index.lock removed */
+    int nskipped;         /* leftover files too large to save */
+    char skipped[1024];   /* "path (N bytes); ...", also in the patch */
+    char first[PATH_MAX]; /* the first of them, and its size */
+    long long first_size;
+};
+
+/* zerg_ws_attempt_prepare for the worktree of a slot on branch
+ * (zerg/{feature}/worker-{n}), healing it first (DESIGN §18): a path
+ * through a symbolic link is refused (ZERG_ESYMLINK) and a worktree that
+ * is not a linked worktree of g's repository on branch is refused
+ * (ZERG_EGIT_FAILED), both before anything is touched; a .git a task
+ * replaced or broke is moved to logs_dir/worktrees/ and rewritten; a
+ * stale index.lock is removed; leftover files over 64 MiB (or past
+ * 256 MiB in all) are left out of the patch and named in its header.
+ * out says what was done.  branch NULL: no healing, and any zerg/
+ * branch will do. */
+int zerg_ws_slot_prepare(const struct zerg_git *g, const char *worktree,
+                         const char *branch, const char *base,
+                         const char *logs_dir, const char *task, int attempt,
+                         struct zerg_ws_prepared *out, struct zerg_err *err);
 
 /* After an attempt passed: commits everything changed (git add -A; the
  * excludes keep .zerg out) with message on top of whatever the agent

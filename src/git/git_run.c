@@ -3,8 +3,10 @@
  * overrides of git_safe.c in front of its subcommand.
  *
  * Each call reads the effective configuration first (`git config --null
- * --list` runs nothing) in the same directory, because a worker may have
- * changed it since the last call; the overrides answer what it holds. */
+ * --list --show-scope` runs nothing) in the same directory, because a
+ * worker may have changed it since the last call and an includeIf
+ * ("gitdir:", "onbranch:") may match there only; the overrides answer
+ * what it holds, scope by scope. */
 #include "git/git_internal.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
@@ -55,12 +57,13 @@ static int spawn_plain(const char *const *argv, const char *index_file,
     return rc;
 }
 
-/* The effective configuration of dir, NUL-separated (malloc'd). */
+/* The effective configuration of dir with scopes: "scope\0key\nvalue\0"
+ * records (malloc'd). */
 static int read_config(const struct zerg_git *g, const char *dir, char **list,
                        size_t *len, struct zerg_err *err)
 {
-    const char *argv[] = {g->bin,   "--no-pager", "-C",     dir,
-                          "config", "--null",     "--list", NULL};
+    const char *argv[] = {g->bin,   "--no-pager", "-C",           dir, "config",
+                          "--null", "--list",     "--show-scope", NULL};
     struct git_proc p;
     int rc = spawn_plain(argv, NULL, NULL, &p, err);
     if (rc)
@@ -76,7 +79,8 @@ static int read_config(const struct zerg_git *g, const char *dir, char **list,
     return 0;
 }
 
-/* 1 when the listing holds key (a record starting "key\n" or "key"). */
+/* 1 when the listing holds key (a record starting "key\n" or "key"; a
+ * scope record never looks like a key with a dot). */
 static int has_key(const char *list, size_t len, const char *key)
 {
     size_t kl = strlen(key);
@@ -140,8 +144,8 @@ static int build_argv(const struct zerg_git *g, const char *dir, int flags,
                  dir);
         b->argv[n++] = b->worktree_opt;
     }
-    int used = zerg_git_safe_overrides(list, len, g->hooks_dir, b->argv + n,
-                                       max_ov, b->strs, strs_size);
+    int used = zerg_git_safe_overrides_scoped(
+        list, len, g->hooks_dir, b->argv + n, max_ov, b->strs, strs_size);
     if (used < 0)
         return used;
     n += (size_t)used;

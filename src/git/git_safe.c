@@ -14,10 +14,23 @@
  *                               which no hook file can ever exist): no
  *                               pre-commit, post-checkout or
  *                               reference-transaction hook runs.
- *   filter.<d>.clean= .smudge= .process=  an empty command is treated as
- *                               no filter: content is stored and checked
- *                               out unfiltered; with .required=false a
- *                               `required` driver is not an error either.
+ *   filter.<d>.clean= .smudge= .process=  a value that comes from the
+ *                               repository (local or worktree scope, the
+ *                               files they include too) is pinned to the
+ *                               last value of the user's global or system
+ *                               config, or blanked when they have none: an
+ *                               empty command is treated as no filter
+ *                               (content stored and checked out
+ *                               unfiltered), and a driver that only the
+ *                               repository defines gets .required=false
+ *                               so it is not an error either.  A driver
+ *                               of the user's own (git-crypt, LFS) keeps
+ *                               running: a secret never lands in plain
+ *                               text on the integration branch.  A
+ *                               repository .required is pinned to the
+ *                               user's value when they set one, so a
+ *                               planted `required=false` cannot let a
+ *                               failing git-crypt store plain text.
  *   merge.<d>.driver=git merge-file ...  an empty driver makes git fail
  *                               ("cannot run"), which would turn every
  *                               merge of such a path into an error; git's
@@ -46,10 +59,13 @@
  *   gc.auto=0, maintenance.auto=false  no background gc in the user's repo.
  *
  * include.path and includeIf.*.path cannot be undone with -c, but
- * `git config --list` lists the keys they bring, so those keys are
- * answered like any other (verified).  core.worktree cannot be overridden
- * with -c either (git reads it from the repository's file while finding
- * the repository); zerg_git_run passes --work-tree instead. */
+ * `git config --list --show-scope` lists the keys they bring with the
+ * scope of the file holding the include (an include in .git/config is
+ * "local"; verified with 2.39), so those keys are answered like any
+ * other.  Only "system" and "global" are the user's: every other scope
+ * (local, worktree, command, unknown) is the repository's.  core.worktree
+ * cannot be overridden with -c either (git reads it from the repository's file
+ * while finding the repository); zerg_git_run passes --work-tree instead. */
 #include "zerg/git.h"
 
 #include <errno.h>
@@ -159,14 +175,101 @@ static int add_sub(struct ov *o, const struct key *k, const char *name,
     return add(o, key, (size_t)len, value);
 }
 
-static int filter_key(struct ov *o, const struct key *k)
+/* One record of the listing: the scope (scoped listings only), the key
+ * (not NUL-terminated: "key\nvalue") and the value (NULL for a bare
+ * boolean). */
+struct rec {
+    int trusted; /* system or global: the user's own */
+    const char *key, *value;
+    size_t key_len;
+};
+
+/* The listing being answered, for lookups across records. */
+struct listing {
+    const char *p, *end;
+    int scoped;
+};
+
+static int scope_trusted(const char *s)
 {
-    int rc = add_sub(o, k, "clean", "");
-    if (!rc)
-        rc = add_sub(o, k, "smudge", "");
-    if (!rc)
-        rc = add_sub(o, k, "process", "");
-    return rc ? rc : add_sub(o, k, "required", "false");
+    return !strcmp(s, "system") || !strcmp(s, "global");
+}
+
+/* The next record at *p, or 0 at the end. */
+static int next_rec(const struct listing *l, const char **p, struct rec *r)
+{
+    memset(r, 0, sizeof *r);
+    if (l->scoped && *p < l->end) {
+        const char *scope_end = memchr(*p, '\0', (size_t)(l->end - *p));
+        if (!scope_end)
+            return 0;
+        r->trusted = scope_trusted(*p);
+        *p = scope_end + 1;
+    }
+    if (*p >= l->end)
+        return 0;
+    const char *rec_end = memchr(*p, '\0', (size_t)(l->end - *p));
+    rec_end = rec_end ? rec_end : l->end;
+    const char *nl = memchr(*p, '\n', (size_t)(rec_end - *p));
+    r->key = *p;
+    r->key_len = (size_t)((nl ? nl : rec_end) - *p);
+    r->value = nl && rec_end < l->end ? nl + 1 : NULL;
+    *p = rec_end + 1;
+    return 1;
+}
+
+/* The last value "filter.<sub>.<name>" has in the user's own config
+ * (trusted) or in the repository's (!trusted), NULL when none; sets
+ * *any_program when that side defines any program of the driver. */
+static const char *scope_value(const struct listing *l, const struct key *k,
+                               const char *name, int trusted, int *any_program)
+{
+    const char *p = l->p, *found = NULL;
+    struct rec r;
+    while (next_rec(l, &p, &r)) {
+        struct key rk;
+        if (r.trusted != trusted || !r.key_len)
+            continue;
+        split_key(r.key, r.key_len, &rk);
+        if (!rk.sub || !sec_is(&rk, "filter") || rk.sub_len != k->sub_len ||
+            strncmp(rk.sub, k->sub, k->sub_len))
+            continue;
+        if (any_program && (name_is(&rk, "clean") || name_is(&rk, "smudge") ||
+                            name_is(&rk, "process")))
+            *any_program = 1;
+        if (name && name_is(&rk, name))
+            found = r.value ? r.value : "";
+    }
+    return found;
+}
+
+/* A filter key the repository set: clean and smudge are pinned to the
+ * user's value or blanked (an empty one is no filter).  process is
+ * different: any value, "" included, makes git ignore clean and smudge,
+ * so it is pinned to the user's, blanked only when the repository set it
+ * (a driver of the user's then fails as `required` rather than run the
+ * planted program or store plain text), else left unset.  required is
+ * pinned to the user's value, and a driver the user does not define is
+ * made not required (its programs are all blank).  A key of the user's
+ * own is left alone. */
+static int filter_key(struct ov *o, const struct listing *l,
+                      const struct rec *r, const struct key *k)
+{
+    static const char *const programs[] = {"clean", "smudge", "process"};
+    if (r->trusted)
+        return 0;
+    int user_driver = 0, rc = 0;
+    for (size_t i = 0; !rc && i < 3; i++) {
+        const char *mine = scope_value(l, k, programs[i], 1, &user_driver);
+        if (i < 2 || mine || scope_value(l, k, programs[i], 0, NULL))
+            rc = add_sub(o, k, programs[i], mine ? mine : "");
+    }
+    const char *required = scope_value(l, k, "required", 1, NULL);
+    if (!rc && required)
+        rc = add_sub(o, k, "required", required);
+    else if (!rc && !user_driver)
+        rc = add_sub(o, k, "required", "false");
+    return rc;
 }
 
 /* Keys FIXED answers already (gpg.ssh.program, protocol.ext.allow). */
@@ -179,8 +282,10 @@ static int is_fixed(const char *k, size_t len)
 }
 
 /* The overrides one configuration key calls for (often none). */
-static int one_key(struct ov *o, const char *k, size_t len)
+static int one_key(struct ov *o, const struct listing *l, const struct rec *r)
 {
+    const char *k = r->key;
+    size_t len = r->key_len;
     struct key key;
     split_key(k, len, &key);
     if (!key.sub) {
@@ -199,7 +304,7 @@ static int one_key(struct ov *o, const char *k, size_t len)
     if (memchr(key.sub, '=', key.sub_len))
         return -EINVAL;
     if (sec_is(&key, "filter"))
-        return filter_key(o, &key);
+        return filter_key(o, l, r, &key);
     if (sec_is(&key, "merge"))
         return add_sub(o, &key, "driver", MERGE_DRIVER);
     if (sec_is(&key, "diff") &&
@@ -225,21 +330,33 @@ static int add_fixed(struct ov *o, const char *hooks_dir)
                hooks_dir && *hooks_dir ? hooks_dir : "/dev/null");
 }
 
+static int overrides(const struct listing *l, const char *hooks_dir,
+                     const char **args, size_t max_args, char *strs,
+                     size_t strs_size)
+{
+    struct ov o = {args, max_args, 0, strs, strs_size, 0};
+    int rc = add_fixed(&o, hooks_dir);
+    const char *p = l->p;
+    struct rec r;
+    while (!rc && l->p && next_rec(l, &p, &r))
+        if (r.key_len)
+            rc = one_key(&o, l, &r);
+    return rc ? rc : (int)o.n;
+}
+
 int zerg_git_safe_overrides(const char *list, size_t list_len,
                             const char *hooks_dir, const char **args,
                             size_t max_args, char *strs, size_t strs_size)
 {
-    struct ov o = {args, max_args, 0, strs, strs_size, 0};
-    int rc = add_fixed(&o, hooks_dir);
-    const char *p = list, *end = list ? list + list_len : NULL;
-    while (!rc && p && p < end) {
-        const char *rec_end = memchr(p, '\0', (size_t)(end - p));
-        rec_end = rec_end ? rec_end : end;
-        const char *nl = memchr(p, '\n', (size_t)(rec_end - p));
-        size_t klen = (size_t)((nl ? nl : rec_end) - p);
-        if (klen)
-            rc = one_key(&o, p, klen);
-        p = rec_end + 1;
-    }
-    return rc ? rc : (int)o.n;
+    struct listing l = {list, list ? list + list_len : NULL, 0};
+    return overrides(&l, hooks_dir, args, max_args, strs, strs_size);
+}
+
+int zerg_git_safe_overrides_scoped(const char *list, size_t list_len,
+                                   const char *hooks_dir, const char **args,
+                                   size_t max_args, char *strs,
+                                   size_t strs_size)
+{
+    struct listing l = {list, list ? list + list_len : NULL, 1};
+    return overrides(&l, hooks_dir, args, max_args, strs, strs_size);
 }

@@ -29,13 +29,13 @@ extern char **environ;
  * memory. */
 #define STDOUT_MAX ((size_t)1 << 30)
 
-/* Fixed variables: no system config (/etc/gitconfig is outside the
- * user's control but also outside zerg's reading), no password prompt
- * that would hang a background rush, untranslated messages so stderr
- * can be classified, no optional index lock taken by status, and no
- * refs/replace/ object a worker could plant to change what zerg reads. */
+/* Fixed variables: no password prompt that would hang a background
+ * rush, untranslated messages so stderr can be classified, no optional
+ * index lock taken by status, and no refs/replace/ object a worker could
+ * plant to change what zerg reads.  The system config is read (it is
+ * root's, and holds the user's LFS or git-crypt as often as ~/.gitconfig
+ * does); the overrides of git_safe.c apply to it like to the rest. */
 static const char *const FIXED_ENV[] = {
-    "GIT_CONFIG_NOSYSTEM=1",
     "GIT_NO_REPLACE_OBJECTS=1",
     "GIT_TERMINAL_PROMPT=0",
     "GIT_OPTIONAL_LOCKS=0",

@@ -1,6 +1,7 @@
 /* ws_admin.c - the workspace seen from the CLI: `zerg cleanup` (the
  * feature's worktrees removed after their uncommitted work is saved as
- * patches, its worker branches deleted, with --all its integration and
+ * patches -- a worktree git can no longer read is moved under the logs
+ * whole instead --, its worker branches deleted, with --all its integration and
  * conflict refs too), `zerg status`'s description, and whether isolation
  * `auto` means worktrees for a directory. */
 #include "git/git_internal.h"
@@ -39,6 +40,38 @@ static int feature_dir(const struct cleanup *c, char *buf, size_t n)
     return zerg_fsio_path(buf, n, "%s/" WS_DIR "/%s/", c->g.top, c->feature);
 }
 
+/* A worker's worktree whose .git a task replaced or broke gets it back
+ * first (the broken one kept), so that its work can become a patch. */
+static void heal(struct cleanup *c, const char *path, const char *name)
+{
+    char branch[PATH_MAX];
+    struct ws_heal h = {0};
+    struct zerg_err ignored = {0};
+    if (strncmp(name, "worker-", 7) ||
+        zerg_fsio_path(branch, sizeof branch, "zerg/%s/%s", c->feature, name))
+        return;
+    if (ws_heal_dotgit(&c->g, path, branch, c->logs_dir, &h, &ignored) == 1)
+        say(c, "Repaired worktree %s: %s", path, h.why);
+}
+
+/* When git cannot read a worktree any more, the whole directory is moved
+ * under the logs instead of a patch: nothing unsaved is deleted.  1. */
+static int move_tree(struct cleanup *c, const char *path, const char *name,
+                     struct zerg_err *err)
+{
+    char saved[PATH_MAX], why[400];
+    snprintf(why, sizeof why, "%.300s", err->msg);
+    int rc = ws_move_aside(path, c->logs_dir, name, ".tree", saved,
+                           sizeof saved, err);
+    if (rc)
+        return rc;
+    char line[PATH_MAX + 400];
+    snprintf(line, sizeof line, "%s (git cannot read it: %.300s)", saved, why);
+    say(c, "Moved worktree %s to %s", path, line);
+    return 1;
+}
+
+/* 0 when saved (or clean), 1 when the tree was moved aside whole. */
 static int save_one(struct cleanup *c, const char *path, const char *name,
                     struct zerg_err *err)
 {
@@ -46,10 +79,11 @@ static int save_one(struct cleanup *c, const char *path, const char *name,
     size_t len = 0;
     if (access(path, F_OK) || !c->logs_dir)
         return 0;
-    int rc = ws_patch_make(&c->g, path, &data, &len, err);
+    heal(c, path, name);
+    int rc = ws_patch_make(&c->g, path, NULL, &data, &len, err);
     if (rc || len == 0) {
         free(data);
-        return rc;
+        return rc < 0 ? move_tree(c, path, name, err) : rc;
     }
     zerg_clock_iso8601(zerg_clock_wall(&zerg_clock_system), ts);
     for (char *p = ts; *p; p++)
@@ -81,7 +115,7 @@ static int remove_tree(struct cleanup *c, const char *path,
     }
     int rc = save_one(c, path, name, err);
     if (rc)
-        return rc;
+        return rc < 0 ? rc : 0; /* moved aside: the prune forgets it */
     const char *args[] = {"worktree", "remove", "-f", "-f", path, NULL};
     struct zerg_git_call call = {.retries = WS_RETRIES};
     rc = zerg_git_run(&c->g, &call, args, NULL, err);

@@ -50,24 +50,53 @@ static void log_ready(struct ws_host *h, int slot, const char *path,
                    "Worktree %s ready on %s", path, branch);
 }
 
+static void log_repaired(struct ws_host *h, int slot, const char *path,
+                         const struct ws_heal *heal)
+{
+    zerg_json *data = zerg_json_obj();
+    if (data) {
+        zerg_json_set_num(data, "slot", slot);
+        zerg_json_set_str(data, "why", heal->why);
+        zerg_json_set_str(data, "saved", heal->saved);
+    }
+    zerg_log_event(h->log, slot, ZERG_LOG_WARN, "worktree_repaired", NULL, data,
+                   "Worktree %s repaired: %s%s%s", path, heal->why,
+                   heal->saved[0] ? "; the broken .git was moved to " : "",
+                   heal->saved);
+}
+
+/* A slot's worktree a worker can open: its .git healed when a task
+ * replaced or broke it, made (or re-made) when git does not know it. */
 static int slot_tree(struct ws_host *h, int slot, char *path, size_t n,
                      struct zerg_err *err)
 {
     char name[32], branch[PATH_MAX];
-    struct stat st;
+    struct ws_heal heal = {0};
+    struct zerg_err sub = {0};
     snprintf(name, sizeof name, "worker-%d", slot);
     if (slot < 0 || ws_tree_path(&h->g, h->feature, name, path, n) ||
         zerg_ws_worker_branch(branch, sizeof branch, h->feature, slot))
         return zerg_err_set(err, ZERG_EINVAL_INPUT, "no worktree for slot %d",
                             slot);
-    char dotgit[PATH_MAX + 8];
-    snprintf(dotgit, sizeof dotgit, "%s/.git", path);
-    /* A worktree whose .git file is there is used as it is; git is only
-     * asked when it is missing or broken. */
-    if (!lstat(dotgit, &st) && S_ISREG(st.st_mode))
+    int rc = 0, linked = ws_path_check(path, &sub) == ZERG_ESYMLINK;
+    if (linked) {
+        /* ws_ensure_worktree removes the link (never what it leads to)
+         * and makes the worktree again. */
+        snprintf(heal.why, sizeof heal.why, "%.190s", sub.msg);
+        log_repaired(h, slot, path, &heal);
+    } else {
+        rc = ws_heal_dotgit(&h->g, path, branch, h->logs, &heal, &sub);
+    }
+    if (rc == 1)
+        log_repaired(h, slot, path, &heal);
+    else if (rc < 0 && rc != ZERG_ENOTFOUND)
+        return zerg_err_set(err, rc, "%s", sub.msg);
+    /* A worktree whose .git is sound is used as it is; git is only asked
+     * when it is missing or was a link. */
+    if (rc == 1 || (rc == 0 && !linked))
         return 0;
-    int rc =
-        ws_ensure_worktree(&h->g, h->feature, path, branch, h->pub.base, err);
+    rc = ws_ensure_worktree(&h->g, h->feature, path, branch, h->pub.base,
+                            h->logs, err);
     if (rc < 0)
         return rc;
     log_ready(h, slot, path, branch);
@@ -95,7 +124,8 @@ static int op_gate_tree(struct zerg_workspace *w, char *buf, size_t n,
     if (!rc && ws_tree_path(&h->g, h->feature, "gate", path, sizeof path))
         rc = zerg_err_set(err, -ENAMETOOLONG, "gate path too long");
     if (!rc)
-        rc = ws_ensure_worktree(&h->g, h->feature, path, NULL, tip, err);
+        rc = ws_ensure_worktree(&h->g, h->feature, path, NULL, tip, h->logs,
+                                err);
     if (rc == 0) {
         const char *reset[] = {"reset", "-q", "--hard", tip, NULL};
         const char *clean[] = {"clean", "-ffdq", NULL};
@@ -167,6 +197,9 @@ static int open_checks(struct ws_host *h, const struct zerg_ws_opts *o,
     if (rc)
         return rc;
     snprintf(h->feature, sizeof h->feature, "%s", o->feature);
+    if (zerg_fsio_path(h->logs, sizeof h->logs, "%s/.zerg/logs/%s", o->project,
+                       o->feature))
+        return zerg_err_set(err, -ENAMETOOLONG, "project path too long");
     snprintf(h->run_id, sizeof h->run_id, "%s", o->run_id ? o->run_id : "");
     zerg_ws_integration_branch(h->pub.branch, sizeof h->pub.branch, o->feature);
     snprintf(h->ref, sizeof h->ref, "refs/heads/%s", h->pub.branch);

@@ -26,6 +26,7 @@ struct ws_host {
     char run_id[128];
     char ref[PATH_MAX + 16]; /* refs/heads/zerg/{feature}/integration */
     int nslots;
+    char logs[PATH_MAX]; /* <project>/.zerg/logs/{feature}: what is saved */
     struct zerg_log *log;
     char **done; /* "task\x1f" "attempt\x1f" "run" merged since base */
     size_t ndone, done_cap;
@@ -53,10 +54,13 @@ int ws_tree_path(const struct zerg_git *g, const char *feature,
                  const char *name, char *buf, size_t n);
 /* Makes path a worktree of g on branch (created at rev when missing) or,
  * branch NULL, detached at rev; reuses a valid one, re-adds one whose
- * directory vanished.  1 when made, 0 when reused, negative on error. */
+ * directory vanished.  A symbolic link for .zerg-worktrees, the feature's
+ * directory or path is removed (never followed); a directory at path git
+ * does not know is moved to logs_dir/worktrees/ (with logs_dir NULL it is
+ * an error).  1 when made, 0 when reused, negative on error. */
 int ws_ensure_worktree(const struct zerg_git *g, const char *feature,
                        const char *path, const char *branch, const char *rev,
-                       struct zerg_err *err);
+                       const char *logs_dir, struct zerg_err *err);
 /* 1 when ref (full name) exists, 0 when not, negative on error. */
 int ws_ref_exists(const struct zerg_git *g, const char *ref,
                   struct zerg_err *err);
@@ -90,11 +94,50 @@ int ws_add_excludes(const struct zerg_git *g, struct zerg_err *err);
 
 /* ws_patch.c: the uncommitted changes of dir against HEAD as a binary
  * patch (*data malloc'd, *len 0 when clean), through a temporary index
- * so the real one is untouched. */
-int ws_patch_make(const struct zerg_git *g, const char *dir, char **data,
-                  size_t *len, struct zerg_err *err);
+ * so the real one is untouched.  A file over WS_PATCH_FILE_MAX, or past
+ * WS_PATCH_TOTAL_MAX in all, is left out, named with its size in the
+ * patch's header and in skip (may be NULL). */
+#define WS_PATCH_FILE_MAX ((size_t)64 << 20)
+#define WS_PATCH_TOTAL_MAX ((size_t)256 << 20)
+struct ws_skip {
+    int n;                /* files left out */
+    char text[1024];      /* "path (N bytes); ..." */
+    char first[PATH_MAX]; /* the first of them, and its size */
+    long long first_size;
+};
+int ws_patch_make(const struct zerg_git *g, const char *dir,
+                  struct ws_skip *skip, char **data, size_t *len,
+                  struct zerg_err *err);
 /* The worktree's own git dir (absolute). */
 int ws_git_dir(const struct zerg_git *g, const char *dir, char *buf, size_t n,
                struct zerg_err *err);
+
+/* ws_heal.c: a slot that heals (DESIGN §18). */
+struct ws_heal {
+    char why[200];        /* what was wrong, "" when nothing */
+    char saved[PATH_MAX]; /* where the broken .git went, "" when nowhere */
+};
+/* 0 when path resolves to itself, ZERG_ESYMLINK (err says where it
+ * leads) when a component is a symbolic link. */
+int ws_path_check(const char *path, struct zerg_err *err);
+/* The admin dir (<common>/worktrees/<id>) of the worktree at path on
+ * branch, or ZERG_ENOTFOUND. */
+int ws_admin_dir(const struct zerg_git *g, const char *path, const char *branch,
+                 char *buf, size_t n);
+/* Gives the worktree at path on branch its .git file back when a task
+ * replaced or broke it; the broken one is moved to
+ * logs_dir/worktrees/<name>-<timestamp>.git.  1 when repaired (out set),
+ * 0 when it was sound, negative (ZERG_ENOTFOUND: no registration). */
+int ws_heal_dotgit(const struct zerg_git *g, const char *path,
+                   const char *branch, const char *logs_dir,
+                   struct ws_heal *out, struct zerg_err *err);
+/* Removes gitdir/index.lock when no git process runs in worktree: 1 when
+ * removed (out->why set), 0 when none or held, -errno. */
+/* Renames what to logs_dir/worktrees/<base>-<timestamp><suffix>; fills
+ * saved. */
+int ws_move_aside(const char *what, const char *logs_dir, const char *base,
+                  const char *suffix, char *saved, size_t n,
+                  struct zerg_err *err);
+int ws_heal_lock(const char *gitdir, const char *worktree, struct ws_heal *out);
 
 #endif

@@ -2,17 +2,27 @@
  * (tracked and untracked files, not ignored ones), made through a
  * temporary index in the worktree's own git dir: `git add -A` there,
  * `write-tree`, `diff-tree -p --binary HEAD TREE`.  The real index and
- * the files are not touched, so saving is safe before anything else. */
+ * the files are not touched, so saving is safe before anything else.
+ *
+ * A leftover too large to save in reasonable time is left out: a file
+ * over WS_PATCH_FILE_MAX (64 MiB), or any file once WS_PATCH_TOTAL_MAX
+ * (256 MiB) of files are in.  Hashing and diffing a 1 GiB file took ~85 s
+ * and then overflowed the output cap, so the attempt was retried forever.
+ * Each file left out is named with its size in the patch's header (lines
+ * before the first "diff --git", which `git apply` skips) and reported to
+ * the caller. */
 #include "git/git_internal.h"
 #include "git/ws_internal.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
+#include "zerg/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Largest index copied to seed the temporary one (its stat data spares
@@ -54,17 +64,79 @@ static int seed_index(const char *gitdir, const char *tmp, struct zerg_err *err)
     return 0;
 }
 
-/* add -A and write-tree into tmp: the tree of everything in dir. */
-static int tree_of_all(const struct zerg_git *g, const char *dir,
-                       const char *tmp, char tree[ZERG_GIT_OID_MAX],
-                       struct zerg_err *err)
+/* The changed and untracked files of dir too large to save: their
+ * ":(exclude,literal)" pathspecs appended to a NULL-terminated malloc'd
+ * argv after `add -A -- .`, and each named in skip. */
+static int big_files(const struct zerg_git *g, const char *dir,
+                     struct ws_skip *skip, const char ***argv, char **names,
+                     struct zerg_err *err)
 {
-    const char *add[] = {"add", "-A", "--", ".", NULL};
+    const char *ls[] = {"ls-files",           "-z", "-m", "-o",
+                        "--exclude-standard", NULL};
+    struct zerg_git_call call = {.dir = dir, .retries = WS_RETRIES};
+    size_t len = 0, n = 4, total = 0;
+    int rc = git_run_ex(g, &call, 0, ls, names, &len, err);
+    if (rc < 0)
+        return rc;
+    size_t count = 0;
+    for (size_t i = 0; i < len; i++)
+        count += (*names)[i] == '\0';
+    if (!(*argv = calloc(count + 6, sizeof **argv)))
+        return zerg_err_set(err, -ENOMEM, "out of memory");
+    const char *head[] = {"add", "-A", "--", "."};
+    memcpy(*argv, head, sizeof head);
+    for (char *p = *names; p < *names + len; p += strlen(p) + 1) {
+        char full[2 * PATH_MAX];
+        struct stat st;
+        if (zerg_fsio_path(full, sizeof full, "%s/%s", dir, p) ||
+            lstat(full, &st) || !S_ISREG(st.st_mode))
+            continue;
+        size_t size = (size_t)st.st_size;
+        if (size <= WS_PATCH_FILE_MAX && total + size <= WS_PATCH_TOTAL_MAX) {
+            total += size;
+            continue;
+        }
+        /* The pathspec is built in place: names is ours to reuse. */
+        char *spec = NULL;
+        if (asprintf(&spec, ":(exclude,literal)%s", p) < 0)
+            return zerg_err_set(err, -ENOMEM, "out of memory");
+        (*argv)[n++] = spec;
+        if (skip) {
+            size_t off = strlen(skip->text);
+            zerg_text_append(skip->text, sizeof skip->text, &off,
+                             "%s%s (%zu bytes)", skip->n ? "; " : "", p, size);
+            if (!skip->n++)
+                snprintf(skip->first, sizeof skip->first, "%s", p),
+                    skip->first_size = (long long)size;
+        }
+    }
+    return 0;
+}
+
+static void free_specs(const char **argv)
+{
+    for (size_t i = 4; argv && argv[i]; i++)
+        free((char *)argv[i]);
+    free(argv);
+}
+
+/* add -A (minus the files too large) and write-tree into tmp: the tree of
+ * everything in dir worth saving. */
+static int tree_of_all(const struct zerg_git *g, const char *dir,
+                       const char *tmp, struct ws_skip *skip,
+                       char tree[ZERG_GIT_OID_MAX], struct zerg_err *err)
+{
+    const char **add = NULL;
+    char *names = NULL;
     const char *write[] = {"write-tree", NULL};
     struct zerg_git_call call = {
         .dir = dir, .index_file = tmp, .retries = WS_RETRIES};
     char *out = NULL;
-    int rc = zerg_git_run(g, &call, add, NULL, err);
+    int rc = big_files(g, dir, skip, &add, &names, err);
+    if (!rc)
+        rc = zerg_git_run(g, &call, add, NULL, err);
+    free_specs(add);
+    free(names);
     if (rc >= 0)
         rc = zerg_git_run(g, &call, write, &out, err);
     if (rc < 0)
@@ -78,10 +150,36 @@ static int tree_of_all(const struct zerg_git *g, const char *dir,
     return rc;
 }
 
-int ws_patch_make(const struct zerg_git *g, const char *dir, char **data,
-                  size_t *len, struct zerg_err *err)
+/* The header naming what was left out, before the diff. */
+static int add_header(const struct ws_skip *skip, char **data, size_t *len)
+{
+    if (!skip || !skip->n)
+        return 0;
+    char *text = NULL;
+    int n = asprintf(&text,
+                     "# zerg: left out of this patch, too large to save "
+                     "(limits: %d MiB a file, %d MiB in all):\n#   %s\n",
+                     (int)(WS_PATCH_FILE_MAX >> 20),
+                     (int)(WS_PATCH_TOTAL_MAX >> 20), skip->text);
+    char *joined = n < 0 ? NULL : realloc(text, (size_t)n + *len + 1);
+    if (!joined) {
+        free(text);
+        return -ENOMEM;
+    }
+    memcpy(joined + n, *data ? *data : "", *len);
+    joined[(size_t)n + *len] = '\0';
+    free(*data);
+    *data = joined, *len += (size_t)n;
+    return 0;
+}
+
+int ws_patch_make(const struct zerg_git *g, const char *dir,
+                  struct ws_skip *skip, char **data, size_t *len,
+                  struct zerg_err *err)
 {
     char gitdir[PATH_MAX], tmp[PATH_MAX + 64], tree[ZERG_GIT_OID_MAX];
+    struct ws_skip own = {0};
+    skip = skip ? skip : &own; /* the header is written either way */
     *data = NULL, *len = 0;
     int rc = ws_git_dir(g, dir, gitdir, sizeof gitdir, err);
     if (rc)
@@ -91,7 +189,7 @@ int ws_patch_make(const struct zerg_git *g, const char *dir, char **data,
     unlink(tmp);
     rc = seed_index(gitdir, tmp, err);
     if (!rc)
-        rc = tree_of_all(g, dir, tmp, tree, err);
+        rc = tree_of_all(g, dir, tmp, skip, tree, err);
     unlink(tmp);
     if (rc)
         return rc;
@@ -106,5 +204,7 @@ int ws_patch_make(const struct zerg_git *g, const char *dir, char **data,
                           NULL};
     struct zerg_git_call call = {.dir = dir, .retries = WS_RETRIES};
     rc = git_run_ex(g, &call, 0, diff, data, len, err);
+    if (rc >= 0 && add_header(skip, data, len))
+        rc = zerg_err_set(err, -ENOMEM, "out of memory");
     return rc < 0 ? rc : 0;
 }

@@ -1,7 +1,10 @@
 /* ws_tree.c - worktrees of a feature: where they live
  * (<top>/.zerg-worktrees/{feature}/{name}), the repository's list of
  * them, and making one exist: reused when valid, re-added when its
- * directory vanished but git still has it registered. */
+ * directory vanished but git still has it registered, never reached
+ * through a link a task planted on its path (the link is removed), a
+ * directory git does not know moved aside rather than deleted; checked
+ * out by zerg's own call in the new worktree, not by `worktree add`. */
 #include "git/git_internal.h"
 #include "git/ws_internal.h"
 #include "zerg/err.h"
@@ -103,6 +106,12 @@ static int registration(const struct zerg_git *g, const char *path, int *gone,
     return found;
 }
 
+/* `git worktree add` checks the new tree out in a child git whose config
+ * zerg never read: an includeIf on gitdir (a pattern of the worktrees'
+ * admin dirs) or onbranch (zerg's branches) in .git/config matches there
+ * only and could name a smudge filter.  So the worktree is added with
+ * --no-checkout and then filled by zerg's own call run in it, whose scan
+ * sees those includes. */
 static int add_worktree(const struct zerg_git *g, const char *path,
                         const char *branch, const char *rev,
                         struct zerg_err *err)
@@ -115,37 +124,70 @@ static int add_worktree(const struct zerg_git *g, const char *path,
         return exists;
     /* An existing worker branch may hold a committed task not merged yet
      * (resume): it is checked out as it is, never reset here. */
-    const char *with_branch[] = {"worktree", "add", "-f", path, branch, NULL};
-    const char *new_branch[] = {"worktree", "add", "-f", "-B",
-                                branch,     path,  rev,  NULL};
-    const char *detached[] = {"worktree", "add", "-f", "--detach",
-                              path,       rev,   NULL};
+    const char *with_branch[] = {"worktree", "add",  "-f", "--no-checkout",
+                                 path,       branch, NULL};
+    const char *new_branch[] = {"worktree", "add",  "-f", "--no-checkout",
+                                "-B",       branch, path, rev,
+                                NULL};
+    const char *detached[] = {"worktree", "add", "-f", "--no-checkout",
+                              "--detach", path,  rev,  NULL};
     const char *const *args = !branch  ? detached
                               : exists ? with_branch
                                        : new_branch;
     struct zerg_git_call call = {.retries = WS_RETRIES};
     int rc = zerg_git_run(g, &call, args, NULL, err);
+    if (rc < 0)
+        return rc;
+    const char *fill[] = {"reset", "-q", "--hard", "HEAD", NULL};
+    struct zerg_git_call in_tree = {.dir = path, .retries = WS_RETRIES};
+    rc = zerg_git_run(g, &in_tree, fill, NULL, err);
     return rc < 0 ? rc : 1;
 }
 
-/* The parent directories, none of them a link (a planted link would move
- * the worktree out of the repository). */
+/* The parent directories, none of them a link: a link a task planted
+ * (to the main checkout, say) is removed, never followed, and a real
+ * directory takes its place; path itself is never a link either. */
 static int make_parent(const struct zerg_git *g, const char *feature,
-                       struct zerg_err *err)
+                       const char *path, struct zerg_err *err)
 {
     char rel[PATH_MAX];
+    struct stat st;
     if (zerg_fsio_path(rel, sizeof rel, WS_DIR "/%s", feature))
         return zerg_err_set(err, -ENAMETOOLONG, "feature name too long");
-    return zerg_fsio_mkdirs_under(g->top, rel, 0755, err);
+    int rc = zerg_fsio_mkdirs_own(g->top, rel, 0755, err);
+    if (!rc && !lstat(path, &st) && S_ISLNK(st.st_mode) && unlink(path) < 0)
+        rc = zerg_err_set(err, -errno, "cannot remove the link %s: %s", path,
+                          strerror(errno));
+    return rc;
+}
+
+/* A directory at path that is no worktree of g: moved aside (saved), or
+ * removed when empty. */
+static int clear_path(const char *path, const char *logs_dir,
+                      struct zerg_err *err)
+{
+    char saved[PATH_MAX];
+    struct stat st;
+    if (lstat(path, &st) < 0 || !rmdir(path))
+        return 0;
+    if (!logs_dir)
+        return zerg_err_set(err, -EEXIST,
+                            "%s exists but is not a worktree: move it away "
+                            "and run again",
+                            path);
+    const char *base = strrchr(path, '/');
+    return ws_move_aside(path, logs_dir, base ? base + 1 : "worktree", ".tree",
+                         saved, sizeof saved, err);
 }
 
 int ws_ensure_worktree(const struct zerg_git *g, const char *feature,
                        const char *path, const char *branch, const char *rev,
-                       struct zerg_err *err)
+                       const char *logs_dir, struct zerg_err *err)
 {
     struct stat st;
     int gone = 0;
-    int known = registration(g, path, &gone, err);
+    int rc = make_parent(g, feature, path, err);
+    int known = rc ? rc : registration(g, path, &gone, err);
     if (known < 0)
         return known;
     int present = !lstat(path, &st);
@@ -154,15 +196,11 @@ int ws_ensure_worktree(const struct zerg_git *g, const char *feature,
     if (known) {
         const char *prune[] = {"worktree", "prune", NULL};
         struct zerg_git_call call = {.retries = WS_RETRIES};
-        int rc = zerg_git_run(g, &call, prune, NULL, err);
+        rc = zerg_git_run(g, &call, prune, NULL, err);
         if (rc < 0)
             return rc;
     }
-    if (present && rmdir(path) < 0)
-        return zerg_err_set(err, -EEXIST,
-                            "%s exists but is not a worktree of %s: move it "
-                            "away and run again",
-                            path, g->top);
-    int rc = make_parent(g, feature, err);
-    return rc ? rc : add_worktree(g, path, branch, rev, err);
+    if (present && (rc = clear_path(path, logs_dir, err)))
+        return rc;
+    return add_worktree(g, path, branch, rev, err);
 }

@@ -1,6 +1,9 @@
 /* ws_worker.c - the worker's half of the workspace, run in its worktree
- * around each attempt: before, the leftovers of a dead attempt saved as a
- * patch and discarded, the tree reset to the base, the attempt recorded
+ * around each attempt: before, the slot checked and healed (ws_heal.c:
+ * never through a link, only the slot's own worktree on its own branch,
+ * a broken .git and a stale index.lock repaired), the leftovers of a
+ * dead attempt saved as a patch and discarded, the tree reset to the
+ * base, the attempt recorded
  * (<worktree git dir>/zerg-attempt: "task\nattempt\n"); after, one commit
  * of everything the attempt changed, on top of what the agent committed. */
 #include "git/git_internal.h"
@@ -18,9 +21,50 @@
 
 #define ATTEMPT_FILE "zerg-attempt"
 
+/* The worktree at top is a linked worktree of the worker's own
+ * repository whose HEAD is branch (refs/heads/...), or with branch NULL
+ * some zerg/ branch: never the main worktree, never the user's branch. */
+static int check_identity(const struct zerg_git *g, const char *top,
+                          const char *branch, struct zerg_err *err)
+{
+    const char *rp[] = {"rev-parse", "--path-format=absolute", "--git-dir",
+                        "--git-common-dir", NULL};
+    const char *sr[] = {"symbolic-ref", "-q", "HEAD", NULL};
+    struct zerg_git_call call = {.dir = top, .ok_status = 1, .retries = 3};
+    char *dirs = NULL, *head = NULL, common[PATH_MAX], mine[PATH_MAX];
+    int rc = git_run_ex(g, &call, GIT_RUN_NO_WORKTREE, rp, &dirs, NULL, err);
+    if (rc >= 0)
+        rc = zerg_git_run(g, &call, sr, &head, err);
+    if (rc < 0) {
+        free(dirs), free(head);
+        return rc;
+    }
+    char *nl = strchr(dirs, '\n');
+    if (nl)
+        *nl++ = '\0', nl[strcspn(nl, "\n")] = '\0';
+    head[strcspn(head, "\n")] = '\0';
+    const char *want = branch ? branch : "zerg/";
+    int same_repo = nl && realpath(nl, common) &&
+                    realpath(g->common_dir, mine) && !strcmp(common, mine);
+    int linked = nl && strcmp(dirs, nl);
+    int on_branch = !strncmp(head, "refs/heads/", 11) &&
+                    (branch ? !strcmp(head + 11, want)
+                            : !strncmp(head + 11, want, strlen(want)));
+    if (!same_repo || !linked || !on_branch)
+        rc = zerg_err_set(err, ZERG_EGIT_FAILED,
+                          "%s is not the registered worktree of its slot "
+                          "(git dir %s, HEAD %s; expected a worktree of %s "
+                          "on %s%s): refusing to reset or commit there",
+                          top, dirs, head[0] ? head : "detached", g->common_dir,
+                          want, branch ? "" : "...");
+    free(dirs), free(head);
+    return rc < 0 ? rc : 0;
+}
+
 /* The top of the worktree holding dir.  A planted core.worktree is not
  * followed in a linked worktree, and whatever git answers must hold dir:
- * zerg's add -A and reset are only ever run at a worktree's top. */
+ * zerg's add -A and reset are only ever run at a worktree's top, and only
+ * in a linked worktree of the repository on a zerg branch. */
 static int worktree_top(const struct zerg_git *g, const char *dir, char *top,
                         size_t n, struct zerg_err *err)
 {
@@ -41,7 +85,7 @@ static int worktree_top(const struct zerg_git *g, const char *dir, char *top,
     else
         memcpy(top, out, tl + 1);
     free(out);
-    return rc;
+    return rc ? rc : check_identity(g, top, NULL, err);
 }
 
 int zerg_ws_save_patch(const struct zerg_git *g, const char *dir,
@@ -51,7 +95,7 @@ int zerg_ws_save_patch(const struct zerg_git *g, const char *dir,
     size_t len = 0;
     int rc = worktree_top(g, dir, top, sizeof top, err);
     if (!rc)
-        rc = ws_patch_make(g, top, &data, &len, err);
+        rc = ws_patch_make(g, top, NULL, &data, &len, err);
     if (rc || len == 0) {
         free(data);
         return rc;
@@ -114,15 +158,17 @@ static int leftover_place(const char *gitdir, const char *top, char *rel,
     return zerg_fsio_path(rel, reln, "worktrees");
 }
 
-/* Saves the leftovers under logs_dir: fills patch with the file, "" when
- * the worktree was clean. */
+/* Saves the leftovers under logs_dir: fills out->patch with the file, ""
+ * when the worktree was clean, and out->skipped with what was too large
+ * to save. */
 static int save_leftovers(const struct zerg_git *g, const char *top,
-                          const char *gitdir, const char *logs_dir, char *patch,
-                          size_t patch_n, struct zerg_err *err)
+                          const char *gitdir, const char *logs_dir,
+                          struct zerg_ws_prepared *out, struct zerg_err *err)
 {
     char rel[PATH_MAX], name[128], path[2 * PATH_MAX], *data = NULL;
     size_t len = 0;
-    int rc = ws_patch_make(g, top, &data, &len, err);
+    struct ws_skip skip = {0};
+    int rc = ws_patch_make(g, top, &skip, &data, &len, err);
     if (rc || len == 0) {
         free(data);
         return rc;
@@ -135,8 +181,14 @@ static int save_leftovers(const struct zerg_git *g, const char *top,
         snprintf(path, sizeof path, "%s/%s/%s", logs_dir, rel, name);
     if (!rc)
         rc = zerg_fsio_write_atomic(path, data, len, ZERG_FSIO_DURABLE, err);
-    if (!rc && patch)
-        snprintf(patch, patch_n, "%s", path);
+    if (!rc && zerg_fsio_path(out->patch, sizeof out->patch, "%s", path))
+        rc = zerg_err_set(err, -ENAMETOOLONG, "patch path too long");
+    if (!rc) {
+        out->nskipped = skip.n;
+        snprintf(out->skipped, sizeof out->skipped, "%s", skip.text);
+        snprintf(out->first, sizeof out->first, "%s", skip.first);
+        out->first_size = skip.first_size;
+    }
     free(data);
     return rc;
 }
@@ -164,25 +216,65 @@ static int write_record(const char *gitdir, const char *task, int attempt,
                                   err);
 }
 
+/* The path, the .git and the lock of a slot, before anything runs in
+ * it: a link is refused, a broken .git and a stale lock are healed. */
+static int heal_slot(const struct zerg_git *g, const char *worktree,
+                     const char *branch, const char *logs_dir,
+                     struct zerg_ws_prepared *out, struct zerg_err *err)
+{
+    struct ws_heal heal = {0};
+    int rc = ws_path_check(worktree, err);
+    if (!rc && branch)
+        rc = ws_heal_dotgit(g, worktree, branch, logs_dir, &heal, err);
+    if (rc == 1) {
+        snprintf(out->repaired, sizeof out->repaired, "%s", heal.why);
+        snprintf(out->saved, sizeof out->saved, "%s", heal.saved);
+        rc = 0;
+    }
+    return rc;
+}
+
+int zerg_ws_slot_prepare(const struct zerg_git *g, const char *worktree,
+                         const char *branch, const char *base,
+                         const char *logs_dir, const char *task, int attempt,
+                         struct zerg_ws_prepared *out, struct zerg_err *err)
+{
+    char top[PATH_MAX], gitdir[PATH_MAX];
+    struct ws_heal lock = {0};
+    memset(out, 0, sizeof *out);
+    int rc = ws_check_name("task id", task, err);
+    if (!rc)
+        rc = heal_slot(g, worktree, branch, logs_dir, out, err);
+    if (!rc)
+        rc = worktree_top(g, worktree, top, sizeof top, err);
+    if (!rc && branch)
+        rc = check_identity(g, top, branch, err);
+    if (!rc)
+        rc = ws_git_dir(g, top, gitdir, sizeof gitdir, err);
+    if (!rc && ws_heal_lock(gitdir, top, &lock) == 1)
+        snprintf(out->lock, sizeof out->lock, "%s", lock.why);
+    if (!rc)
+        rc = save_leftovers(g, top, gitdir, logs_dir, out, err);
+    if (!rc)
+        rc = reset_to(g, top, base, err);
+    if (!rc)
+        rc = write_record(gitdir, task, attempt, err);
+    return rc;
+}
+
 int zerg_ws_attempt_prepare(const struct zerg_git *g, const char *worktree,
                             const char *base, const char *logs_dir,
                             const char *task, int attempt, char *patch,
                             size_t patch_n, struct zerg_err *err)
 {
-    char top[PATH_MAX], gitdir[PATH_MAX];
+    struct zerg_ws_prepared *out = calloc(1, sizeof *out);
+    if (!out)
+        return zerg_err_set(err, -ENOMEM, "out of memory");
+    int rc = zerg_ws_slot_prepare(g, worktree, NULL, base, logs_dir, task,
+                                  attempt, out, err);
     if (patch && patch_n)
-        patch[0] = '\0';
-    int rc = ws_check_name("task id", task, err);
-    if (!rc)
-        rc = worktree_top(g, worktree, top, sizeof top, err);
-    if (!rc)
-        rc = ws_git_dir(g, top, gitdir, sizeof gitdir, err);
-    if (!rc)
-        rc = save_leftovers(g, top, gitdir, logs_dir, patch, patch_n, err);
-    if (!rc)
-        rc = reset_to(g, top, base, err);
-    if (!rc)
-        rc = write_record(gitdir, task, attempt, err);
+        snprintf(patch, patch_n, "%s", out->patch);
+    free(out);
     return rc;
 }
 

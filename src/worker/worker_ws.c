@@ -27,8 +27,7 @@ int wk_ws_setup(struct worker *w)
      * exist below a non-directory, whatever the shared .git holds. */
     int rc = zerg_git_open(&w->git, o->workspace, NULL, &e);
     if (rc < 0)
-        return zerg_err_set(w->err, rc, "worktree %s: %s", o->workspace,
-                            e.msg);
+        return zerg_err_set(w->err, rc, "worktree %s: %s", o->workspace, e.msg);
     w->have_git = 1;
     return 0;
 }
@@ -48,12 +47,58 @@ static void patch_rel(const struct worker *w, const char *abs, char *buf,
     snprintf(buf, n, "%s", abs);
 }
 
+/* The events of a prepare: the slot healed, leftovers too large to
+ * save, the leftovers saved. */
+static void log_prepared(struct worker *w, const struct zerg_assign *a,
+                         const struct zerg_ws_prepared *p,
+                         struct zerg_result *r)
+{
+    int slot = w->o->slot;
+    if (p->repaired[0] || p->lock[0]) {
+        zerg_json *data = zerg_json_obj();
+        zerg_json_set_num(data, "slot", slot);
+        zerg_json_set_str(data, "why", p->repaired[0] ? p->repaired : p->lock);
+        zerg_json_set_str(data, "saved", p->saved);
+        zerg_log_event(w->log, slot, ZERG_LOG_WARN, "worktree_repaired",
+                       a->task, data, "Worker %d repaired its worktree: %s%s%s",
+                       slot, p->repaired[0] ? p->repaired : p->lock,
+                       p->saved[0] ? "; the broken .git was moved to " : "",
+                       p->saved);
+    }
+    if (p->patch[0])
+        patch_rel(w, p->patch, r->patch, sizeof r->patch);
+    if (p->nskipped) {
+        zerg_json *data = zerg_json_obj();
+        zerg_json_set_str(data, "path", p->first);
+        zerg_json_set_num(data, "bytes", (double)p->first_size);
+        zerg_json_set_num(data, "files", p->nskipped);
+        zerg_json_set_str(data, "skipped", p->skipped);
+        zerg_json_set_str(data, "patch", r->patch);
+        zerg_log_event(w->log, slot, ZERG_LOG_WARN, "leftover_too_large",
+                       a->task, data,
+                       "Worker %d left %s (%lld bytes)%s out of the saved "
+                       "leftovers, too large to save (64 MiB a file, "
+                       "256 MiB in all); it is discarded, named in %s",
+                       slot, p->first, p->first_size,
+                       p->nskipped > 1 ? " and others" : "", r->patch);
+    }
+    if (p->patch[0]) {
+        zerg_json *data = zerg_json_obj();
+        zerg_json_set_str(data, "patch", r->patch);
+        zerg_log_event(w->log, slot, ZERG_LOG_WARN, "attempt_discarded",
+                       a->task, data,
+                       "Worker %d saved the leftovers of an earlier attempt "
+                       "as %s before starting %s",
+                       slot, r->patch, a->task);
+    }
+}
+
 int wk_ws_before(struct worker *w, const struct zerg_assign *a,
                  struct zerg_result *r)
 {
     if (!w->have_git)
         return 0;
-    char logs[PATH_MAX], patch[PATH_MAX] = "";
+    char logs[PATH_MAX], branch[PATH_MAX];
     struct zerg_err e = {0};
     logs_dir(w, logs, sizeof logs);
     if (!a->base[0]) {
@@ -61,22 +106,21 @@ int wk_ws_before(struct worker *w, const struct zerg_assign *a,
                  "the assignment names no base commit for the worktree");
         return -EINVAL;
     }
-    int rc = zerg_ws_attempt_prepare(&w->git, w->o->workspace, a->base, logs,
-                                     a->task, a->attempt, patch, sizeof patch,
-                                     &e);
-    if (patch[0]) {
-        patch_rel(w, patch, r->patch, sizeof r->patch);
-        zerg_json *data = zerg_json_obj();
-        zerg_json_set_str(data, "patch", r->patch);
-        zerg_log_event(w->log, w->o->slot, ZERG_LOG_WARN, "attempt_discarded",
-                       a->task, data,
-                       "Worker %d saved the leftovers of an earlier attempt "
-                       "as %s before starting %s",
-                       w->o->slot, r->patch, a->task);
+    struct zerg_ws_prepared *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(r->error, sizeof r->error, "out of memory");
+        return -ENOMEM;
     }
+    int rc =
+        zerg_ws_worker_branch(branch, sizeof branch, w->o->feature, w->o->slot);
+    if (!rc)
+        rc = zerg_ws_slot_prepare(&w->git, w->o->workspace, branch, a->base,
+                                  logs, a->task, a->attempt, p, &e);
+    log_prepared(w, a, p, r);
+    free(p);
     if (rc < 0) {
-        snprintf(r->error, sizeof r->error, "cannot prepare the worktree: %.200s",
-                 e.msg);
+        snprintf(r->error, sizeof r->error,
+                 "cannot prepare the worktree: %.200s", e.msg);
         return rc;
     }
     snprintf(r->base, sizeof r->base, "%s", a->base);

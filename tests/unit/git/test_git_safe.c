@@ -1,7 +1,8 @@
 /* test_git_safe.c - the -c overrides for a configuration listing
  * (src/git/git_safe.c): every key that names a program is answered, the
- * fixed ones are always there, nothing is doubled, and a buffer too small
- * is -ENOSPC, not a silent cut. */
+ * fixed ones are always there, nothing is doubled, a buffer too small
+ * is -ENOSPC, not a silent cut, and the user's own filter drivers (global
+ * and system scope) are kept while the repository's are pinned. */
 #include "testutil.h"
 
 #include <errno.h>
@@ -71,7 +72,10 @@ static void test_listing_answered(void **state)
     want(n, "core.hooksPath=/zerg/hooks");
     want(n, "filter.Evil.clean=");
     want(n, "filter.Evil.smudge=");
-    want(n, "filter.Evil.process=");
+    /* process is set only when the listing has one: any value of it,
+     * "" too, makes git skip clean and smudge. */
+    int none;
+    assert_int_equal(find(n, "filter.Evil.process=", &none), -1);
     want(n, "filter.Evil.required=false");
     want(n, "filter.lfs.clean=");
     want(n, "filter.lfs.process=");
@@ -136,6 +140,48 @@ static void test_unanswerable_key(void **state)
     assert_true(run(ok, sizeof ok - 1) > 0);
 }
 
+/* A `--show-scope` listing: the user's git-crypt and LFS, a repository
+ * that redefines crypt's clean, sets required=false on it, adds a smudge
+ * (through an include) and defines a driver of its own. */
+static const char SCOPED[] =
+    "system\0filter.lfs.process\ngit-lfs filter-process\0"
+    "system\0filter.lfs.required\ntrue\0"
+    "global\0filter.crypt.clean\nuser-clean\0"
+    "global\0filter.crypt.smudge\nuser-smudge\0"
+    "global\0filter.crypt.required\ntrue\0"
+    "global\0filter.own.clean\nown-clean\0"
+    "local\0filter.crypt.clean\nplanted-clean\0"
+    "local\0filter.crypt.required\nfalse\0"
+    "local\0include.path\n../inc.cfg\0"
+    "local\0filter.crypt.process\nplanted-process\0"
+    "worktree\0filter.evil.smudge\nplanted\0"
+    "command\0filter.own.smudge\nplanted\0";
+
+static void test_scoped_user_filters_kept(void **state)
+{
+    memset(args, 0, sizeof args);
+    int n = zerg_git_safe_overrides_scoped(SCOPED, sizeof SCOPED - 1, "/h",
+                                           args, MAX_ARGS, strs, sizeof strs);
+    assert_true(n > 0);
+    want(n, "filter.crypt.clean=user-clean");
+    want(n, "filter.crypt.smudge=user-smudge");
+    want(n, "filter.crypt.process=");
+    want(n, "filter.crypt.required=true");
+    want(n, "filter.evil.smudge=");
+    want(n, "filter.evil.clean=");
+    want(n, "filter.evil.required=false");
+    want(n, "filter.own.clean=own-clean");
+    want(n, "filter.own.smudge=");
+    int copies;
+    /* Only the user's: nothing to pin, LFS is left exactly as it is. */
+    for (int i = 1; i < n; i += 2)
+        assert_false(strncmp(args[i], "filter.lfs.", 11) == 0);
+    assert_int_equal(find(n, "filter.crypt.required=false", &copies), -1);
+    assert_int_equal(find(n, "filter.own.required=false", &copies), -1);
+    for (int i = 1; i < n; i += 2)
+        assert_null(strstr(args[i], "planted"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -143,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_fixed_without_config),
         cmocka_unit_test(test_enospc),
         cmocka_unit_test(test_unanswerable_key),
+        cmocka_unit_test(test_scoped_user_filters_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
