@@ -173,7 +173,7 @@ static void test_open_fresh(void **state)
     }
     snprintf(path, sizeof path, "%s/info/exclude", G.common_dir);
     char *ex = tu_read(path);
-    assert_true(tu_contains(ex, "\n/.zerg/\n"));
+    assert_true(tu_contains(ex, "\n/.zerg/state/\n"));
     assert_true(tu_contains(ex, "\n/.zerg-worktrees/\n"));
     free(ex);
     w->ops->free(w);
@@ -181,7 +181,7 @@ static void test_open_fresh(void **state)
     w = open_ws("run1");
     ex = tu_read(path);
     int copies = 0;
-    for (const char *p = ex; (p = strstr(p, "\n/.zerg/\n")); p++)
+    for (const char *p = ex; (p = strstr(p, "\n/.zerg/state/\n")); p++)
         copies++;
     assert_int_equal(copies, 1);
     free(ex);
@@ -675,6 +675,65 @@ static void test_describe_and_monorepo(void **state)
     w->ops->free(w);
 }
 
+/* The number of lines of text equal to line. */
+static int line_count(const char *text, const char *line)
+{
+    int n = 0;
+    size_t len = strlen(line);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+        n += !strncmp(p, line, len) && (p[len] == '\n' || !p[len]);
+    return n;
+}
+
+/* A repository an older zerg set up excluded all of .zerg/ and .gsd/,
+ * so a task's outputs there never reached a commit: those lines go,
+ * the user's stay, and only zerg's run files are excluded, once. */
+static void test_excludes_migrated(void **state)
+{
+    char project[PATH_MAX * 2], path[PATH_MAX * 2];
+    snprintf(project, sizeof project, "%s/sub/proj", repo);
+    snprintf(path, sizeof path, "%s/info/exclude", G.common_dir);
+    tu_write(G.common_dir, "info/exclude",
+             "# git ls-files --others --exclude-from=.git/info/exclude\n"
+             "*.swp\n/.zerg/\n/.zerg-worktrees/\n/.gsd/\n"
+             "/sub/proj/.zerg/\n/sub/proj/.gsd/\n/.gsd/mine\n"
+             "/other/.zerg/\n.zerg/\nbuild/");
+    struct zerg_ws_opts o = opts("run1");
+    o.project = project;
+    for (int round = 0; round < 2; round++) {
+        struct zerg_workspace *w = zerg_ws_open(&o, &err);
+        if (!w)
+            fail_msg("open: %s", err.msg);
+        w->ops->free(w);
+        char *ex = tu_read(path);
+        static const char *const gone[] = {
+            "/.zerg/", "/.gsd/", "/sub/proj/.zerg/", "/sub/proj/.gsd/"};
+        static const char *const kept[] = {
+            "# git ls-files --others --exclude-from=.git/info/exclude",
+            "*.swp",
+            "/.gsd/mine",
+            "/other/.zerg/",
+            ".zerg/",
+            "build/"};
+        static const char *const added[] = {
+            "/.zerg/state/",           "/.zerg/logs/",
+            "/.zerg/reports/",         "/.zerg/monitor.log",
+            "/.zerg/monitor.jsonl",    "/.zerg-worktrees/",
+            "/sub/proj/.zerg/state/",  "/sub/proj/.zerg/logs/",
+            "/sub/proj/.zerg/reports/"};
+        for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+            if (line_count(ex, gone[i]))
+                fail_msg("%s is still excluded:\n%s", gone[i], ex);
+        for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+            if (line_count(ex, kept[i]) != 1)
+                fail_msg("the user's %s was not kept:\n%s", kept[i], ex);
+        for (size_t i = 0; i < sizeof added / sizeof *added; i++)
+            if (line_count(ex, added[i]) != 1)
+                fail_msg("%s is not there once:\n%s", added[i], ex);
+        free(ex);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -691,6 +750,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cleanup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_describe_and_monorepo, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_excludes_migrated, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
