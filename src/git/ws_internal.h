@@ -88,6 +88,12 @@ int ws_setup_branch(struct ws_host *h, const struct zerg_ws_opts *o,
                     struct zerg_err *err);
 int ws_add_excludes(const struct zerg_git *g, struct zerg_err *err);
 
+/* ws_outputs.c: stages what the attempt's commit takes in the worktree
+ * at top: git add -A of all but zerg's run files and the mount points
+ * below top, declared ignored paths with -f (outs may be NULL). */
+int ws_outputs_stage(const struct zerg_git *g, const char *top,
+                     const struct zerg_ws_outputs *outs, struct zerg_err *err);
+
 /* ws_patch.c: the uncommitted changes of dir against HEAD as a binary
  * patch (*data malloc'd, *len 0 when clean), through a temporary index
  * so the real one is untouched. */

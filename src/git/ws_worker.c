@@ -2,7 +2,8 @@
  * around each attempt: before, the leftovers of a dead attempt saved as a
  * patch and discarded, the tree reset to the base, the attempt recorded
  * (<worktree git dir>/zerg-attempt: "task\nattempt\n"); after, one commit
- * of everything the attempt changed, on top of what the agent committed. */
+ * of everything the attempt changed (what it takes: ws_outputs.c), on top
+ * of what the agent committed. */
 #include "git/git_internal.h"
 #include "git/ws_internal.h"
 #include "zerg/clock.h"
@@ -223,19 +224,16 @@ static int commit_index(const struct zerg_git *g, const char *top,
 
 int zerg_ws_attempt_commit(const struct zerg_git *g, const char *worktree,
                            const char *base, const char *message,
+                           const struct zerg_ws_outputs *outs,
                            char oid[ZERG_GIT_OID_MAX], struct zerg_err *err)
 {
     char top[PATH_MAX], head[ZERG_GIT_OID_MAX], base_oid[ZERG_GIT_OID_MAX];
-    const char *add[] = {"add", "-A", "--", ".", NULL};
     oid[0] = '\0';
     int rc = worktree_top(g, worktree, top, sizeof top, err);
     if (!rc)
         rc = zerg_git_resolve(g, top, base, base_oid, err);
-    if (!rc) {
-        struct zerg_git_call call = {.dir = top, .retries = WS_RETRIES};
-        rc = zerg_git_run(g, &call, add, NULL, err);
-        rc = rc < 0 ? rc : 0;
-    }
+    if (!rc) /* what the commit takes: src/git/ws_outputs.c */
+        rc = ws_outputs_stage(g, top, outs, err);
     if (!rc)
         rc = zerg_git_resolve(g, top, "HEAD", head, err);
     if (!rc)

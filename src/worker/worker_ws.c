@@ -2,7 +2,9 @@
  * §13): before the attempt, the worktree is set to the integration tip
  * the orchestrator named (leftovers of a dead attempt saved as a patch
  * first); after it passed, everything it changed becomes one commit with
- * the task's trailers.  The git work itself is src/git/ws_worker.c. */
+ * the task's trailers, and the result says which declared outputs are
+ * missing and which ignored files were committed or left out (§18).  The git
+ * work itself is src/git/ws_worker.c. */
 #include "worker_ws.h"
 
 #include <errno.h>
@@ -27,8 +29,7 @@ int wk_ws_setup(struct worker *w)
      * exist below a non-directory, whatever the shared .git holds. */
     int rc = zerg_git_open(&w->git, o->workspace, NULL, &e);
     if (rc < 0)
-        return zerg_err_set(w->err, rc, "worktree %s: %s", o->workspace,
-                            e.msg);
+        return zerg_err_set(w->err, rc, "worktree %s: %s", o->workspace, e.msg);
     w->have_git = 1;
     return 0;
 }
@@ -61,9 +62,9 @@ int wk_ws_before(struct worker *w, const struct zerg_assign *a,
                  "the assignment names no base commit for the worktree");
         return -EINVAL;
     }
-    int rc = zerg_ws_attempt_prepare(&w->git, w->o->workspace, a->base, logs,
-                                     a->task, a->attempt, patch, sizeof patch,
-                                     &e);
+    int rc =
+        zerg_ws_attempt_prepare(&w->git, w->o->workspace, a->base, logs,
+                                a->task, a->attempt, patch, sizeof patch, &e);
     if (patch[0]) {
         patch_rel(w, patch, r->patch, sizeof r->patch);
         zerg_json *data = zerg_json_obj();
@@ -75,8 +76,8 @@ int wk_ws_before(struct worker *w, const struct zerg_assign *a,
                        w->o->slot, r->patch, a->task);
     }
     if (rc < 0) {
-        snprintf(r->error, sizeof r->error, "cannot prepare the worktree: %.200s",
-                 e.msg);
+        snprintf(r->error, sizeof r->error,
+                 "cannot prepare the worktree: %.200s", e.msg);
         return rc;
     }
     snprintf(r->base, sizeof r->base, "%s", a->base);
@@ -86,6 +87,9 @@ int wk_ws_before(struct worker *w, const struct zerg_assign *a,
 int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
                 struct zerg_result *r)
 {
+    /* Declared outputs, in either isolation: the orchestrator asks
+     * scope.missing what a missing one means (DESIGN §18). */
+    zerg_ws_outputs_missing(w->workdir, t, &r->missing);
     if (!w->have_git)
         return 0;
     struct zerg_err e = {0};
@@ -95,13 +99,17 @@ int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
         snprintf(r->error, sizeof r->error, "out of memory");
         return -ENOMEM;
     }
+    struct zerg_ws_outputs outs = {.task = t,
+                                   .project_dir = w->workdir,
+                                   .forced = &r->forced,
+                                   .ignored = &r->ignored};
     int rc = zerg_ws_attempt_commit(&w->git, w->o->workspace, r->base, msg,
-                                    r->commit, &e);
+                                    &outs, r->commit, &e);
     free(msg);
     if (rc < 0) {
         snprintf(r->stage, sizeof r->stage, "commit");
-        snprintf(r->error, sizeof r->error, "cannot commit the task's work: %.200s",
-                 e.msg);
+        snprintf(r->error, sizeof r->error,
+                 "cannot commit the task's work: %.200s", e.msg);
         return rc;
     }
     if (r->commit[0]) {
