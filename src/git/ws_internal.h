@@ -14,6 +14,9 @@ struct zerg_err;
 struct zerg_log;
 
 #define WS_DIR ".zerg-worktrees"
+/* In a worktree's git dir, written by each prepare (ws_worker.c): its
+ * mtime is when the running attempt started. */
+#define WS_ATTEMPT_FILE "zerg-attempt"
 #define WS_FEATURE_MAX 200
 #define WS_RETRIES 5     /* transient git errors of one call */
 #define WS_CAS_TRIES 100 /* merge rounds lost to a moved tip */

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* Relative to the project; the same list as the excludes (ws_branch.c). */
 static const char *const run_names[] = {
@@ -279,10 +280,41 @@ static int unstage_run_files(const struct outputs *o, struct zerg_err *err)
     return rc;
 }
 
-/* Undeclared ignored paths left out of the commit (a directory as one). */
+/* When the running attempt started (its record, written by the
+ * prepare), so ignored files an earlier task left in this worktree (a
+ * build cache: the reset keeps ignored files) are not counted again for
+ * this one.  0 when unknown: everything counts. */
+static struct timespec attempt_start(const struct outputs *o)
+{
+    char gitdir[PATH_MAX], path[PATH_MAX + 32];
+    struct stat st;
+    struct zerg_err ignored = {0};
+    if (ws_git_dir(o->g, o->top, gitdir, sizeof gitdir, &ignored))
+        return (struct timespec){0};
+    snprintf(path, sizeof path, "%s/" WS_ATTEMPT_FILE, gitdir);
+    return lstat(path, &st) ? (struct timespec){0} : st.st_mtim;
+}
+
+/* 1 when rel was made or changed (at its top, for a directory) since. */
+static int newer(const struct outputs *o, const char *rel,
+                 struct timespec since)
+{
+    char path[2 * PATH_MAX];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", o->top, rel);
+    if (lstat(path, &st))
+        return 1;
+    return st.st_mtim.tv_sec > since.tv_sec ||
+           (st.st_mtim.tv_sec == since.tv_sec &&
+            st.st_mtim.tv_nsec >= since.tv_nsec);
+}
+
+/* Undeclared ignored paths this attempt left out of the commit (a
+ * directory as one path). */
 static int list_ignored(const struct outputs *o, struct zerg_path_list *l,
                         struct zerg_err *err)
 {
+    struct timespec since = attempt_start(o);
     const char *args[] = {"ls-files",           "-z",
                           "--others",           "--ignored",
                           "--directory",        "--no-empty-directory",
@@ -291,7 +323,7 @@ static int list_ignored(const struct outputs *o, struct zerg_path_list *l,
     size_t len = 0;
     int rc = run(o, args, &out, &len, err);
     for (const char *p = out; !rc && p && p < out + len; p += strlen(p) + 1)
-        if (*p && !is_run_file(o, p) && !is_mounted(o, p))
+        if (*p && !is_run_file(o, p) && !is_mounted(o, p) && newer(o, p, since))
             zerg_path_list_add(l, p);
     free(out);
     return rc;

@@ -5,8 +5,9 @@
 # .zerg/config.yaml lands and the summary flags it, a missing files.create
 # fails the attempt as missing_output and passes on the retry that makes
 # it, a declared file .gitignore ignores is committed and noted, an
-# undeclared one is not and is counted, zerg's run files never enter a
-# commit; under isolation none a missing output fails the task too.
+# undeclared one is not and is counted once, not again for the next task
+# on the same worktree (the reset keeps ignored files); zerg's run files never enter a commit; under
+# isolation none a missing output fails the task too.
 source "$(dirname "$0")/lib.sh"
 
 G() { git -C "$PROJ" "$@"; }
@@ -35,7 +36,10 @@ graph <<'JSON'
  {"id": "O-L2-001", "title": "ignored files", "level": 2,
   "dependencies": ["O-L1-001"],
   "command": "mkdir -p build cache && echo out > build/out.log && echo d > debug.log && echo a > cache/a.bin && echo b > cache/b.bin",
-  "files": {"create": ["build/out.log"]}}
+  "files": {"create": ["build/out.log"]}},
+ {"id": "O-L3-001", "title": "after the ignored files", "level": 3,
+  "dependencies": ["O-L2-001"], "command": "echo three > three.txt",
+  "files": {"create": ["three.txt"]}}
 ]}
 JSON
 zerg rush --workers 1 > "$PROJ/out.txt" 2>&1 || fail "rush exited $?: $(cat "$PROJ/out.txt")"
