@@ -91,6 +91,21 @@ int ws_setup_branch(struct ws_host *h, const struct zerg_ws_opts *o,
                     struct zerg_err *err);
 int ws_add_excludes(const struct zerg_git *g, struct zerg_err *err);
 
+/* ws_outputs.c: a git argv for a command that scans a worktree (add -A,
+ * clean): fixed (NULL-terminated, "clean", "-ffdq"), then "-- ." and an
+ * exclude of each mount point below top, so nothing mounted into the
+ * worktree is taken or cleaned (a container's read-only .gsd/ and .zerg/
+ * of the host).  a zero-initialised; a->v NULL-terminated; free with
+ * ws_args_free.  0 or -ENOMEM. */
+struct ws_args {
+    const char **v;
+    char **own;
+    size_t n, nown, cap;
+};
+int ws_worktree_args(const char *top, const char *const *fixed,
+                     struct ws_args *a);
+void ws_args_free(struct ws_args *a);
+
 /* ws_outputs.c: stages what the attempt's commit takes in the worktree
  * at top: git add -A of all but zerg's run files and the mount points
  * below top, declared ignored paths with -f (outs may be NULL). */

@@ -115,14 +115,7 @@ static void find_mounts(struct outputs *o)
 
 /* ---- pathspecs ----------------------------------------------------------- */
 
-/* A growing argv of git arguments, the pathspecs owned. */
-struct argv {
-    const char **v;
-    char **own;
-    size_t n, nown, cap;
-};
-
-static int argv_push(struct argv *a, const char *s, int owned)
+static int argv_push(struct ws_args *a, const char *s, int owned)
 {
     if (a->n + 2 > a->cap) {
         size_t cap = a->cap ? 2 * a->cap : 32;
@@ -142,7 +135,7 @@ static int argv_push(struct argv *a, const char *s, int owned)
 }
 
 /* ":(top,literal[,exclude])rel": rel from the top, no glob. */
-static int argv_spec(struct argv *a, const char *rel, int exclude)
+static int argv_spec(struct ws_args *a, const char *rel, int exclude)
 {
     char *s = NULL;
     if (asprintf(&s, ":(top,literal%s)%s", exclude ? ",exclude" : "", rel) < 0)
@@ -153,12 +146,39 @@ static int argv_spec(struct argv *a, const char *rel, int exclude)
     return rc;
 }
 
-static void argv_free(struct argv *a)
+void ws_args_free(struct ws_args *a)
 {
     for (size_t i = 0; i < a->nown; i++)
         free(a->own[i]);
     free(a->own);
     free(a->v);
+}
+
+/* fixed, then "-- ." and an exclude of each mount point. */
+static int mount_args(const struct outputs *o, const char *const *fixed,
+                      struct ws_args *a)
+{
+    int rc = 0;
+    for (size_t i = 0; fixed[i] && !rc; i++)
+        rc = argv_push(a, fixed[i], 0);
+    if (!rc)
+        rc = argv_push(a, "--", 0);
+    if (!rc)
+        rc = argv_push(a, ".", 0);
+    for (size_t i = 0; i < o->nmounts && !rc; i++)
+        rc = argv_spec(a, o->mounts[i], 1);
+    return rc;
+}
+
+int ws_worktree_args(const char *top, const char *const *fixed,
+                     struct ws_args *a)
+{
+    struct outputs o = {.top = top};
+    find_mounts(&o);
+    int rc = mount_args(&o, fixed, a);
+    for (size_t i = 0; i < o.nmounts; i++)
+        free(o.mounts[i]);
+    return rc;
 }
 
 /* A declared path a commit may name: relative, inside the project. */
@@ -172,7 +192,7 @@ static int declared_ok(const char *p)
     return 1;
 }
 
-static int push_declared(struct argv *a, const struct outputs *o,
+static int push_declared(struct ws_args *a, const struct outputs *o,
                          const struct zerg_strlist *l)
 {
     char rel[2 * PATH_MAX];
@@ -202,16 +222,12 @@ static int run(const struct outputs *o, const char *const *args, char **out,
 /* git add -A of everything but the mounts. */
 static int add_all(const struct outputs *o, struct zerg_err *err)
 {
-    struct argv a = {0};
-    const char *fixed[] = {"add", "-A", "--", "."};
-    int rc = 0;
-    for (size_t i = 0; i < 4 && !rc; i++)
-        rc = argv_push(&a, fixed[i], 0);
-    for (size_t i = 0; i < o->nmounts && !rc; i++)
-        rc = argv_spec(&a, o->mounts[i], 1);
+    struct ws_args a = {0};
+    const char *add[] = {"add", "-A", NULL};
+    int rc = mount_args(o, add, &a);
     rc = rc ? zerg_err_set(err, rc, "out of memory")
             : run(o, a.v, NULL, NULL, err);
-    argv_free(&a);
+    ws_args_free(&a);
     return rc;
 }
 
@@ -219,7 +235,7 @@ static int add_all(const struct outputs *o, struct zerg_err *err)
 static int add_declared(const struct outputs *o, const struct zerg_task *t,
                         struct zerg_path_list *forced, struct zerg_err *err)
 {
-    struct argv ls = {0}, add = {0};
+    struct ws_args ls = {0}, add = {0};
     const char *lsf[] = {"ls-files",           "-z", "--others", "--ignored",
                          "--exclude-standard", "--"};
     char *out = NULL;
@@ -252,8 +268,8 @@ out:
     if (rc == -ENOMEM)
         zerg_err_set(err, rc, "out of memory");
     free(out);
-    argv_free(&ls);
-    argv_free(&add);
+    ws_args_free(&ls);
+    ws_args_free(&add);
     return rc;
 }
 
@@ -261,7 +277,7 @@ out:
  * back to HEAD: they never enter a commit. */
 static int unstage_run_files(const struct outputs *o, struct zerg_err *err)
 {
-    struct argv a = {0};
+    struct ws_args a = {0};
     char rel[2 * PATH_MAX];
     const char *fixed[] = {"reset", "-q", "--", ":(top,literal)" WS_DIR};
     int rc = 0;
@@ -276,7 +292,7 @@ static int unstage_run_files(const struct outputs *o, struct zerg_err *err)
     }
     rc = rc ? zerg_err_set(err, rc, "out of memory")
             : run(o, a.v, NULL, NULL, err);
-    argv_free(&a);
+    ws_args_free(&a);
     return rc;
 }
 
