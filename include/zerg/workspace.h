@@ -127,8 +127,10 @@ struct zerg_ws_opts {
 
 /* Opens the workspace of a rush: checks git, the repository and base,
  * creates or reuses the integration branch (renaming one that holds
- * commits outside the base on a fresh run), adds .zerg/ and
- * .zerg-worktrees/ to .git/info/exclude and makes the worktrees.  NULL
+ * commits outside the base on a fresh run), adds zerg's run files
+ * (.zerg/state/, .zerg/logs/, .zerg/reports/, the monitor log) and
+ * .zerg-worktrees/ to .git/info/exclude (removing the /.zerg/ and /.gsd/
+ * lines an older zerg wrote) and makes the worktrees.  NULL
  * with err set: ZERG_EGIT_* or ZERG_EINVAL_INPUT (a base that does not
  * exist, a branch name clash), the fix in the message. */
 struct zerg_workspace *zerg_ws_open(const struct zerg_ws_opts *o,
