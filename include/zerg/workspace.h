@@ -211,6 +211,11 @@ int zerg_ws_attempt_commit(const struct zerg_git *g, const char *worktree,
                            const struct zerg_ws_outputs *outs,
                            char oid[ZERG_GIT_OID_MAX], struct zerg_err *err);
 
+/* 1 when path (relative to the project) is one of zerg's run files
+ * (.zerg/state/, .zerg/logs/, .zerg/reports/, the monitor log,
+ * .zerg-worktrees/), which never enter a commit, declared or not. */
+int zerg_ws_run_file(const char *path);
+
 /* After an attempt passed, in either isolation: adds to missing each
  * files.create path of task that does not exist under project_dir (a
  * path ending in '/' must be a directory); returns how many. */

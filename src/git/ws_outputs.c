@@ -64,6 +64,14 @@ static int is_run_file(const struct outputs *o, const char *rel)
     return 0;
 }
 
+int zerg_ws_run_file(const char *path)
+{
+    const struct outputs o = {.prefix = ""};
+    while (path && path[0] == '.' && path[1] == '/')
+        path += 2;
+    return path && is_run_file(&o, path);
+}
+
 static int is_mounted(const struct outputs *o, const char *rel)
 {
     for (size_t i = 0; i < o->nmounts; i++)

@@ -84,6 +84,25 @@ int wk_ws_before(struct worker *w, const struct zerg_assign *a,
     return 0;
 }
 
+/* A declared path among zerg's run files stays in the worktree, never in
+ * a commit (DESIGN §18): said, so the task's author moves it. */
+static void warn_run_files(struct worker *w, const struct zerg_task *t)
+{
+    const struct zerg_strlist *l[] = {&t->files_create, &t->files_modify};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < l[k]->n; i++) {
+            if (!zerg_ws_run_file(l[k]->v[i]))
+                continue;
+            zerg_json *data = zerg_json_obj();
+            zerg_json_set_str(data, "file", l[k]->v[i]);
+            zerg_log_event(w->log, w->o->slot, ZERG_LOG_WARN,
+                           "output_not_committed", t->id, data,
+                           "Task %s declares %s, one of zerg's run files: "
+                           "it is never committed (write it elsewhere)",
+                           t->id, l[k]->v[i]);
+        }
+}
+
 int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
                 struct zerg_result *r)
 {
@@ -92,6 +111,7 @@ int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
     zerg_ws_outputs_missing(w->workdir, t, &r->missing);
     if (!w->have_git)
         return 0;
+    warn_run_files(w, t);
     struct zerg_err e = {0};
     char *msg = zerg_ws_commit_message(w->o->slot, t->title, t->id, attempt,
                                        w->o->run_id ? w->o->run_id : "");

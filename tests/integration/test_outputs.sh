@@ -26,7 +26,7 @@ graph <<'JSON'
 {"feature": "f", "tasks": [
  {"id": "O-L1-001", "title": "spec notes and wiki", "level": 1,
   "command": "mkdir -p .gsd/specs/f .zerg/wiki .zerg/state .zerg/logs && echo notes > .gsd/specs/f/notes.md && echo page > .zerg/wiki/page.md && echo '{}' > .zerg/state/mine.json && echo x > .zerg/logs/mine.txt && git add -f .zerg/logs/mine.txt",
-  "files": {"create": [".gsd/specs/f/notes.md", ".zerg/wiki/page.md"]}},
+  "files": {"create": [".gsd/specs/f/notes.md", ".zerg/wiki/page.md", ".zerg/state/mine.json"]}},
  {"id": "O-L1-002", "title": "tune the config", "level": 1,
   "command": "echo '# tuned by a task' >> .zerg/config.yaml",
   "files": {"modify": [".zerg/config.yaml"]}},
@@ -52,7 +52,9 @@ pass "outputs under .gsd/ and .zerg/ land on the integration branch"
 if G log --name-only --format= main..zerg/f/integration | grep -E '^\.zerg/(state|logs)/'; then
     fail "zerg's run files entered a commit"
 fi
-pass ".zerg/state/ and .zerg/logs/ never enter a commit, even staged by the task"
+grep '"event":"output_not_committed"' "$PROJ/.zerg/monitor.jsonl" | grep -q '.zerg/state/mine.json' ||
+    fail "a declared run file was not said to stay out of the commit"
+pass ".zerg/state/ and .zerg/logs/ never enter a commit, even declared or staged by the task"
 
 G show zerg/f/integration:.zerg/config.yaml | grep -q '^# tuned by a task$' || fail "the config change did not land"
 grep -q "Task O-L1-002: changes zerg's own configuration: review before merging (.zerg/config.yaml)" "$PROJ/out.txt" ||
