@@ -17,6 +17,7 @@
 #define ZERG_ORCHESTRATOR_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -140,6 +141,14 @@ int zerg_orch_worker(const struct zerg_orch *o, int slot,
 
 /* One paragraph for the user: what happened and what to do next. */
 void zerg_orch_summary(const struct zerg_orch *o, char *buf, size_t size);
+
+/* The summary's lines about outputs (DESIGN §18), one a line, nothing
+ * when there is nothing to say: each complete task that changed zerg's
+ * own configuration (scope.config's reason: "changes zerg's own
+ * configuration: review before merging (...)"), how many declared files
+ * .gitignore ignores were committed anyway, how many undeclared ignored
+ * paths were left out of the commits. */
+void zerg_orch_notes(const struct zerg_orch *o, FILE *f);
 
 /* The real event loop: runs until done, returns the exit code. */
 int zerg_orch_run(struct zerg_orch *o, const struct zerg_clock *clock);

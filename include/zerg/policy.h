@@ -152,6 +152,27 @@ enum zerg_scope_verdict zerg_policy_scope(struct zerg_policy *p,
                                           size_t reason_size, zerg_json **why);
 const char *zerg_scope_verdict_name(enum zerg_scope_verdict v);
 
+/* The other hooks of scope.lua, same arguments and answer (DESIGN §18):
+ *   scope.config: paths of zerg's own configuration (.zerg/config.yaml,
+ *   .zerg/policies/) the task's commit changed; bundled "warn" with
+ *   "changes zerg's own configuration: review before merging (paths)".
+ *   scope.missing: files.create paths that do not exist after a passing
+ *   attempt; bundled "fail" with "missing_output: files.create not made:
+ *   paths".
+ * An override without the hook leaves it to the bundled policy. */
+enum zerg_scope_hook {
+    ZERG_SCOPE_DECIDE,
+    ZERG_SCOPE_CONFIG,
+    ZERG_SCOPE_MISSING,
+};
+enum zerg_scope_verdict zerg_policy_scope_hook(struct zerg_policy *p,
+                                               enum zerg_scope_hook hook,
+                                               const struct zerg_task *task,
+                                               const char *const *paths,
+                                               size_t npaths, char *reason,
+                                               size_t reason_size,
+                                               zerg_json **why);
+
 /* The hooks the core calls, "backoff.delay", ... (NULL-terminated); the
  * wiring check compares them with what the policies define. */
 extern const char *const zerg_policy_hooks[];

@@ -69,6 +69,23 @@ struct zerg_heartbeat {
                                    workers.output_is_progress) */
 };
 
+/* A bounded list of paths (DESIGN §18): the first ZERG_PATHS_LISTED, as
+ * many as fit in text, each NUL-terminated, and how many there were in
+ * all.  Zero-initialised = empty. */
+#define ZERG_PATHS_LISTED 20
+struct zerg_path_list {
+    int total;                  /* paths there were, listed or not */
+    int n;                      /* paths in text */
+    size_t len;                 /* bytes of text used */
+    char text[1024];
+};
+/* Counts path and lists it while there is room: 1 listed, 0 counted only
+ * (and "" is never listed). */
+int zerg_path_list_add(struct zerg_path_list *l, const char *path);
+/* The listed path after prev (NULL: the first); NULL after the last. */
+const char *zerg_path_list_next(const struct zerg_path_list *l,
+                                const char *prev);
+
 enum zerg_outcome {
     ZERG_OUTCOME_COMPLETE,
     ZERG_OUTCOME_FAILED,
@@ -102,6 +119,14 @@ struct zerg_result {
     double cost_usd;
     int64_t input_tokens, output_tokens;
     int64_t num_turns;
+    /* What the attempt produced beyond its exit status (DESIGN §18), for
+     * the orchestrator to judge: files.create paths that did not exist
+     * after it passed (scope.missing decides), declared paths .gitignore
+     * ignores that were committed anyway, undeclared ignored paths left
+     * out of the commit (directories as one path). */
+    struct zerg_path_list missing;
+    struct zerg_path_list forced;
+    struct zerg_path_list ignored;
 };
 
 /* The run directory of feature under state_dir (.zerg/state).  0 or
@@ -162,7 +187,7 @@ int zerg_proto_classify(const char *name, int *slot);
  *   {"zerg":1,"kind":"result", ...the result file's fields...}
  * The files stay the journal; a line only gets there sooner (and from
  * another node without inotify).  A heartbeat line is about 250 bytes, a
- * result line under 2 KiB. */
+ * result line under 2 KiB plus its path lists (at most 3 KiB more). */
 #define ZERG_EVENT_VERSION 1
 #define ZERG_EVENT_LINE_MAX (64 * 1024) /* longer lines are not events */
 

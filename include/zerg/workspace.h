@@ -131,8 +131,10 @@ struct zerg_ws_opts {
 
 /* Opens the workspace of a rush: checks git, the repository and base,
  * creates or reuses the integration branch (renaming one that holds
- * commits outside the base on a fresh run), adds .zerg/ and
- * .zerg-worktrees/ to .git/info/exclude and makes the worktrees.  NULL
+ * commits outside the base on a fresh run), adds zerg's run files
+ * (.zerg/state/, .zerg/logs/, .zerg/reports/, the monitor log) and
+ * .zerg-worktrees/ to .git/info/exclude (removing the /.zerg/ and /.gsd/
+ * lines an older zerg wrote) and makes the worktrees.  NULL
  * with err set: ZERG_EGIT_* or ZERG_EINVAL_INPUT (a base that does not
  * exist, a branch name clash), the fix in the message. */
 struct zerg_workspace *zerg_ws_open(const struct zerg_ws_opts *o,
@@ -214,13 +216,42 @@ int zerg_ws_slot_prepare(const struct zerg_git *g, const char *worktree,
                          const char *logs_dir, const char *task, int attempt,
                          struct zerg_ws_prepared *out, struct zerg_err *err);
 
-/* After an attempt passed: commits everything changed (git add -A; the
- * excludes keep .zerg out) with message on top of whatever the agent
+/* What an attempt's commit takes (DESIGN §18, src/git/ws_outputs.c):
+ * the task's declared files (files.create and files.modify, relative to
+ * project_dir, the project's directory in the worktree) are committed
+ * even when .gitignore ignores them, each listed in forced; undeclared
+ * ignored paths are listed in ignored (relative to the worktree's top;
+ * a directory as one path).  Either list may be NULL. */
+struct zerg_task;
+struct zerg_path_list;
+struct zerg_ws_outputs {
+    const struct zerg_task *task;
+    const char *project_dir;
+    struct zerg_path_list *forced;
+    struct zerg_path_list *ignored;
+};
+
+/* After an attempt passed: commits everything changed (git add -A, but
+ * never zerg's run files nor what is mounted into the worktree; outs
+ * NULL: nothing declared) with message on top of whatever the agent
  * committed itself.  oid = the branch head when it differs from base,
  * "" when the task changed nothing. */
 int zerg_ws_attempt_commit(const struct zerg_git *g, const char *worktree,
                            const char *base, const char *message,
+                           const struct zerg_ws_outputs *outs,
                            char oid[ZERG_GIT_OID_MAX], struct zerg_err *err);
+
+/* 1 when path (relative to the project) is one of zerg's run files
+ * (.zerg/state/, .zerg/logs/, .zerg/reports/, the monitor log,
+ * .zerg-worktrees/), which never enter a commit, declared or not. */
+int zerg_ws_run_file(const char *path);
+
+/* After an attempt passed, in either isolation: adds to missing each
+ * files.create path of task that does not exist under project_dir (a
+ * path ending in '/' must be a directory); returns how many. */
+int zerg_ws_outputs_missing(const char *project_dir,
+                            const struct zerg_task *task,
+                            struct zerg_path_list *missing);
 
 /* Saves uncommitted changes of dir as a patch file (tracked and untracked
  * files, binary-safe) without touching the worktree or its index.  1 when

@@ -669,6 +669,7 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
         printf("%s %s\n",
                rc == ZERG_EXIT_OK ? "Rush complete:" : "Rush failed:", summary);
     zerg_rush_ws_summary(stdout, r->cli, r->ws, r->feature);
+    zerg_orch_notes(o, stdout);
     /* The real error where people look: each failed task's last output. */
     zerg_task_output_failures(stdout, r->cli, r->feature, r->g, &r->s);
     l->ops->cleanup(l, r->feature, "");

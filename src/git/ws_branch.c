@@ -4,9 +4,11 @@
  * reset to the base on a fresh run when it holds nothing else, and
  * renamed to zerg/{feature}/integration.{old_run_id} on a fresh run when
  * it holds commits outside the base: zerg never deletes work it made.
- * .zerg/, .zerg-worktrees/ and .gsd/ go to $COMMON_DIR/info/exclude
- * (never the user's .gitignore) so `git add -A` in a worktree never
- * commits them. */
+ * zerg's run files (.zerg/state/, .zerg/logs/, .zerg/reports/, the
+ * monitor log) and .zerg-worktrees/ go to $COMMON_DIR/info/exclude (never
+ * the user's .gitignore) so `git add -A` in a worktree never commits
+ * them; everything else a task writes, under .gsd/ and .zerg/ too, is its
+ * output (DESIGN §18). */
 #include "git/git_internal.h"
 #include "git/ws_internal.h"
 #include "zerg/clock.h"
@@ -168,7 +170,8 @@ int ws_setup_branch(struct ws_host *h, const struct zerg_ws_opts *o,
     return o->fresh ? fresh_over(h, err) : 0;
 }
 
-/* "/<prefix>/<name>/" with the glob characters of gitignore escaped. */
+/* "/<prefix>/<name>" with the glob characters of gitignore escaped;
+ * no prefix: "/<name>". */
 static void prefixed_line(const char *prefix, const char *name, char *buf,
                           size_t n)
 {
@@ -179,44 +182,76 @@ static void prefixed_line(const char *prefix, const char *name, char *buf,
             buf[off++] = '\\';
         buf[off++] = *p;
     }
-    snprintf(buf + off, n - off, "/%s/", name);
+    snprintf(buf + off, n - off, "%s%s", prefix[0] ? "/" : "", name);
 }
 
-static int has_line(const char *text, const char *line)
+/* The length of the line at p, without its '\n'. */
+static size_t line_len(const char *p)
 {
-    size_t len = strlen(line);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
-        if (!strncmp(p, line, len) && (p[len] == '\n' || p[len] == '\0'))
+    return strcspn(p, "\n");
+}
+
+static int is_line(const char *p, size_t len, const char *const *set)
+{
+    for (size_t i = 0; set[i]; i++)
+        if (set[i][0] && strlen(set[i]) == len && !strncmp(p, set[i], len))
             return 1;
     return 0;
 }
 
-static int write_excludes(const char *path, const char *old,
-                          const char *const *want, struct zerg_err *err)
+/* old without the lines of drop, with each line of want not there yet
+ * appended: malloc'd in *text, *changed 1 when it differs from old. */
+static int merge_excludes(const char *old, const char *const *drop,
+                          const char *const *want, char **text, int *changed)
 {
-    size_t cap = strlen(old) + 4 * PATH_MAX + 64, off = 0;
-    char *text = malloc(cap);
-    int added = 0;
-    if (!text)
-        return zerg_err_set(err, -ENOMEM, "out of memory");
-    off = (size_t)snprintf(text, cap, "%s", old);
-    if (off && text[off - 1] != '\n')
-        text[off++] = '\n', text[off] = '\0';
-    for (size_t i = 0; want[i]; i++)
-        if (!has_line(old, want[i])) {
-            off += (size_t)snprintf(text + off, cap - off, "%s\n", want[i]);
-            added = 1;
+    size_t cap = strlen(old) + 16 * PATH_MAX + 64, off = 0;
+    char *t = malloc(cap);
+    if (!t)
+        return -ENOMEM;
+    *changed = 0;
+    for (const char *p = old; *p;) {
+        size_t len = line_len(p);
+        if (is_line(p, len, drop)) {
+            *changed = 1;
+        } else {
+            memcpy(t + off, p, len);
+            off += len;
+            t[off++] = '\n';
         }
-    int rc =
-        added ? zerg_fsio_write_atomic(path, text, off, ZERG_FSIO_DURABLE, err)
-              : 0;
-    free(text);
-    return rc;
+        p += len + (p[len] == '\n');
+    }
+    for (size_t i = 0; want[i]; i++) {
+        size_t len = strlen(want[i]);
+        int have = 0;
+        for (const char *p = t; p < t + off; p += line_len(p) + 1)
+            have |= line_len(p) == len && !strncmp(p, want[i], len);
+        if (!have && len) {
+            memcpy(t + off, want[i], len);
+            off += len;
+            t[off++] = '\n';
+            *changed = 1;
+        }
+    }
+    t[off] = '\0';
+    *text = t;
+    return 0;
 }
+
+/* zerg's own run files, the only paths that never enter a commit (DESIGN
+ * §18): state, logs, reports and the monitor log (a container mounts the
+ * two monitor files into the worktree), the worktrees themselves.  Lines
+ * older zerg wrote, /.zerg/ and /.gsd/ (with the project's prefix too),
+ * kept every output under them out of the commits: they go, the user's
+ * own lines stay. */
+static const char *const run_names[] = {
+    ".zerg/state/",      ".zerg/logs/",         ".zerg/reports/",
+    ".zerg/monitor.log", ".zerg/monitor.jsonl",
+};
+#define NRUN (sizeof run_names / sizeof *run_names)
 
 int ws_add_excludes(const struct zerg_git *g, struct zerg_err *err)
 {
-    char path[PATH_MAX + 16], pre[2 * PATH_MAX];
+    char path[PATH_MAX + 16];
     struct stat st;
     int rc = zerg_fsio_mkdirs_under(g->common_dir, "info", 0755, err);
     if (rc)
@@ -227,7 +262,7 @@ int ws_add_excludes(const struct zerg_git *g, struct zerg_err *err)
                             "%s is %s, not a file: zerg writes no file "
                             "through a link; replace it with a plain file",
                             path, zerg_fsio_kind(st.st_mode));
-    char *old = NULL;
+    char *old = NULL, *text = NULL;
     size_t len = 0;
     rc =
         zerg_fsio_read_file(path, 1 << 20, ZERG_FSIO_NOFOLLOW, &old, &len, err);
@@ -235,16 +270,33 @@ int ws_add_excludes(const struct zerg_git *g, struct zerg_err *err)
         old = strdup(""), rc = old ? 0 : -ENOMEM;
     if (rc)
         return rc;
-    /* The spec dir too: a container mounts it (read-only) into the
-     * worktree, and an untracked one must neither be cleaned away nor
-     * swept into a task's commit.  A tracked one is not affected. */
-    char gsd[2 * PATH_MAX];
-    prefixed_line(g->prefix, ".zerg", pre, sizeof pre);
-    prefixed_line(g->prefix, ".gsd", gsd, sizeof gsd);
-    const char *want[] = {"/.zerg/", "/" WS_DIR "/", "/.gsd/",
-                          g->prefix[0] ? pre : NULL, g->prefix[0] ? gsd : NULL,
-                          NULL};
-    rc = write_excludes(path, old, want, err);
+    /* Unprefixed and, in a monorepo, prefixed too, as before. */
+    char lines[NRUN + 2][2 * PATH_MAX];
+    const char *want[2 * NRUN + 2], *drop[5];
+    size_t nw = 0;
+    for (size_t i = 0; i < NRUN; i++) {
+        snprintf(lines[i], sizeof lines[i], "/%s", run_names[i]);
+        want[nw++] = lines[i];
+    }
+    want[nw++] = "/" WS_DIR "/";
+    char pre[NRUN][2 * PATH_MAX];
+    for (size_t i = 0; g->prefix[0] && i < NRUN; i++) {
+        prefixed_line(g->prefix, run_names[i], pre[i], sizeof pre[i]);
+        want[nw++] = pre[i];
+    }
+    want[nw] = NULL;
+    prefixed_line(g->prefix, ".zerg/", lines[NRUN], sizeof lines[0]);
+    prefixed_line(g->prefix, ".gsd/", lines[NRUN + 1], sizeof lines[0]);
+    drop[0] = "/.zerg/", drop[1] = "/.gsd/", drop[2] = lines[NRUN];
+    drop[3] = lines[NRUN + 1], drop[4] = NULL;
+    int changed = 0;
+    rc = merge_excludes(old, drop, want, &text, &changed);
+    if (rc)
+        rc = zerg_err_set(err, rc, "out of memory");
+    else if (changed)
+        rc = zerg_fsio_write_atomic(path, text, strlen(text), ZERG_FSIO_DURABLE,
+                                    err);
+    free(text);
     free(old);
     return rc;
 }

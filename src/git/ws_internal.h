@@ -14,6 +14,9 @@ struct zerg_err;
 struct zerg_log;
 
 #define WS_DIR ".zerg-worktrees"
+/* In a worktree's git dir, written by each prepare (ws_worker.c): its
+ * mtime is when the running attempt started. */
+#define WS_ATTEMPT_FILE "zerg-attempt"
 #define WS_FEATURE_MAX 200
 #define WS_RETRIES 5     /* transient git errors of one call */
 #define WS_CAS_TRIES 100 /* merge rounds lost to a moved tip */
@@ -91,6 +94,27 @@ int ws_op_worker_head(struct zerg_workspace *w, int slot, zerg_ws_found_fn fn,
 int ws_setup_branch(struct ws_host *h, const struct zerg_ws_opts *o,
                     struct zerg_err *err);
 int ws_add_excludes(const struct zerg_git *g, struct zerg_err *err);
+
+/* ws_outputs.c: a git argv for a command that scans a worktree (add -A,
+ * clean): fixed (NULL-terminated, "clean", "-ffdq"), then "-- ." and an
+ * exclude of each mount point below top, so nothing mounted into the
+ * worktree is taken or cleaned (a container's read-only .gsd/ and .zerg/
+ * of the host).  a zero-initialised; a->v NULL-terminated; free with
+ * ws_args_free.  0 or -ENOMEM. */
+struct ws_args {
+    const char **v;
+    char **own;
+    size_t n, nown, cap;
+};
+int ws_worktree_args(const char *top, const char *const *fixed,
+                     struct ws_args *a);
+void ws_args_free(struct ws_args *a);
+
+/* ws_outputs.c: stages what the attempt's commit takes in the worktree
+ * at top: git add -A of all but zerg's run files and the mount points
+ * below top, declared ignored paths with -f (outs may be NULL). */
+int ws_outputs_stage(const struct zerg_git *g, const char *top,
+                     const struct zerg_ws_outputs *outs, struct zerg_err *err);
 
 /* ws_patch.c: the uncommitted changes of dir against HEAD as a binary
  * patch (*data malloc'd, *len 0 when clean), through a temporary index

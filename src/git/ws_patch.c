@@ -122,6 +122,33 @@ static void free_specs(const char **argv)
 
 /* add -A (minus the files too large) and write-tree into tmp: the tree of
  * everything in dir worth saving. */
+/* git add -A of the worktree but what is mounted into it (a container's
+ * read-only .gsd and .zerg are the host's, not leftovers), the big files
+ * excluded: add holds "add -A -- ." and then their pathspecs. */
+static int add_all(const struct zerg_git *g, const struct zerg_git_call *call,
+                   const char *dir, const char **add, struct zerg_err *err)
+{
+    const char *fixed[] = {"add", "-A", NULL};
+    struct ws_args a = {0};
+    size_t nspec = 0;
+    while (add[4 + nspec])
+        nspec++;
+    const char **v = NULL;
+    int rc = ws_worktree_args(dir, fixed, &a) ? -ENOMEM : 0;
+    if (!rc && !(v = calloc(a.n + nspec + 1, sizeof *v)))
+        rc = -ENOMEM;
+    if (rc) {
+        ws_args_free(&a);
+        return zerg_err_set(err, rc, "out of memory");
+    }
+    memcpy(v, a.v, a.n * sizeof *v);
+    memcpy(v + a.n, add + 4, nspec * sizeof *v);
+    rc = zerg_git_run(g, call, v, NULL, err);
+    free(v);
+    ws_args_free(&a);
+    return rc;
+}
+
 static int tree_of_all(const struct zerg_git *g, const char *dir,
                        const char *tmp, struct ws_skip *skip,
                        char tree[ZERG_GIT_OID_MAX], struct zerg_err *err)
@@ -134,7 +161,7 @@ static int tree_of_all(const struct zerg_git *g, const char *dir,
     char *out = NULL;
     int rc = big_files(g, dir, skip, &add, &names, err);
     if (!rc)
-        rc = zerg_git_run(g, &call, add, NULL, err);
+        rc = add_all(g, &call, dir, add, err);
     free_specs(add);
     free(names);
     if (rc >= 0)

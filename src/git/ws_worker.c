@@ -5,7 +5,8 @@
  * dead attempt saved as a patch and discarded, the tree reset to the
  * base, the attempt recorded
  * (<worktree git dir>/zerg-attempt: "task\nattempt\n"); after, one commit
- * of everything the attempt changed, on top of what the agent committed. */
+ * of everything the attempt changed (what it takes: ws_outputs.c), on top
+ * of what the agent committed. */
 #include "git/git_internal.h"
 #include "git/ws_internal.h"
 #include "zerg/clock.h"
@@ -197,12 +198,18 @@ static int reset_to(const struct zerg_git *g, const char *top, const char *base,
                     struct zerg_err *err)
 {
     const char *reset[] = {"reset", "-q", "--hard", base, NULL};
-    /* Not -x: ignored files (build caches) stay, and so does .zerg. */
+    /* Not -x: ignored files (build caches) and zerg's run files stay.
+     * What is mounted into the worktree (a container's read-only .gsd and
+     * .zerg) is not the attempt's to remove. */
     const char *clean[] = {"clean", "-ffdq", NULL};
     struct zerg_git_call call = {.dir = top, .retries = WS_RETRIES};
+    struct ws_args a = {0};
     int rc = zerg_git_run(g, &call, reset, NULL, err);
+    if (rc >= 0 && ws_worktree_args(top, clean, &a))
+        rc = zerg_err_set(err, -ENOMEM, "out of memory");
     if (rc >= 0)
-        rc = zerg_git_run(g, &call, clean, NULL, err);
+        rc = zerg_git_run(g, &call, a.v, NULL, err);
+    ws_args_free(&a);
     return rc < 0 ? rc : 0;
 }
 
@@ -315,19 +322,16 @@ static int commit_index(const struct zerg_git *g, const char *top,
 
 int zerg_ws_attempt_commit(const struct zerg_git *g, const char *worktree,
                            const char *base, const char *message,
+                           const struct zerg_ws_outputs *outs,
                            char oid[ZERG_GIT_OID_MAX], struct zerg_err *err)
 {
     char top[PATH_MAX], head[ZERG_GIT_OID_MAX], base_oid[ZERG_GIT_OID_MAX];
-    const char *add[] = {"add", "-A", "--", ".", NULL};
     oid[0] = '\0';
     int rc = worktree_top(g, worktree, top, sizeof top, err);
     if (!rc)
         rc = zerg_git_resolve(g, top, base, base_oid, err);
-    if (!rc) {
-        struct zerg_git_call call = {.dir = top, .retries = WS_RETRIES};
-        rc = zerg_git_run(g, &call, add, NULL, err);
-        rc = rc < 0 ? rc : 0;
-    }
+    if (!rc) /* what the commit takes: src/git/ws_outputs.c */
+        rc = ws_outputs_stage(g, top, outs, err);
     if (!rc)
         rc = zerg_git_resolve(g, top, "HEAD", head, err);
     if (!rc)

@@ -44,8 +44,11 @@ _Static_assert(sizeof zerg_policy_names / sizeof *zerg_policy_names ==
                "NPOLICY counts zerg_policy_names");
 
 const char *const zerg_policy_hooks[] = {
-    "backoff.delay", "stale.task",      "stale.worker", "respawn.decide",
-    "retry.decide",  "reconcile.check", "scope.decide", NULL,
+    "backoff.delay", "stale.task",
+    "stale.worker",  "respawn.decide",
+    "retry.decide",  "reconcile.check",
+    "scope.decide",  "scope.config",
+    "scope.missing", NULL,
 };
 
 struct override {

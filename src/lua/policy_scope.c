@@ -1,8 +1,12 @@
-/* policy_scope.c - zerg_policy_scope (include/zerg/policy.h): a task that
- * changed paths outside its files.create and files.modify, asked of
- * scope.decide (DESIGN section 13).  The arguments pushed to Lua, the
- * check on the verdict, the same rule in C for when Lua fails, and the
- * `why` returned to the caller.  The machinery: policy.c. */
+/* policy_scope.c - zerg_policy_scope and zerg_policy_scope_hook
+ * (include/zerg/policy.h): a task's paths asked of scope.lua, one of
+ * three hooks of one shape (task, paths, opts) -> verdict, reason:
+ * scope.decide (paths outside files.create and files.modify, DESIGN
+ * section 13), scope.config (zerg's own configuration changed) and
+ * scope.missing (declared outputs never made, section 18).  The arguments
+ * pushed to Lua, the check on the verdict, the same rules in C for when
+ * Lua fails, and the `why` returned to the caller.  The machinery:
+ * policy.c. */
 #include <stdio.h>
 #include <string.h>
 
@@ -27,8 +31,21 @@ const char *zerg_scope_verdict_name(enum zerg_scope_verdict v)
     return (unsigned)v < NVERDICTS ? verdict_names[v] : "unknown";
 }
 
+/* The hooks: name and the bundled verdict. */
+static const struct {
+    const char *hook, *full;
+    enum zerg_scope_verdict verdict;
+} hooks[] = {
+    [ZERG_SCOPE_DECIDE] = {"decide", "scope.decide", ZERG_SCOPE_WARN},
+    [ZERG_SCOPE_CONFIG] = {"config", "scope.config", ZERG_SCOPE_WARN},
+    [ZERG_SCOPE_MISSING] = {"missing", "scope.missing", ZERG_SCOPE_FAIL},
+};
+
+#define NHOOKS (sizeof hooks / sizeof *hooks)
+
 struct scope_call {
     struct zerg_policy_call c;
+    enum zerg_scope_hook hook;
     const struct zerg_task *task;
     const char *const *paths;
     size_t npaths;
@@ -148,26 +165,51 @@ static void append(char *buf, size_t size, size_t *len, const char *src)
     buf[*len] = '\0';
 }
 
-/* As scope.lua: "warn", "N path(s) out of scope: a, b, c and M more".
- * text holds one byte past the cut, enough for cut_copy to see whether
- * the cut falls inside a UTF-8 sequence. */
+/* Appends "a, b, c and M more" (SCOPE_LISTED paths named). */
+static void append_listing(char *buf, size_t size, size_t *len,
+                           const struct scope_call *s)
+{
+    char num[48];
+    size_t shown = s->npaths < SCOPE_LISTED ? s->npaths : SCOPE_LISTED;
+    for (size_t i = 0; i < shown; i++) {
+        if (i)
+            append(buf, size, len, ", ");
+        append(buf, size, len, s->paths[i] ? s->paths[i] : "");
+    }
+    if (s->npaths > shown) {
+        snprintf(num, sizeof num, " and %zu more", s->npaths - shown);
+        append(buf, size, len, num);
+    }
+}
+
+/* As scope.lua: decide "N path(s) out of scope: a, b, c and M more",
+ * config "changes zerg's own configuration: review before merging (a,
+ * ...)", missing "missing_output: files.create not made: a, ...".  text
+ * holds one byte past the cut, enough for cut_copy to see whether the cut
+ * falls inside a UTF-8 sequence. */
 static void scope_builtin(struct zerg_policy_call *c)
 {
     struct scope_call *s = (struct scope_call *)c;
     char text[SCOPE_REASON_MAX + 2], num[48];
-    size_t len = 0, shown = s->npaths < SCOPE_LISTED ? s->npaths : SCOPE_LISTED;
-    s->verdict = ZERG_SCOPE_WARN;
-    snprintf(num, sizeof num, "%zu %s out of scope", s->npaths,
-             s->npaths == 1 ? "path" : "paths");
+    size_t len = 0;
+    s->verdict = hooks[s->hook].verdict;
     text[0] = '\0';
-    append(text, sizeof text, &len, num);
-    for (size_t i = 0; i < shown; i++) {
-        append(text, sizeof text, &len, i == 0 ? ": " : ", ");
-        append(text, sizeof text, &len, s->paths[i] ? s->paths[i] : "");
-    }
-    if (s->npaths > shown) {
-        snprintf(num, sizeof num, " and %zu more", s->npaths - shown);
+    if (s->hook == ZERG_SCOPE_CONFIG) {
+        append(text, sizeof text, &len,
+               "changes zerg's own configuration: review before merging (");
+        append_listing(text, sizeof text, &len, s);
+        append(text, sizeof text, &len, ")");
+    } else if (s->hook == ZERG_SCOPE_MISSING) {
+        append(text, sizeof text, &len,
+               "missing_output: files.create not made: ");
+        append_listing(text, sizeof text, &len, s);
+    } else {
+        snprintf(num, sizeof num, "%zu %s out of scope", s->npaths,
+                 s->npaths == 1 ? "path" : "paths");
         append(text, sizeof text, &len, num);
+        if (s->npaths)
+            append(text, sizeof text, &len, ": ");
+        append_listing(text, sizeof text, &len, s);
     }
     cut_copy(s->reason, sizeof s->reason, text, SCOPE_REASON_MAX);
 }
@@ -184,28 +226,41 @@ static void scope_why(const struct scope_call *s, zerg_json **why)
     zerg_json_set_str(*why, "reason", s->reason);
 }
 
-enum zerg_scope_verdict zerg_policy_scope(struct zerg_policy *p,
-                                          const struct zerg_task *task,
-                                          const char *const *paths,
-                                          size_t npaths, char *reason,
-                                          size_t reason_size, zerg_json **why)
+enum zerg_scope_verdict
+zerg_policy_scope_hook(struct zerg_policy *p, enum zerg_scope_hook hook,
+                       const struct zerg_task *task, const char *const *paths,
+                       size_t npaths, char *reason, size_t reason_size,
+                       zerg_json **why)
 {
+    if ((unsigned)hook >= NHOOKS)
+        hook = ZERG_SCOPE_DECIDE;
     struct scope_call s = {
         .c = {.p = p,
               .policy = "scope",
-              .hook = "decide",
-              .full = "scope.decide",
+              .hook = hooks[hook].hook,
+              .full = hooks[hook].full,
               .push = scope_push,
               .read = scope_read,
               .builtin = scope_builtin},
+        .hook = hook,
         .task = task,
         .paths = paths,
         .npaths = paths ? npaths : 0,
-        .verdict = ZERG_SCOPE_WARN,
+        .verdict = hooks[hook].verdict,
     };
     zerg_policy_run(&s.c);
     if (reason)
         cut_copy(reason, reason_size, s.reason, SCOPE_REASON_MAX);
     scope_why(&s, why);
     return s.verdict;
+}
+
+enum zerg_scope_verdict zerg_policy_scope(struct zerg_policy *p,
+                                          const struct zerg_task *task,
+                                          const char *const *paths,
+                                          size_t npaths, char *reason,
+                                          size_t reason_size, zerg_json **why)
+{
+    return zerg_policy_scope_hook(p, ZERG_SCOPE_DECIDE, task, paths, npaths,
+                                  reason, reason_size, why);
 }

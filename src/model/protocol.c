@@ -311,8 +311,7 @@ int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)
         get_bool(o, "stop", &v.stop) || get_oid(o, "base", v.base) ||
         opt_str(o, "last_class", v.last_class, sizeof v.last_class) ||
         opt_str(o, "last_error", v.last_error, sizeof v.last_error) ||
-        opt_str(o, "last_conflicts", v.last_conflicts,
-                sizeof v.last_conflicts))
+        opt_str(o, "last_conflicts", v.last_conflicts, sizeof v.last_conflicts))
         rc = ZERG_ECORRUPT;
     else
         *a = v;
@@ -463,7 +462,10 @@ static int result_put(zerg_json *o, const struct zerg_result *r)
                    (r->base[0] && zerg_json_set_str(o, "base", r->base)) ||
                    (r->commit[0] &&
                     zerg_json_set_str(o, "commit", r->commit)) ||
-                   put_str(o, "patch", r->patch) || result_extra(o, r)
+                   put_str(o, "patch", r->patch) || result_extra(o, r) ||
+                   proto_paths_put(o, "missing", &r->missing) ||
+                   proto_paths_put(o, "forced", &r->forced) ||
+                   proto_paths_put(o, "ignored", &r->ignored)
                ? -ENOMEM
                : 0;
 }
@@ -485,7 +487,9 @@ static int result_get(const zerg_json *o, struct zerg_result *r)
         get_str(o, "error", 1, v.error, sizeof v.error) ||
         get_oid(o, "base", v.base) || get_oid(o, "commit", v.commit) ||
         opt_str(o, "patch", v.patch, sizeof v.patch) ||
-        read_result_extra(o, &v))
+        read_result_extra(o, &v) || proto_paths_get(o, "missing", &v.missing) ||
+        proto_paths_get(o, "forced", &v.forced) ||
+        proto_paths_get(o, "ignored", &v.ignored))
         return ZERG_ECORRUPT;
     *r = v;
     return 0;
@@ -541,8 +545,8 @@ static const char *const event_kinds[] = {
 /* {"zerg":1,"kind":K, then the document's own fields}\n: the envelope
  * first, so a reader (or a person) tells an event from stray output by
  * its first bytes. */
-static int event_encode(enum zerg_event_kind kind, const void *doc,
-                        char **line, size_t *len)
+static int event_encode(enum zerg_event_kind kind, const void *doc, char **line,
+                        size_t *len)
 {
     zerg_json *o = zerg_json_obj();
     int rc = -ENOMEM;

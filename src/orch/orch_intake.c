@@ -333,8 +333,10 @@ static void result_complete(struct zerg_orch *o, size_t t,
                             const struct zerg_result *r, int64_t now)
 {
     struct zerg_task_move m = {.now_wall_ns = orch_wall_ns(o)};
-    /* Under worktree isolation complete means merged. */
-    if (orch_merge_result(o, t, r, now) != 1)
+    /* Its declared outputs exist; under worktree isolation complete
+     * means merged. */
+    if (!orch_outputs_check(o, t, r, now) ||
+        orch_merge_result(o, t, r, now) != 1)
         return;
     if (orch_task_move(o, t, ZERG_TASK_EV_COMPLETE, &m) != 0)
         return;
@@ -347,6 +349,7 @@ static void result_complete(struct zerg_orch *o, size_t t,
     zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_INFO, "task_complete",
                    r->task, data, "Task %s complete in %.2fs (worker %d)",
                    r->task, (double)r->duration_ms / 1000, r->worker_id);
+    orch_outputs_landed(o, r);
 }
 
 static void result_failed(struct zerg_orch *o, size_t t,

@@ -127,6 +127,8 @@ static inline int slot_in_pool(const struct slot *sl)
     return sl->state <= SLOT_KILLING;
 }
 
+#define ORCH_CONFIG_NOTES 16 /* tasks the summary names as config changes */
+
 struct zerg_orch {
     struct zerg_orch_opts o;
     const struct zerg_config *cfg;
@@ -191,6 +193,15 @@ struct zerg_orch {
     size_t halt_failed;      /* failed in this rush when it halted */
 
     struct orch_dag *dag; /* orch_dag.c: rush.schedule dag; NULL = levels */
+
+    /* orch_outputs.c: what the summary says of the outputs (this run) */
+    struct {
+        size_t task;
+        char reason[256];
+    } config_notes[ORCH_CONFIG_NOTES]; /* scope.config warned */
+    size_t nconfig_notes, config_notes_dropped;
+    long forced_files, ignored_files, ignored_tasks;
+    char forced_first[256], ignored_first[256]; /* the first of each */
 };
 
 static inline struct zerg_task_state *orch_ts(struct zerg_orch *o, size_t t)
@@ -282,6 +293,22 @@ int orch_merge_result(struct zerg_orch *o, size_t t,
                       const struct zerg_result *r, int64_t now);
 /* --resume: what the integration branch and the worker branches say. */
 void orch_merge_resume(struct zerg_orch *o, int64_t now);
+
+/* ---- orch_outputs.c: what an attempt produced (DESIGN §18) ----------- */
+
+/* A passing result's missing declared outputs, asked of scope.missing:
+ * 1 = go on, 0 = failed here (missing_output, charged). */
+int orch_outputs_check(struct zerg_orch *o, size_t t,
+                       const struct zerg_result *r, int64_t now);
+/* The paths its commit changed (one a line, NULL = unknown) that are
+ * zerg's own configuration, asked of scope.config: 1 = go on (flagged
+ * for the summary on "warn"), 0 = failed here (config_change). */
+int orch_outputs_config(struct zerg_orch *o, size_t t,
+                        const struct zerg_result *r, const char *paths,
+                        int64_t now);
+/* A completed task's forced and left-out ignored files: events and the
+ * summary's counts. */
+void orch_outputs_landed(struct zerg_orch *o, const struct zerg_result *r);
 
 /* ---- orch_pool.c: environment failures, rate limits, spend ------------ */
 

@@ -74,30 +74,25 @@ static size_t out_of_scope(const struct zerg_task *tk, char *paths,
         nl = strchr(p, '\n');
         if (nl)
             *nl++ = '\0';
-        if (*p && !listed(&tk->files_create, p) && !listed(&tk->files_modify, p))
+        if (*p && !listed(&tk->files_create, p) &&
+            !listed(&tk->files_modify, p))
             out[n++] = p;
     }
     return n;
 }
 
-/* 1 when the task may be merged, 0 when the scope policy failed it. */
+/* 1 when the task may be merged, 0 when the scope policy failed it.
+ * paths: what the commit changed, one a line (split here). */
 static int scope_check(struct zerg_orch *o, size_t t,
-                       const struct zerg_result *r, int64_t now)
+                       const struct zerg_result *r, char *paths, int64_t now)
 {
     const struct zerg_task *tk = &o->g->tasks[t];
-    char *paths = NULL, reason[200] = "";
+    char reason[200] = "";
     const char *out[64];
-    struct zerg_err err = {0};
     if (!tk->files_create.n && !tk->files_modify.n)
         return 1; /* a task that names no files has no scope to leave */
-    if (!r->base[0])
-        return 1; /* found at a branch head on resume: no known base */
-    if (ws(o)->ops->changed(ws(o), r->commit, r->base, &paths, &err) < 0) {
-        zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_WARN, "scope_violation",
-                       r->task, NULL, "Task %s: cannot list its changes: %s",
-                       r->task, err.msg);
-        return 1;
-    }
+    if (!paths)
+        return 1; /* found at a branch head on resume, or not listed */
     size_t n = out_of_scope(tk, paths, out, sizeof out / sizeof *out);
     int ok = 1;
     if (n) {
@@ -106,7 +101,8 @@ static int scope_check(struct zerg_orch *o, size_t t,
             o->o.policy, tk, out, n, reason, sizeof reason, &why);
         if (v != ZERG_SCOPE_ALLOW) {
             zerg_log_event(o->o.log, r->worker_id,
-                           v == ZERG_SCOPE_FAIL ? ZERG_LOG_ERROR : ZERG_LOG_WARN,
+                           v == ZERG_SCOPE_FAIL ? ZERG_LOG_ERROR
+                                                : ZERG_LOG_WARN,
                            "scope_violation", r->task, why,
                            "Task %s changed %zu path%s outside its files "
                            "(%s%s): %s",
@@ -123,8 +119,24 @@ static int scope_check(struct zerg_orch *o, size_t t,
             ok = 0;
         }
     }
-    free(paths);
     return ok;
+}
+
+/* What the commit changed against its base (one a line, malloc'd), or
+ * NULL when there is no known base (resume) or git cannot say. */
+static char *changed_paths(struct zerg_orch *o, const struct zerg_result *r)
+{
+    char *paths = NULL;
+    struct zerg_err err = {0};
+    if (!r->base[0])
+        return NULL;
+    if (ws(o)->ops->changed(ws(o), r->commit, r->base, &paths, &err) < 0) {
+        zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_WARN, "scope_violation",
+                       r->task, NULL, "Task %s: cannot list its changes: %s",
+                       r->task, err.msg);
+        return NULL;
+    }
+    return paths;
 }
 
 /* ---- merging ---------------------------------------------------------- */
@@ -205,7 +217,11 @@ int orch_merge_result(struct zerg_orch *o, size_t t,
 {
     if (!ws(o) || !r->commit[0])
         return 1; /* isolation none, or a task that changed nothing */
-    if (!scope_check(o, t, r, now))
+    char *paths = changed_paths(o, r);
+    int ok = orch_outputs_config(o, t, r, paths, now) &&
+             scope_check(o, t, r, paths, now);
+    free(paths);
+    if (!ok)
         return 0;
     const struct zerg_task *tk = &o->g->tasks[t];
     struct zerg_merge_req req = {.task_id = r->task,
@@ -275,8 +291,9 @@ static void on_merged(void *ud, const struct zerg_ws_found *f)
     snprintf(st->commit, sizeof st->commit, "%s", f->oid);
     if (st->status == ZERG_TASK_COMPLETE)
         return;
-    orch_task_adopt_complete(o, (size_t)i, f->attempt, "merged before the "
-                                                       "restart");
+    orch_task_adopt_complete(o, (size_t)i, f->attempt,
+                             "merged before the "
+                             "restart");
 }
 
 /* A task commit at a worker branch's head that is not merged yet. */
@@ -319,8 +336,8 @@ void orch_merge_resume(struct zerg_orch *o, int64_t now)
     add_run(&c, o->o.prev_run_id);
     if (ws(o)->ops->merged(ws(o), on_merged, &c, &err) < 0)
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN,
-                       "reconcile_error", NULL, NULL,
-                       "Cannot read %s back: %s", ws(o)->branch, err.msg);
+                       "reconcile_error", NULL, NULL, "Cannot read %s back: %s",
+                       ws(o)->branch, err.msg);
     for (int s = 0; s < o->nslots; s++) {
         c.slot = s;
         ws(o)->ops->worker_head(ws(o), s, on_head, &c, &err);

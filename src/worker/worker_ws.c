@@ -2,7 +2,9 @@
  * §13): before the attempt, the worktree is set to the integration tip
  * the orchestrator named (leftovers of a dead attempt saved as a patch
  * first); after it passed, everything it changed becomes one commit with
- * the task's trailers.  The git work itself is src/git/ws_worker.c. */
+ * the task's trailers, and the result says which declared outputs are
+ * missing and which ignored files were committed or left out (§18).  The git
+ * work itself is src/git/ws_worker.c. */
 #include "worker_ws.h"
 
 #include <errno.h>
@@ -127,11 +129,34 @@ int wk_ws_before(struct worker *w, const struct zerg_assign *a,
     return 0;
 }
 
+/* A declared path among zerg's run files stays in the worktree, never in
+ * a commit (DESIGN §18): said, so the task's author moves it. */
+static void warn_run_files(struct worker *w, const struct zerg_task *t)
+{
+    const struct zerg_strlist *l[] = {&t->files_create, &t->files_modify};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < l[k]->n; i++) {
+            if (!zerg_ws_run_file(l[k]->v[i]))
+                continue;
+            zerg_json *data = zerg_json_obj();
+            zerg_json_set_str(data, "file", l[k]->v[i]);
+            zerg_log_event(w->log, w->o->slot, ZERG_LOG_WARN,
+                           "output_not_committed", t->id, data,
+                           "Task %s declares %s, one of zerg's run files: "
+                           "it is never committed (write it elsewhere)",
+                           t->id, l[k]->v[i]);
+        }
+}
+
 int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
                 struct zerg_result *r)
 {
+    /* Declared outputs, in either isolation: the orchestrator asks
+     * scope.missing what a missing one means (DESIGN §18). */
+    zerg_ws_outputs_missing(w->workdir, t, &r->missing);
     if (!w->have_git)
         return 0;
+    warn_run_files(w, t);
     struct zerg_err e = {0};
     char *msg = zerg_ws_commit_message(w->o->slot, t->title, t->id, attempt,
                                        w->o->run_id ? w->o->run_id : "");
@@ -139,13 +164,17 @@ int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
         snprintf(r->error, sizeof r->error, "out of memory");
         return -ENOMEM;
     }
+    struct zerg_ws_outputs outs = {.task = t,
+                                   .project_dir = w->workdir,
+                                   .forced = &r->forced,
+                                   .ignored = &r->ignored};
     int rc = zerg_ws_attempt_commit(&w->git, w->o->workspace, r->base, msg,
-                                    r->commit, &e);
+                                    &outs, r->commit, &e);
     free(msg);
     if (rc < 0) {
         snprintf(r->stage, sizeof r->stage, "commit");
-        snprintf(r->error, sizeof r->error, "cannot commit the task's work: %.200s",
-                 e.msg);
+        snprintf(r->error, sizeof r->error,
+                 "cannot commit the task's work: %.200s", e.msg);
         return rc;
     }
     if (r->commit[0]) {

@@ -19,7 +19,9 @@
 #include "git/ws_internal.h"
 #include "zerg/err.h"
 #include "zerg/git.h"
+#include "zerg/protocol.h"
 #include "zerg/workspace.h"
+#include "zerg/graph.h"
 
 extern char **environ;
 
@@ -132,7 +134,7 @@ static void attempt(struct zerg_workspace *w, int slot, const char *task, int n,
         tu_write(wt, file, text);
     tu_write(wt, ".zerg/state/junk.json", "{}");
     char *msg = zerg_ws_commit_message(slot, "a title", task, n, "run1");
-    if (zerg_ws_attempt_commit(&G, wt, tip, msg, oid, &err))
+    if (zerg_ws_attempt_commit(&G, wt, tip, msg, NULL, oid, &err))
         fail_msg("commit: %s", err.msg);
     free(msg);
 }
@@ -173,7 +175,7 @@ static void test_open_fresh(void **state)
     }
     snprintf(path, sizeof path, "%s/info/exclude", G.common_dir);
     char *ex = tu_read(path);
-    assert_true(tu_contains(ex, "\n/.zerg/\n"));
+    assert_true(tu_contains(ex, "\n/.zerg/state/\n"));
     assert_true(tu_contains(ex, "\n/.zerg-worktrees/\n"));
     free(ex);
     w->ops->free(w);
@@ -181,7 +183,7 @@ static void test_open_fresh(void **state)
     w = open_ws("run1");
     ex = tu_read(path);
     int copies = 0;
-    for (const char *p = ex; (p = strstr(p, "\n/.zerg/\n")); p++)
+    for (const char *p = ex; (p = strstr(p, "\n/.zerg/state/\n")); p++)
         copies++;
     assert_int_equal(copies, 1);
     free(ex);
@@ -459,7 +461,8 @@ static void test_planted_commands(void **state)
     char *msg = zerg_ws_commit_message(1, "x", "T1", 1, "run1");
     char first[ZERG_GIT_OID_MAX];
     snprintf(first, sizeof first, "%s", a);
-    assert_int_equal(zerg_ws_attempt_commit(&G, wt, first, msg, a, &err), 0);
+    assert_int_equal(zerg_ws_attempt_commit(&G, wt, first, msg, NULL, a, &err),
+                     0);
     free(msg);
     assert_int_equal(merge(w, 1, "T1", 1, a, &out), ZERG_MERGE_DONE);
     assert_no_marks("first merge");
@@ -675,6 +678,118 @@ static void test_describe_and_monorepo(void **state)
     w->ops->free(w);
 }
 
+/* The number of lines of text equal to line. */
+static int line_count(const char *text, const char *line)
+{
+    int n = 0;
+    size_t len = strlen(line);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+        n += !strncmp(p, line, len) && (p[len] == '\n' || !p[len]);
+    return n;
+}
+
+/* A repository an older zerg set up excluded all of .zerg/ and .gsd/,
+ * so a task's outputs there never reached a commit: those lines go,
+ * the user's stay, and only zerg's run files are excluded, once. */
+static void test_excludes_migrated(void **state)
+{
+    char project[PATH_MAX * 2], path[PATH_MAX * 2];
+    snprintf(project, sizeof project, "%s/sub/proj", repo);
+    snprintf(path, sizeof path, "%s/info/exclude", G.common_dir);
+    tu_write(G.common_dir, "info/exclude",
+             "# git ls-files --others --exclude-from=.git/info/exclude\n"
+             "*.swp\n/.zerg/\n/.zerg-worktrees/\n/.gsd/\n"
+             "/sub/proj/.zerg/\n/sub/proj/.gsd/\n/.gsd/mine\n"
+             "/other/.zerg/\n.zerg/\nbuild/");
+    struct zerg_ws_opts o = opts("run1");
+    o.project = project;
+    for (int round = 0; round < 2; round++) {
+        struct zerg_workspace *w = zerg_ws_open(&o, &err);
+        if (!w)
+            fail_msg("open: %s", err.msg);
+        w->ops->free(w);
+        char *ex = tu_read(path);
+        static const char *const gone[] = {
+            "/.zerg/", "/.gsd/", "/sub/proj/.zerg/", "/sub/proj/.gsd/"};
+        static const char *const kept[] = {
+            "# git ls-files --others --exclude-from=.git/info/exclude",
+            "*.swp",
+            "/.gsd/mine",
+            "/other/.zerg/",
+            ".zerg/",
+            "build/"};
+        static const char *const added[] = {
+            "/.zerg/state/",           "/.zerg/logs/",
+            "/.zerg/reports/",         "/.zerg/monitor.log",
+            "/.zerg/monitor.jsonl",    "/.zerg-worktrees/",
+            "/sub/proj/.zerg/state/",  "/sub/proj/.zerg/logs/",
+            "/sub/proj/.zerg/reports/"};
+        for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+            if (line_count(ex, gone[i]))
+                fail_msg("%s is still excluded:\n%s", gone[i], ex);
+        for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+            if (line_count(ex, kept[i]) != 1)
+                fail_msg("the user's %s was not kept:\n%s", kept[i], ex);
+        for (size_t i = 0; i < sizeof added / sizeof *added; i++)
+            if (line_count(ex, added[i]) != 1)
+                fail_msg("%s is not there once:\n%s", added[i], ex);
+        free(ex);
+    }
+}
+
+/* What a passing attempt's commit takes (DESIGN §18): its outputs under
+ * .gsd/ and .zerg/, a declared file .gitignore ignores; never zerg's run
+ * files, even staged by the task itself; undeclared ignored paths are
+ * listed, not committed; a files.create never made is missing. */
+static void test_commit_takes_outputs(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    char wt[PATH_MAX], tip[ZERG_GIT_OID_MAX], oid[ZERG_GIT_OID_MAX];
+    char patch[PATH_MAX];
+    assert_int_equal(w->ops->worktree(w, 0, wt, sizeof wt, NULL, 0, &err), 0);
+    tip_of(w, tip);
+    assert_int_equal(zerg_ws_attempt_prepare(&G, wt, tip, logs, "T1", 1, patch,
+                                             sizeof patch, &err),
+                     0);
+    tu_write(wt, ".gitignore", "*.log\ncache/\n");
+    tu_write(wt, ".gsd/specs/F/notes.md", "notes\n");
+    tu_write(wt, ".zerg/wiki/page.md", "page\n");
+    tu_write(wt, "out/run.log", "declared\n");
+    tu_write(wt, "other.log", "not declared\n");
+    tu_write(wt, "cache/a.bin", "x");
+    tu_write(wt, ".zerg/state/F.json", "{}");
+    tu_write(wt, ".zerg/logs/F/x.log", "log\n");
+    free(ZGIT(wt, "add", "-f", ".zerg/logs/F/x.log"));
+    static char *create[] = {"out/run.log", ".gsd/specs/F/notes.md",
+                             "never/made.c", "out/"};
+    const struct zerg_task t = {.id = "T1", .files_create = {create, 4}};
+    struct zerg_path_list forced = {0}, ignored = {0}, missing = {0};
+    struct zerg_ws_outputs outs = {
+        .task = &t, .project_dir = wt, .forced = &forced, .ignored = &ignored};
+    char *msg = zerg_ws_commit_message(0, "outputs", "T1", 1, "run1");
+    assert_int_equal(zerg_ws_attempt_commit(&G, wt, tip, msg, &outs, oid, &err),
+                     0);
+    free(msg);
+    char *files = ZGIT(NULL, "ls-tree", "-r", "--name-only", oid);
+    assert_true(tu_contains(files, ".gsd/specs/F/notes.md\n"));
+    assert_true(tu_contains(files, ".zerg/wiki/page.md\n"));
+    assert_true(tu_contains(files, "out/run.log\n"));
+    assert_null(strstr(files, "other.log"));
+    assert_null(strstr(files, "cache/"));
+    assert_null(strstr(files, ".zerg/state"));
+    assert_null(strstr(files, ".zerg/logs"));
+    free(files);
+    assert_int_equal(forced.total, 1);
+    assert_string_equal(zerg_path_list_next(&forced, NULL), "out/run.log");
+    assert_int_equal(ignored.total, 2);
+    const char *p = zerg_path_list_next(&ignored, NULL);
+    assert_string_equal(p, "cache/");
+    assert_string_equal(zerg_path_list_next(&ignored, p), "other.log");
+    assert_int_equal(zerg_ws_outputs_missing(wt, &t, &missing), 1);
+    assert_string_equal(zerg_path_list_next(&missing, NULL), "never/made.c");
+    w->ops->free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -691,6 +806,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cleanup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_describe_and_monorepo, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_excludes_migrated, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_commit_takes_outputs, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

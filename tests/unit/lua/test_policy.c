@@ -366,17 +366,14 @@ static void test_retry_why(void **state)
 static void test_hooks_list(void **state)
 {
     (void)state;
-    static const char *const want[] = {"backoff.delay",
-                                       "stale.task",
-                                       "stale.worker",
-                                       "respawn.decide",
-                                       "retry.decide",
-                                       "reconcile.check",
-                                       "scope.decide",
-                                       NULL};
+    static const char *const want[] = {"backoff.delay", "stale.task",
+                                       "stale.worker",  "respawn.decide",
+                                       "retry.decide",  "reconcile.check",
+                                       "scope.decide",  "scope.config",
+                                       "scope.missing", NULL};
     for (int i = 0; want[i]; i++)
         assert_string_equal(zerg_policy_hooks[i], want[i]);
-    assert_null(zerg_policy_hooks[7]);
+    assert_null(zerg_policy_hooks[9]);
 }
 
 int main(void)

@@ -823,15 +823,15 @@ static void scope_path(char *buf, size_t size, int k, size_t i)
     }
 }
 
-static void scope_row(const struct zerg_task *t, const char *const *paths,
-                      size_t n, size_t reason_size)
+static void scope_row(enum zerg_scope_hook h, const struct zerg_task *t,
+                      const char *const *paths, size_t n, size_t reason_size)
 {
     zerg_json *wl = NULL, *wc = NULL;
     char rl[256], rc[256];
     zerg_policy_force_builtin(pol, 0);
-    int lua = zerg_policy_scope(pol, t, paths, n, rl, reason_size, &wl);
+    int lua = zerg_policy_scope_hook(pol, h, t, paths, n, rl, reason_size, &wl);
     zerg_policy_force_builtin(pol, 1);
-    int c = zerg_policy_scope(pol, t, paths, n, rc, reason_size, &wc);
+    int c = zerg_policy_scope_hook(pol, h, t, paths, n, rc, reason_size, &wc);
     zerg_policy_force_builtin(pol, 0);
     same_int("verdict", lua, c);
     same_str("reason", rl, rc);
@@ -850,19 +850,23 @@ static void test_scope(void **state)
                                    .files_modify = {files, 1}};
     const char *paths[SCOPE_ROWS];
     static const size_t sizes[] = {256, 64, 23, 1};
-    for (int k = 0; k < 2 + 7; k++)
-        for (size_t n = 0; n <= SCOPE_ROWS; n++)
-            for (size_t z = 0; z < N(sizes); z++) {
-                for (size_t i = 0; i < n; i++) {
-                    scope_path(buf[i], k == 1 ? 100 + 20 * i : 120, k, i);
-                    paths[i] = buf[i];
+    for (int h = ZERG_SCOPE_DECIDE; h <= ZERG_SCOPE_MISSING; h++)
+        for (int k = 0; k < 2 + 7; k++)
+            for (size_t n = h == ZERG_SCOPE_DECIDE ? 0 : 1; n <= SCOPE_ROWS;
+                 n++)
+                for (size_t z = 0; z < N(sizes); z++) {
+                    for (size_t i = 0; i < n; i++) {
+                        scope_path(buf[i], k == 1 ? 100 + 20 * i : 120, k, i);
+                        paths[i] = buf[i];
+                    }
+                    snprintf(row, sizeof row,
+                             "scope hook %d kind %d paths %zu size %zu", h, k,
+                             n, sizes[z]);
+                    scope_row((enum zerg_scope_hook)h, k == 2 ? NULL : &task,
+                              paths, n, sizes[z]);
                 }
-                snprintf(row, sizeof row, "scope kind %d paths %zu size %zu", k,
-                         n, sizes[z]);
-                scope_row(k == 2 ? NULL : &task, paths, n, sizes[z]);
-            }
     assert_int_equal(zerg_policy_error_count(pol), 0);
-    assert_parity(9 * 11 * 4);
+    assert_parity(9 * 11 * 4 + 2 * 9 * 10 * 4);
 }
 
 /* ---- the seam itself ------------------------------------------------- */

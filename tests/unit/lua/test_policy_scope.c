@@ -1,4 +1,5 @@
-/* test_policy_scope.c - scope.decide through include/zerg/policy.h
+/* test_policy_scope.c - scope.decide, scope.config and scope.missing
+ * through include/zerg/policy.h
  * (src/lua/policy_scope.c and policies/scope.lua): the bundled verdict and
  * its reason, what an override sees and how it decides (a project that
  * fails on secrets/), every bad answer and broken override falling back
@@ -371,8 +372,9 @@ static void test_override_load_errors(void **state)
     struct zerg_policy *p = zerg_policy_new(pp.ovdir, &cfg, pp.lg, &err);
     assert_null(p);
     assert_int_equal(err.code, ZERG_EPOLICY);
-    assert_true(tu_contains(err.msg, "'decid' is not a hook of the scope "
-                                     "policy (hooks: decide)"));
+    assert_true(tu_contains(err.msg,
+                            "'decid' is not a hook of the scope "
+                            "policy (hooks: decide, config, missing)"));
     assert_true(tu_contains(err.msg, "did you mean 'decide'?"));
     tu_rmtree(pp.ovdir);
     tu_write(pp.dir, ".zerg/policies/scop.lua", "return {}\n");
@@ -405,6 +407,142 @@ static void test_builtin(void **state)
     zerg_policy_free(p);
 }
 
+/* ---- scope.config and scope.missing ------------------------------------ */
+
+static enum zerg_scope_verdict hook(struct zerg_policy *p,
+                                    enum zerg_scope_hook h,
+                                    const char *const *paths, size_t n,
+                                    char *reason, zerg_json **why)
+{
+    return zerg_policy_scope_hook(p, h, &task, paths, n, reason, 256, why);
+}
+
+/* A task that changes zerg's configuration is flagged, not failed; a
+ * declared output that was never made fails the attempt as
+ * missing_output, naming it. */
+static void test_bundled_config_and_missing(void **state)
+{
+    (void)state;
+    struct zerg_policy *p = load_ok();
+    static const char *const cfgp[] = {".zerg/config.yaml",
+                                       ".zerg/policies/retry.lua"};
+    static const char *const miss[] = {"src/auth.c", "src/auth.h", "a", "b"};
+    char reason[256];
+    zerg_json *why = NULL;
+    assert_int_equal(hook(p, ZERG_SCOPE_CONFIG, cfgp, 2, reason, &why),
+                     ZERG_SCOPE_WARN);
+    assert_string_equal(reason, "changes zerg's own configuration: review "
+                                "before merging (.zerg/config.yaml, "
+                                ".zerg/policies/retry.lua)");
+    assert_string_equal(why_str(why, "hook"), "scope.config");
+    assert_string_equal(why_str(why, "policy"), "bundled");
+    assert_string_equal(why_str(why, "verdict"), "warn");
+    zerg_json_free(why);
+    assert_int_equal(hook(p, ZERG_SCOPE_MISSING, miss, 1, reason, &why),
+                     ZERG_SCOPE_FAIL);
+    assert_string_equal(reason,
+                        "missing_output: files.create not made: src/auth.c");
+    assert_string_equal(why_str(why, "hook"), "scope.missing");
+    assert_string_equal(why_str(why, "verdict"), "fail");
+    zerg_json_free(why);
+    assert_int_equal(hook(p, ZERG_SCOPE_MISSING, miss, 4, reason, NULL),
+                     ZERG_SCOPE_FAIL);
+    assert_string_equal(reason, "missing_output: files.create not made: "
+                                "src/auth.c, src/auth.h, a and 1 more");
+    assert_int_equal(zerg_policy_error_count(p), 0);
+    zerg_policy_free(p);
+}
+
+/* An override written before config and missing existed (decide only)
+ * still loads and decides; the new hooks stay bundled. */
+static void test_old_override_keeps_new_hooks(void **state)
+{
+    (void)state;
+    write_override("return {decide = function() return 'allow' end}\n");
+    struct zerg_policy *p = load_ok();
+    static const char *const paths[] = {"src/auth.c"};
+    char reason[256];
+    zerg_json *why = NULL;
+    assert_int_equal(decide(p, paths, 1, reason, NULL), ZERG_SCOPE_ALLOW);
+    assert_int_equal(hook(p, ZERG_SCOPE_MISSING, paths, 1, reason, &why),
+                     ZERG_SCOPE_FAIL);
+    assert_string_equal(why_str(why, "policy"), "bundled");
+    zerg_json_free(why);
+    assert_int_equal(hook(p, ZERG_SCOPE_CONFIG, paths, 1, reason, NULL),
+                     ZERG_SCOPE_WARN);
+    assert_int_equal(zerg_policy_error_count(p), 0);
+    zerg_policy_free(p);
+}
+
+/* A project that lets a task skip its optional outputs and refuses any
+ * change to zerg's configuration. */
+static void test_override_config_and_missing(void **state)
+{
+    (void)state;
+    write_override(
+        "local base = require('policies.scope')\n"
+        "local M = setmetatable({}, {__index = base})\n"
+        "function M.missing(task, paths, opts)\n"
+        "    if paths[1]:match('%.md$') then return 'warn', 'docs later' end\n"
+        "    return base.missing(task, paths, opts)\n"
+        "end\n"
+        "function M.config(task, paths, opts)\n"
+        "    return 'fail', task.id .. ' touched ' .. paths[1]\n"
+        "end\n"
+        "return M\n");
+    struct zerg_policy *p = load_ok();
+    static const char *const md[] = {"docs/auth.md"}, *const c[] = {"src/x.c"};
+    static const char *const cfgp[] = {".zerg/config.yaml"};
+    char reason[256];
+    zerg_json *why = NULL;
+    assert_int_equal(hook(p, ZERG_SCOPE_MISSING, md, 1, reason, &why),
+                     ZERG_SCOPE_WARN);
+    assert_string_equal(reason, "docs later");
+    assert_string_equal(why_str(why, "policy"), "override");
+    zerg_json_free(why);
+    assert_int_equal(hook(p, ZERG_SCOPE_MISSING, c, 1, reason, NULL),
+                     ZERG_SCOPE_FAIL);
+    assert_string_equal(reason, "missing_output: files.create not made: "
+                                "src/x.c");
+    assert_int_equal(hook(p, ZERG_SCOPE_CONFIG, cfgp, 1, reason, NULL),
+                     ZERG_SCOPE_FAIL);
+    assert_string_equal(reason, "AUTH-L2-003 touched .zerg/config.yaml");
+    /* decide, through the metatable, is the bundled one */
+    assert_int_equal(decide(p, c, 1, reason, NULL), ZERG_SCOPE_WARN);
+    assert_int_equal(zerg_policy_error_count(p), 0);
+    zerg_policy_free(p);
+}
+
+/* A broken answer of the new hooks falls back to the bundled verdict;
+ * with even the Lua gone, the C rule gives the same answers. */
+static void test_new_hooks_fall_back(void **state)
+{
+    (void)state;
+    write_override("return {missing = function() return 'maybe' end,\n"
+                   "        config = function() error('boom') end}\n");
+    struct zerg_policy *p = load_ok();
+    static const char *const paths[] = {"src/auth.c"};
+    char reason[256];
+    zerg_json *why = NULL;
+    assert_int_equal(hook(p, ZERG_SCOPE_MISSING, paths, 1, reason, NULL),
+                     ZERG_SCOPE_FAIL);
+    assert_int_equal(hook(p, ZERG_SCOPE_CONFIG, paths, 1, reason, NULL),
+                     ZERG_SCOPE_WARN);
+    assert_int_equal(zerg_policy_error_count(p), 2);
+    zerg_policy_force_builtin(p, 1);
+    assert_int_equal(hook(p, ZERG_SCOPE_MISSING, paths, 1, reason, &why),
+                     ZERG_SCOPE_FAIL);
+    assert_string_equal(reason,
+                        "missing_output: files.create not made: src/auth.c");
+    assert_string_equal(why_str(why, "policy"), "builtin");
+    zerg_json_free(why);
+    assert_int_equal(hook(p, ZERG_SCOPE_CONFIG, paths, 1, reason, NULL),
+                     ZERG_SCOPE_WARN);
+    assert_string_equal(reason, "changes zerg's own configuration: review "
+                                "before merging (src/auth.c)");
+    zerg_policy_free(p);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -421,6 +559,10 @@ int main(void)
         T(test_broken_override_falls_back),
         T(test_override_load_errors),
         T(test_builtin),
+        T(test_bundled_config_and_missing),
+        T(test_old_override_keeps_new_hooks),
+        T(test_override_config_and_missing),
+        T(test_new_hooks_fall_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,20 +102,32 @@ static void test_scope_hook_wired(void **state)
     /* the table as built is wired, and so is any scope.lua with decide */
     assert_int_equal(check_lua(zerg_embedded_lua), 0);
     assert_true(tu_contains(out, "All modules properly wired"));
-    assert_int_equal(check_scope_as("return {decide = function() end}\n"), 0);
+    assert_int_equal(check_scope_as("return {decide = function() end,\n"
+                                    "config = function() end,\n"
+                                    "missing = function() end}\n"),
+                     0);
+    /* scope.lua with decide only: the core calls config and missing */
+    assert_int_equal(check_scope_as("return {decide = function() end}\n"), 2);
+    assert_true(tu_contains(out, "the core calls 'scope.missing', which no "
+                                 "bundled policy defines"));
     /* scope.lua without decide */
-    assert_int_equal(check_scope_as("return {}\n"), 1);
+    assert_int_equal(check_scope_as("return {config = function() end,\n"
+                                    "missing = function() end}\n"),
+                     1);
     assert_true(tu_contains(out, "the core calls 'scope.decide', which no "
                                  "bundled policy defines"));
     assert_null(strstr(out, "All modules properly wired"));
     /* decide misspelt: two problems */
-    assert_int_equal(check_scope_as("return {decid = function() end}\n"), 2);
+    assert_int_equal(check_scope_as("return {decid = function() end,\n"
+                                    "config = function() end,\n"
+                                    "missing = function() end}\n"),
+                     2);
     assert_true(tu_contains(out, "policies/scope.lua defines hook "
                                  "'scope.decid', which the core never "
                                  "calls"));
     assert_true(tu_contains(out, "the core calls 'scope.decide'"));
     /* no scope.lua at all */
-    assert_int_equal(check_scope_as(NULL), 1);
+    assert_int_equal(check_scope_as(NULL), 3);
     assert_true(tu_contains(out, "the core calls 'scope.decide'"));
 }
 
@@ -129,7 +141,8 @@ static void test_scope_override(void **state)
     tu_write(dir, "scope.lua", "return {decied = function() end}\n");
     assert_int_equal(check(dir, ZERG_TEST_SOURCE_DIR), 1);
     assert_true(tu_contains(out, "'decied' is not a hook of the scope "
-                                 "policy (hooks: decide); did you mean "
+                                 "policy (hooks: decide, config, missing); "
+                                 "did you mean "
                                  "'decide'?"));
     tu_write(dir, "scope.lua",
              "local base = require('policies.scope')\n"

@@ -185,6 +185,80 @@ static void test_result_roundtrip(void **state)
     assert_string_equal(got.error, "");
 }
 
+/* What an attempt produced beyond its exit status reaches the
+ * orchestrator: the missing declared outputs, the ignored files committed
+ * anyway and those left out, bounded to 20 paths with the total kept. */
+static void test_result_output_lists(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    struct zerg_result r = {.epoch = 5, .attempt = 1}, got;
+    strcpy(r.task, "O-L1-001");
+    strcpy(r.stage, "verification");
+    zerg_path_list_add(&r.missing, "src/a.c");
+    zerg_path_list_add(&r.forced, "build/out.bin");
+    zerg_path_list_add(&r.forced, "with \"quotes\" and\nnewline");
+    char name[64];
+    for (int i = 0; i < 57; i++) {
+        snprintf(name, sizeof name, "cache/%02d/", i);
+        assert_int_equal(zerg_path_list_add(&r.ignored, name), i < 20);
+    }
+    assert_int_equal(r.ignored.n, 20);
+    assert_int_equal(r.ignored.total, 57);
+    /* the event line carries them too */
+    char *line = NULL;
+    size_t len = 0;
+    assert_int_equal(zerg_proto_event_result(&r, &line, &len), 0);
+    struct zerg_event ev;
+    assert_int_equal(zerg_proto_event_parse(line, len, &ev), 0);
+    assert_int_equal(ev.result.ignored.total, 57);
+    free(line);
+    assert_int_equal(zerg_proto_write_result(f->dir, &r, &err), 0);
+    char path[PATH_MAX];
+    zerg_proto_result_path(path, sizeof path, f->dir, "O-L1-001", 1);
+    char *text = tu_read(path);
+    assert_true(tu_contains(text, "\"missing\":[\"src/a.c\"]"));
+    assert_true(tu_contains(text, "\"ignored_total\":57"));
+    free(text);
+    assert_int_equal(zerg_proto_read_result(path, &got), 0);
+    assert_int_equal(got.missing.total, 1);
+    const char *m = zerg_path_list_next(&got.missing, NULL);
+    assert_string_equal(m, "src/a.c");
+    assert_null(zerg_path_list_next(&got.missing, m));
+    assert_int_equal(got.forced.total, 2);
+    const char *p = zerg_path_list_next(&got.forced, NULL);
+    assert_string_equal(p, "build/out.bin");
+    assert_string_equal(zerg_path_list_next(&got.forced, p),
+                        "with \"quotes\" and\nnewline");
+    assert_int_equal(got.ignored.total, 57);
+    assert_int_equal(got.ignored.n, 20);
+    p = NULL;
+    for (int i = 0; i < 20; i++) {
+        p = zerg_path_list_next(&got.ignored, p);
+        snprintf(name, sizeof name, "cache/%02d/", i);
+        assert_string_equal(p, name);
+    }
+    /* a result without them (an older worker's) reads as empty lists */
+    memset(&r.missing, 0, sizeof r.missing);
+    memset(&r.forced, 0, sizeof r.forced);
+    memset(&r.ignored, 0, sizeof r.ignored);
+    assert_int_equal(zerg_proto_write_result(f->dir, &r, &err), 0);
+    text = tu_read(path);
+    assert_null(strstr(text, "missing"));
+    free(text);
+    assert_int_equal(zerg_proto_read_result(path, &got), 0);
+    assert_int_equal(got.missing.total + got.forced.total + got.ignored.total,
+                     0);
+    /* a list that is not one is a corrupt result */
+    tu_write(f->dir, "result-O-L1-001-1.json",
+             "{\"epoch\":5,\"run_id\":\"\",\"worker_id\":0,\"task\":"
+             "\"O-L1-001\",\"attempt\":1,\"outcome\":\"complete\",\"stage\":"
+             "\"\",\"exit_code\":0,\"signal\":0,\"timed_out\":false,"
+             "\"duration_ms\":0,\"error\":\"\",\"missing\":[1],"
+             "\"missing_total\":1}");
+    assert_int_equal(zerg_proto_read_result(path, &got), ZERG_ECORRUPT);
+}
+
 static void test_result_rejects_bad_id(void **state)
 {
     struct fx *f = *state;
@@ -384,6 +458,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_heartbeat_roundtrip, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_result_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_result_output_lists, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_result_rejects_bad_id, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lease_roundtrip, setup, teardown),

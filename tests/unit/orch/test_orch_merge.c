@@ -5,7 +5,8 @@
  * branch; the next assignment starts from the new tip; a conflict is kept,
  * retried on its own budget and holds its level open; a broken repository
  * ends the run; on resume what git already holds is adopted, never run or
- * merged twice; paths outside a task's files go to the scope policy. */
+ * merged twice; paths outside a task's files go to the scope policy, and
+ * so do zerg's configuration changed and declared outputs missing. */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "orch_fixture.h"
 #include "zerg/err.h"
 #include "zerg/orchestrator.h"
+#include "zerg/protocol.h"
 
 /* The slot running task id, or -1. */
 static int slot_of(struct fx *x, const char *id)
@@ -78,8 +80,9 @@ static void test_commit_merged_before_complete(void **st)
     assert_int_equal(x->s.tasks[t].status, ZERG_TASK_COMPLETE);
     tip_is(tip, 2);
     assert_string_equal(x->s.tasks[t].commit, tip);
-    /* A task naming no files has no scope to check. */
-    assert_int_equal(x->ws->nchanged, 0);
+    /* A task naming no files has no scope to check, but its changes are
+     * listed all the same: one may be zerg's own configuration. */
+    assert_int_equal(x->ws->nchanged, 1);
     assert_event(x, "\"event\":\"merge_complete\"");
 
     /* The next attempt starts from the tip holding the merge. */
@@ -521,6 +524,127 @@ static void test_resume_failed_head_not_merged(void **st)
     fx_free(x);
 }
 
+/* ---- outputs (DESIGN §18, src/orch/orch_outputs.c) --------------------- */
+
+/* The summary lines zerg_orch_notes prints, malloc'd. */
+static char *notes_of(struct fx *x)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    zerg_orch_notes(x->o, f);
+    fclose(f);
+    return buf;
+}
+
+/* A change to zerg's own configuration is merged, logged and named in
+ * the summary; a wiki page beside it is not configuration. */
+static void test_config_change_flagged(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new_ws(graph_files, 1, 0);
+    snprintf(x->ws->changed, sizeof x->ws->changed,
+             "src/a.c\n.zerg/config.yaml\n.zerg/wiki/page.md\n");
+    start_ready(x);
+    commit_slot(x, 0);
+    assert_int_equal(x->ws->nmerges, 1);
+    assert_int_equal(status_of(x, "A-L1-001"), ZERG_TASK_COMPLETE);
+    assert_event(x, "\"event\":\"config_change\"");
+    char *notes = notes_of(x);
+    assert_true(tu_contains(notes, "Task A-L1-001: changes zerg's own "
+                                   "configuration: review before merging "
+                                   "(.zerg/config.yaml).\n"));
+    free(notes);
+    fx_free(x);
+}
+
+/* A project that refuses it: the attempt fails, charged, nothing merged. */
+static void test_config_change_fail(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new_ws(graph_files, 1, 0);
+    fx_policies(x, "scope.lua",
+                "return {config = function(t, p) return 'fail', "
+                "'no config from tasks: ' .. p[1] end}\n");
+    snprintf(x->ws->changed, sizeof x->ws->changed,
+             "src/a.c\n.zerg/policies/retry.lua\n");
+    start_ready(x);
+    commit_slot(x, 0);
+    struct zerg_task_state *ts = task_of(x, "A-L1-001");
+    assert_int_equal(x->ws->nmerges, 0);
+    assert_int_not_equal(ts->status, ZERG_TASK_COMPLETE);
+    assert_int_equal(ts->retry_count, 1);
+    assert_true(tu_contains(ts->error, "no config from tasks: "
+                                       ".zerg/policies/retry.lua"));
+    char *notes = notes_of(x);
+    assert_string_equal(notes, "");
+    free(notes);
+    fx_free(x);
+}
+
+/* A result of the running attempt of slot 0 with missing and ignored
+ * paths, applied. */
+static void result_outputs(struct fx *x, const char *missing,
+                           const char *ignored)
+{
+    int t = x->o->slots[0].task;
+    const char *id = x->g->tasks[t].id;
+    int attempt = x->s.tasks[t].attempt;
+    struct zerg_result r = {.epoch = x->o->slots[0].proc.epoch,
+                            .attempt = attempt,
+                            .outcome = ZERG_OUTCOME_COMPLETE};
+    snprintf(r.task, sizeof r.task, "%s", id);
+    snprintf(r.stage, sizeof r.stage, "verification");
+    snprintf(r.base, sizeof r.base, "%s", assign_of(x, 0).base);
+    fake_commit_oid(r.commit, id, attempt);
+    if (missing)
+        zerg_path_list_add(&r.missing, missing);
+    if (ignored)
+        zerg_path_list_add(&r.ignored, ignored);
+    heartbeat(x, 0, id, attempt, "command", 10);
+    assert_int_equal(zerg_proto_write_result(x->run_dir, &r, NULL), 0);
+    char name[128];
+    snprintf(name, sizeof name, "result-%s-%d.json", id, attempt);
+    zerg_orch_file_changed(x->o, name, x->now);
+}
+
+/* A declared output never made fails the attempt as missing_output,
+ * charged like a task failure and retried; the retry that makes it
+ * completes, and what it left out ignored is counted. */
+static void test_missing_output_retried(void **st)
+{
+    (void)st;
+    static const char graph_one[] =
+        "{\"feature\":\"t\",\"tasks\":["
+        "{\"id\":\"A-L1-001\",\"level\":1,\"command\":\"true\","
+        "\"files\":{\"create\":[\"src/new/\"]}}]}";
+    struct fx *x = fx_new_ws(graph_one, 1, 0);
+    x->cfg.backoff_base_ns = S(1);
+    start_ready(x);
+    assert_string_equal(assign_of(x, 0).task, "A-L1-001");
+    result_outputs(x, "src/new/", NULL);
+    struct zerg_task_state *ts = task_of(x, "A-L1-001");
+    assert_int_equal(x->ws->nmerges, 0);
+    assert_int_equal(ts->status, ZERG_TASK_WAITING_RETRY);
+    assert_int_equal(ts->retry_count, 1);
+    assert_true(tu_contains(ts->error, "missing_output: files.create not "
+                                       "made: src/new/"));
+    assert_event(x, "\"event\":\"missing_output\"");
+    advance(x, 1.5);
+    assert_int_equal(slot_of(x, "A-L1-001"), 0);
+    assert_int_equal(assign_of(x, 0).attempt, 2);
+    result_outputs(x, NULL, "cache/");
+    assert_int_equal(ts->status, ZERG_TASK_COMPLETE);
+    assert_int_equal(x->ws->nmerges, 1);
+    assert_event(x, "\"event\":\"output_ignored\"");
+    char *notes = notes_of(x);
+    assert_true(tu_contains(notes, "1 ignored path was left out of the "
+                                   "commits of 1 task, not declared "
+                                   "(cache/)"));
+    free(notes);
+    fx_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -541,6 +665,9 @@ int main(void)
         cmocka_unit_test(test_resume_conflicted_head_not_merged_again),
         cmocka_unit_test(test_resume_scope_failed_head_not_merged),
         cmocka_unit_test(test_resume_failed_head_not_merged),
+        cmocka_unit_test(test_config_change_flagged),
+        cmocka_unit_test(test_config_change_fail),
+        cmocka_unit_test(test_missing_output_retried),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
