@@ -123,6 +123,11 @@ struct zerg_ws_opts {
     int fresh;                 /* a new run (not --resume) */
     int nslots;                /* worktrees made up front */
     struct zerg_log *log;      /* worktree_ready, ... ; may be NULL */
+    /* Called with every ref the workspace creates, moves or takes into
+     * use (full name, the oid it points at after), for git.refs in the
+     * run's state: `zerg cleanup` deletes only those.  May be NULL. */
+    void (*on_ref)(void *ud, const char *ref, const char *oid);
+    void *ref_ud;
 };
 
 /* Opens the workspace of a rush: checks git, the repository and base,
@@ -130,7 +135,10 @@ struct zerg_ws_opts {
  * commits outside the base on a fresh run), adds .zerg/ and
  * .zerg-worktrees/ to .git/info/exclude and makes the worktrees.  NULL
  * with err set: ZERG_EGIT_* or ZERG_EINVAL_INPUT (a base that does not
- * exist, a branch name clash), the fix in the message. */
+ * exist, a branch name clash), ZERG_EGIT_CHECKED_OUT (the integration or
+ * a worker branch is checked out in a worktree not zerg's), the fix in
+ * the message.  Merges fail with ZERG_EGIT_CHECKED_OUT too when the
+ * integration branch got checked out meanwhile: nothing is moved. */
 struct zerg_workspace *zerg_ws_open(const struct zerg_ws_opts *o,
                                     struct zerg_err *err);
 

@@ -27,6 +27,8 @@ struct ws_host {
     char ref[PATH_MAX + 16]; /* refs/heads/zerg/{feature}/integration */
     int nslots;
     struct zerg_log *log;
+    void (*on_ref)(void *ud, const char *ref, const char *oid);
+    void *ref_ud;
     char **done; /* "task\x1f" "attempt\x1f" "run" merged since base */
     size_t ndone, done_cap;
 };
@@ -34,6 +36,11 @@ struct ws_host {
 /* Called between reading the tip and the compare-and-swap of a merge;
  * tests set it to move the tip behind the merge's back.  NULL normally. */
 extern void (*ws_merge_race_hook)(struct ws_host *h);
+
+/* ws_host.c: tells the caller (git.refs) that ref now points at oid;
+ * ws_note_ref_at resolves it first (nothing when it does not exist). */
+void ws_note_ref(struct ws_host *h, const char *ref, const char *oid);
+void ws_note_ref_at(struct ws_host *h, const char *ref);
 
 /* ws_names.c */
 int ws_name_valid(const char *s);
@@ -57,6 +64,16 @@ int ws_tree_path(const struct zerg_git *g, const char *feature,
 int ws_ensure_worktree(const struct zerg_git *g, const char *feature,
                        const char *path, const char *branch, const char *rev,
                        struct zerg_err *err);
+/* 1 when the branch ref (full name) is checked out in a worktree other
+ * than the one at except (NULL: any), with its path in where; 0 when
+ * not; negative on error.  From `git worktree list --porcelain`. */
+int ws_checked_out(const struct zerg_git *g, const char *ref,
+                   const char *except, char *where, size_t n,
+                   struct zerg_err *err);
+/* ZERG_EGIT_CHECKED_OUT with the sentence that says so and the fix; then
+ * is what to do after switching ("run zerg again"). */
+int ws_refuse_checked_out(const char *ref, const char *where, const char *then,
+                          struct zerg_err *err);
 /* 1 when ref (full name) exists, 0 when not, negative on error. */
 int ws_ref_exists(const struct zerg_git *g, const char *ref,
                   struct zerg_err *err);
