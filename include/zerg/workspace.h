@@ -22,6 +22,7 @@
 
 struct zerg_err;
 struct zerg_log;
+struct zerg_state_refs;
 
 /* ---- names ------------------------------------------------------------ */
 
@@ -154,13 +155,34 @@ int zerg_ws_auto_applies(const char *dir);
 
 typedef void (*zerg_ws_say_fn)(void *ud, const char *line);
 
-/* Removes the feature's worktrees (saving uncommitted work as patches
- * under logs_dir) and worker branches; with all, also its integration
- * and conflict refs.  dry_run: only says what it would do.  Each action
- * is reported through say.  Returns the number of actions or negative. */
-int zerg_ws_cleanup(const char *project, const char *feature,
-                    const char *logs_dir, int all, int dry_run,
-                    zerg_ws_say_fn say, void *ud, struct zerg_err *err);
+struct zerg_ws_cleanup_opts {
+    const char *project;
+    const char *feature;
+    const char *logs_dir; /* .zerg/logs/{feature}: where patches go */
+    const char *base;     /* git.base of the run, NULL when unknown */
+    /* git.refs of the run: only these are deleted.  refs_known 0 (a state
+     * of an older zerg, or none): the feature's refs by their names. */
+    const struct zerg_state_refs *refs;
+    int refs_known;
+    int all;     /* also the integration branches and conflict refs */
+    int force;   /* also refs holding work not merged, or moved by hand */
+    int dry_run; /* only say what would be done */
+    zerg_ws_say_fn say;
+    void *ud;
+    int held;     /* out: refs kept that --force would delete */
+    int kept_own; /* out: refs of zerg's kept (held or checked out) */
+};
+
+/* Removes the feature's worktrees (saving uncommitted work first where
+ * the worker would have: tasks/{id}/attempt-{n}.patch of the attempt the
+ * worktree last ran, else worktrees/{name}-{ts}.patch, under logs_dir)
+ * and worker branches; with all, also its integration branches and
+ * conflict refs.  Never a ref zerg did not record creating (when
+ * refs_known), never a branch checked out in a worktree; an integration
+ * branch holding commits on no other branch and a conflict ref moved
+ * since zerg set it only with force (counted in held otherwise).  Each
+ * action is reported through say.  The number of actions or negative. */
+int zerg_ws_cleanup(struct zerg_ws_cleanup_opts *o, struct zerg_err *err);
 
 struct zerg_ws_info {
     int exists;                /* the integration branch exists */

@@ -105,6 +105,19 @@ int ws_setup_branch(struct ws_host *h, const struct zerg_ws_opts *o,
                     struct zerg_err *err);
 int ws_add_excludes(const struct zerg_git *g, struct zerg_err *err);
 
+/* ws_record.c: the attempt a worktree last ran and where its leftovers
+ * go.  The record is <git dir>/WS_ATTEMPT_FILE, "task\nattempt\n". */
+#define WS_ATTEMPT_FILE "zerg-attempt"
+/* 0 and task/attempt, or ZERG_ENOTFOUND when there is none (gitdir NULL,
+ * or not zerg's). */
+int ws_read_record(const char *gitdir, char *task, size_t n, int *attempt);
+/* rel (under the logs dir) and file name for the leftovers of the
+ * worktree at top: tasks/{id} and attempt-{n}.patch of the recorded
+ * attempt, else worktrees and {worktree}-{timestamp}.patch.  0 or
+ * -ENAMETOOLONG. */
+int ws_leftover_place(const char *gitdir, const char *top, char *rel,
+                      size_t reln, char *name, size_t namen);
+
 /* ws_patch.c: the uncommitted changes of dir against HEAD as a binary
  * patch (*data malloc'd, *len 0 when clean), through a temporary index
  * so the real one is untouched. */

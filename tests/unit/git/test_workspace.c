@@ -443,6 +443,21 @@ static void assert_no_marks(const char *when)
         fail_msg("a planted command ran (%s)", when);
 }
 
+/* zerg cleanup of feature F, going by the names (no git.refs). */
+static int ws_cleanup(int all, int force, int dry_run, zerg_ws_say_fn fn,
+                      void *ud)
+{
+    struct zerg_ws_cleanup_opts o = {.project = repo,
+                                     .feature = "F",
+                                     .logs_dir = logs,
+                                     .all = all,
+                                     .force = force,
+                                     .dry_run = dry_run,
+                                     .say = fn,
+                                     .ud = ud};
+    return zerg_ws_cleanup(&o, &err);
+}
+
 static void test_planted_commands(void **state)
 {
     struct zerg_workspace *w = open_ws("run1");
@@ -502,7 +517,7 @@ static void test_planted_commands(void **state)
     assert_true(leftover[0] != '\0');
     assert_no_marks("prepare, changed, patches, gate");
     w->ops->free(w);
-    assert_true(zerg_ws_cleanup(repo, "F", logs, 1, 0, NULL, NULL, &err) > 0);
+    assert_true(ws_cleanup(1, 1, 0, NULL, NULL) > 0);
     assert_no_marks("cleanup");
     /* Without zerg's overrides the plant is live: the test can fail. */
     const char *argv[] = {"git", "-C", repo, "status", "--short", NULL};
@@ -620,13 +635,13 @@ static void test_cleanup(void **state)
     w->ops->free(w);
     tu_write(wt, "unsaved.txt", "work\n");
     struct said s = {0};
-    int n = zerg_ws_cleanup(repo, "F", logs, 0, 1, say, &s, &err);
+    int n = ws_cleanup(0, 0, 1, say, &s);
     assert_true(n >= 5); /* 3 worktrees, 2 worker branches */
     assert_int_equal(n, s.n);
     assert_true(tu_contains(s.text, "Would remove worktree"));
     assert_true(exists(wt));
     struct said s2 = {0};
-    n = zerg_ws_cleanup(repo, "F", logs, 0, 0, say, &s2, &err);
+    n = ws_cleanup(0, 0, 0, say, &s2);
     assert_int_equal(n, s2.n);
     assert_true(n >= 5);
     assert_false(exists(wt));
@@ -643,7 +658,7 @@ static void test_cleanup(void **state)
     assert_int_equal(zerg_ws_describe(repo, "F", NULL, &info, &err), 0);
     assert_int_equal(info.exists, 1);
     assert_int_equal(info.nworktrees, 0);
-    assert_true(zerg_ws_cleanup(repo, "F", logs, 1, 0, NULL, NULL, &err) > 0);
+    assert_true(ws_cleanup(1, 0, 0, NULL, NULL) > 0);
     refs = ZGIT(NULL, "for-each-ref", "--format=%(refname)");
     assert_null(strstr(refs, "zerg/F"));
     free(refs);
