@@ -204,7 +204,8 @@ static void merge_broken(struct zerg_orch *o, size_t t, const char *msg,
  * zerg moves no branch under a worktree (DESIGN §18), so nothing is
  * merged, no task is claimed any more and the run ends (exit 1) saying
  * why.  The commit is kept at the task's conflict ref and the task goes
- * back to pending, uncharged: --resume runs it again on the tip. */
+ * back to pending, uncharged (conflict_count untouched): --resume runs
+ * it again on the tip. */
 static void merge_held(struct zerg_orch *o, size_t t,
                        const struct zerg_result *r, const char *msg,
                        int64_t now)
@@ -217,12 +218,16 @@ static void merge_held(struct zerg_orch *o, size_t t,
     zerg_json *data = zerg_json_obj();
     zerg_json_set_str(data, "ref", ref);
     zerg_json_set_str(data, "branch", ws(o)->branch);
-    zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_ERROR, "merge_held",
+    zerg_json_set_str(data, "reason", "checked_out");
+    zerg_json_set_num(data, "attempt", r->attempt);
+    /* merge_conflict's contract (nothing merged, the commit kept at its
+     * conflict ref, the task runs again) with the reason in data. */
+    zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_ERROR, "merge_conflict",
                    r->task, data,
                    "Task %s not merged (its commit is kept at "
                    "%s): %s",
                    r->task, ref[0] ? ref : "its worker branch", msg);
-    orch_requeue(o, t, "merge_held");
+    orch_requeue(o, t, "not merged: the integration branch is checked out");
     o->failed_run = 1;
     snprintf(o->run_error, sizeof o->run_error, "%s", msg);
     zerg_orch_request_stop(o, 0, now);

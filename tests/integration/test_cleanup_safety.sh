@@ -182,7 +182,7 @@ rush_wait 60
 grep -q "zerg/f/integration is checked out in $PROJ" "$PROJ/rush.out" || fail "the run does not say why it stopped: $(cat "$PROJ/rush.out")"
 kept=$(G rev-parse -q --verify refs/zerg/f/conflicts/T-1/1) || fail "the task's commit was not kept"
 [ "$(G show "$kept:one.txt")" = one ] || fail "the kept commit lacks the task's work"
-has_event merge_held || fail "no merge_held event"
+grep '"event":"merge_conflict"' "$PROJ/.zerg/monitor.jsonl" | grep -q '"reason":"checked_out"' || fail "no merge_conflict event with reason checked_out"
 G switch -q main
 zerg rush --resume --no-progress > "$PROJ/resume.out" 2>&1 || fail "--resume after switching away exited $?: $(cat "$PROJ/resume.out")"
 [ "$(G show zerg/f/integration:one.txt)" = one ] || fail "the resumed run did not merge T-1"
