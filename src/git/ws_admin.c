@@ -213,8 +213,8 @@ static int judge(struct cleanup *c, const char *ref, const char *tip, char *why,
     const struct zerg_state_ref *rec = recorded(c, ref);
     if (c->o->refs_known && !rec)
         return snprintf(why, n,
-                        "zerg did not create it (the run's state "
-                        "does not list it)"),
+                        "the run's state does not list it as made by "
+                        "zerg, so it is left as it is"),
                V_KEEP;
     const char *where = k == REF_CONFLICT ? NULL : checked_out_in(c, ref);
     if (where)

@@ -47,7 +47,7 @@ user_branch_intact() {
 zerg cleanup > "$PROJ/c1.txt" 2>&1 || fail "cleanup exited $?: $(cat "$PROJ/c1.txt")"
 user_branch_intact cleanup
 grep -q 'Deleted refs/heads/zerg/f/worker-0' "$PROJ/c1.txt" || fail "zerg's own worker branch stayed: $(cat "$PROJ/c1.txt")"
-grep -q 'Kept zerg/f/worker-9: zerg did not create it' "$PROJ/c1.txt" || fail "cleanup does not say it left worker-9: $(cat "$PROJ/c1.txt")"
+grep -q "Kept zerg/f/worker-9: the run's state does not list it as made by zerg" "$PROJ/c1.txt" || fail "cleanup does not say it left worker-9: $(cat "$PROJ/c1.txt")"
 rc=0
 zerg cleanup --all > "$PROJ/c2.txt" 2>&1 || rc=$?
 user_branch_intact "cleanup --all"
