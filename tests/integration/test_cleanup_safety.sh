@@ -147,6 +147,36 @@ grep -q "zerg/f/integration is checked out in $PROJ: zerg never moves a branch t
     fail "--resume does not say why: $(cat "$PROJ/resume.out")"
 grep -q "switch <branch>" "$PROJ/resume.out" || fail "--resume does not give the fix: $(cat "$PROJ/resume.out")"
 pass "--resume refuses (exit 2, the fix said) and leaves the checked-out integration branch and the user's tree as they were"
+zerg cleanup --all --force > "$PROJ/c.txt" 2>&1 || true
+[ "$(G rev-parse -q --verify zerg/f/integration)" = "$tip" ] || fail "cleanup --all --force deleted the checked-out integration branch"
+[ "$(tree_snapshot)" = "$before" ] || fail "cleanup changed the user's tree: $(tree_snapshot)"
+grep -q "Kept zerg/f/integration: it is checked out in $PROJ" "$PROJ/c.txt" || fail "cleanup does not say why the branch stays: $(cat "$PROJ/c.txt")"
+pass "not even --all --force deletes the integration branch the user has checked out"
+
+# ---- a conflict ref moved since zerg set it
+new_project moved
+git_repo
+one_task
+zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "rush exited $?: $(cat "$PROJ/rush.out")"
+G merge -q --ff-only zerg/f/integration
+set_by_zerg=$(G rev-parse zerg/f/integration)
+G update-ref refs/zerg/f/conflicts/T-1/1 "$set_by_zerg"
+python3 - "$PROJ/.zerg/state/f.json" "$set_by_zerg" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["git"].setdefault("refs", {})["refs/zerg/f/conflicts/T-1/1"] = sys.argv[2]
+json.dump(d, open(sys.argv[1], "w"))
+PY
+G update-ref refs/zerg/f/conflicts/T-1/1 "$(G rev-parse HEAD~1)" # the user moved it
+rc=0
+zerg cleanup --all > "$PROJ/c1.txt" 2>&1 || rc=$?
+G rev-parse -q --verify refs/zerg/f/conflicts/T-1/1 > /dev/null || fail "cleanup --all deleted a ref moved since zerg set it"
+[ $rc = 1 ] || fail "cleanup --all exited $rc with a moved ref kept: $(cat "$PROJ/c1.txt")"
+grep -q 'Kept refs/zerg/f/conflicts/T-1/1: it moved since zerg set it' "$PROJ/c1.txt" || fail "cleanup does not say why: $(cat "$PROJ/c1.txt")"
+zerg cleanup --all --force > "$PROJ/c2.txt" 2>&1 || fail "cleanup --all --force exited $?: $(cat "$PROJ/c2.txt")"
+! G rev-parse -q --verify refs/zerg/f/conflicts/T-1/1 > /dev/null || fail "--force left the moved ref"
+[ ! -e "$PROJ/.zerg/state/f.json" ] || fail "the state stayed though nothing of zerg's is left"
+pass "a conflict ref moved since zerg set it stays without --force (exit 1) and goes with it"
 
 # ---- a fresh rush with the user on zerg/f/worker-0
 new_project fresh
