@@ -19,6 +19,7 @@
 #include "git/ws_internal.h"
 #include "zerg/err.h"
 #include "zerg/git.h"
+#include "zerg/state.h"
 #include "zerg/workspace.h"
 
 extern char **environ;
@@ -613,6 +614,56 @@ static void test_rename_old_integration(void **state)
     w->ops->free(w);
 }
 
+static void note_ref(void *ud, const char *ref, const char *oid)
+{
+    assert_int_equal(zerg_state_ref_set(ud, ref, oid), 0);
+}
+
+static const char *noted(const struct zerg_state *s, const char *ref)
+{
+    const struct zerg_state_ref *r = zerg_state_ref_find(s, ref);
+    return r ? r->oid : "(not noted)";
+}
+
+/* Every ref the workspace makes or moves reaches git.refs with the oid it
+ * set (cleanup deletes only those); a branch the user has checked out is
+ * never moved: not at open, not by a merge. */
+static void test_refs_noted_and_checked_out(void **state)
+{
+    struct zerg_state s = {0};
+    struct zerg_ws_opts o = opts("run1");
+    o.on_ref = note_ref, o.ref_ud = &s;
+    struct zerg_workspace *w = zerg_ws_open(&o, &err);
+    assert_non_null(w);
+    struct zerg_merge_out out;
+    char a[ZERG_GIT_OID_MAX], b[ZERG_GIT_OID_MAX], tip[ZERG_GIT_OID_MAX];
+    assert_string_equal(noted(&s, "refs/heads/zerg/F/integration"), w->base);
+    attempt(w, 1, "T1", 1, "a.txt", "one\nTWO-A\nthree\n", a);
+    assert_string_equal(noted(&s, "refs/heads/zerg/F/worker-1"), w->base);
+    assert_int_equal(merge(w, 1, "T1", 1, a, &out), ZERG_MERGE_DONE);
+    tip_of(w, tip);
+    assert_string_equal(noted(&s, "refs/heads/zerg/F/integration"), tip);
+    attempt(w, 0, "T2", 1, "b.txt", "b\n", b);
+    assert_int_equal(w->ops->keep(w, "T2", 1, b, &err), 0);
+    assert_string_equal(noted(&s, "refs/zerg/F/conflicts/T2/1"), b);
+
+    PLAIN(repo, "switch", "-q", "zerg/F/integration");
+    struct zerg_merge_req req = {"T2", 1, 0, "a title", "run1", b};
+    assert_int_equal(w->ops->merge(w, &req, &out, &err), ZERG_EGIT_CHECKED_OUT);
+    assert_true(tu_contains(err.msg, "zerg/F/integration is checked out in"));
+    char now[ZERG_GIT_OID_MAX];
+    tip_of(w, now);
+    assert_string_equal(now, tip);
+    w->ops->free(w);
+    expect_open_fails(opts("run2"), ZERG_EGIT_CHECKED_OUT,
+                      "switch <branch>), then run zerg again");
+    PLAIN(repo, "switch", "-q", "main");
+    PLAIN(repo, "switch", "-q", "-c", "zerg/F/worker-7");
+    expect_open_fails(opts("run2"), ZERG_EGIT_CHECKED_OUT,
+                      "zerg/F/worker-7 is checked out in");
+    zerg_state_close(&s);
+}
+
 struct said {
     int n;
     char text[4096];
@@ -698,6 +749,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_conflict_and_keep, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_compare_and_swap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refs_noted_and_checked_out, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_prepare_saves_leftovers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_planted_commands, setup, teardown),
