@@ -135,6 +135,10 @@ static int remove_unless_patch(const char *path, const struct stat *st,
 {
     size_t n = strlen(path);
     (void)ftw;
+    if (type == FTW_NS || type == FTW_DNR) {
+        walk_failed = EACCES; /* unseen: it may hold a patch, so it stays */
+        return 0;
+    }
     if (type == FTW_DP) {
         if (rmdir(path) < 0 && errno != ENOTEMPTY && errno != EEXIST)
             walk_failed = errno;
