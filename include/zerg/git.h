@@ -29,11 +29,13 @@ struct zerg_err;
 
 /* Error codes of git calls, below the common ones of err.h. */
 enum {
-    ZERG_EGIT_TRANSIENT = -5100, /* a locked index or ref: try again */
-    ZERG_EGIT_FAILED = -5101,    /* git exited non-zero (err has stderr) */
-    ZERG_EGIT_OLD = -5102,       /* git older than 2.38 */
-    ZERG_EGIT_MISSING = -5103,   /* no git on PATH */
-    ZERG_EGIT_NOREPO = -5104,    /* not a repository / no commit */
+    ZERG_EGIT_TRANSIENT = -5100,   /* a locked index or ref: try again */
+    ZERG_EGIT_FAILED = -5101,      /* git exited non-zero (err has stderr) */
+    ZERG_EGIT_OLD = -5102,         /* git older than 2.38 */
+    ZERG_EGIT_MISSING = -5103,     /* no git on PATH */
+    ZERG_EGIT_NOREPO = -5104,      /* not a repository / no commit */
+    ZERG_EGIT_CHECKED_OUT = -5105, /* a branch zerg would move is checked
+                                      out in a worktree (DESIGN §18) */
 };
 
 struct zerg_git {

@@ -115,6 +115,18 @@ struct zerg_metrics {
     int64_t reconcile_fixes;
 };
 
+/* A ref zerg created (DESIGN §18): its full name and the oid zerg last set
+ * it to.  `zerg cleanup` deletes only these. */
+struct zerg_state_ref {
+    char *name; /* "refs/heads/zerg/{feature}/integration", ... */
+    char oid[65];
+};
+struct zerg_state_refs {
+    struct zerg_state_ref *v;
+    size_t n, cap;
+    int known; /* 0: the document predates git.refs (an older zerg) */
+};
+
 struct zerg_state {
     int version;
     char *feature;
@@ -134,6 +146,7 @@ struct zerg_state {
     char git_base[65];   /* worktree isolation: the integration branch's
                             base commit, "" = isolation none */
     char git_branch[96]; /* zerg/{feature}/integration, "" = none */
+    struct zerg_state_refs git_refs; /* git.refs: what zerg created */
     char *error;  /* run-level error, NULL = none */
     char *status; /* "running" | "complete" | "failed" |
                      "stopped" */
@@ -141,6 +154,14 @@ struct zerg_state {
 
 /* The run's agent spend: the sum of every task's cost_usd. */
 double zerg_state_cost_usd(const struct zerg_state *s);
+
+/* Records that zerg created ref (full name) or set it to oid: added, or
+ * its oid updated.  0 or -ENOMEM. */
+int zerg_state_ref_set(struct zerg_state *s, const char *ref, const char *oid);
+/* The record of ref, NULL when zerg did not record creating it. */
+const struct zerg_state_ref *zerg_state_ref_find(const struct zerg_state *s,
+                                                 const char *ref);
+void zerg_state_refs_free(struct zerg_state_refs *r);
 
 /* Fresh state for graph g: every task pending with its level. */
 int zerg_state_init(struct zerg_state *s, const struct zerg_graph *g,
@@ -153,6 +174,12 @@ void zerg_state_close(struct zerg_state *s);
  * graph tasks the file lacks start pending. */
 int zerg_state_load(struct zerg_state *s, const struct zerg_graph *g,
                     const char *path, size_t *dropped, struct zerg_err *err);
+
+/* Reads only the git object of the document at path (git.base, branch and
+ * refs) into s, for commands without the graph (`zerg cleanup`).  Errors
+ * as zerg_state_load; zerg_state_close frees. */
+int zerg_state_load_git(struct zerg_state *s, const char *path,
+                        struct zerg_err *err);
 
 /* Atomically replaces path (durable), then refreshes path.bak. */
 int zerg_state_save(const struct zerg_state *s, const struct zerg_graph *g,

@@ -22,6 +22,7 @@
 
 struct zerg_err;
 struct zerg_log;
+struct zerg_state_refs;
 
 /* ---- names ------------------------------------------------------------ */
 
@@ -127,6 +128,11 @@ struct zerg_ws_opts {
     int fresh;                 /* a new run (not --resume) */
     int nslots;                /* worktrees made up front */
     struct zerg_log *log;      /* worktree_ready, ... ; may be NULL */
+    /* Called with every ref the workspace creates, moves or takes into
+     * use (full name, the oid it points at after), for git.refs in the
+     * run's state: `zerg cleanup` deletes only those.  May be NULL. */
+    void (*on_ref)(void *ud, const char *ref, const char *oid);
+    void *ref_ud;
 };
 
 /* Opens the workspace of a rush: checks git, the repository and base,
@@ -136,7 +142,10 @@ struct zerg_ws_opts {
  * .zerg-worktrees/ to .git/info/exclude (removing the /.zerg/ and /.gsd/
  * lines an older zerg wrote) and makes the worktrees.  NULL
  * with err set: ZERG_EGIT_* or ZERG_EINVAL_INPUT (a base that does not
- * exist, a branch name clash), the fix in the message. */
+ * exist, a branch name clash), ZERG_EGIT_CHECKED_OUT (the integration or
+ * a worker branch is checked out in a worktree not zerg's), the fix in
+ * the message.  Merges fail with ZERG_EGIT_CHECKED_OUT too when the
+ * integration branch got checked out meanwhile: nothing is moved. */
 struct zerg_workspace *zerg_ws_open(const struct zerg_ws_opts *o,
                                     struct zerg_err *err);
 
@@ -152,13 +161,34 @@ int zerg_ws_auto_applies(const char *dir);
 
 typedef void (*zerg_ws_say_fn)(void *ud, const char *line);
 
-/* Removes the feature's worktrees (saving uncommitted work as patches
- * under logs_dir) and worker branches; with all, also its integration
- * and conflict refs.  dry_run: only says what it would do.  Each action
- * is reported through say.  Returns the number of actions or negative. */
-int zerg_ws_cleanup(const char *project, const char *feature,
-                    const char *logs_dir, int all, int dry_run,
-                    zerg_ws_say_fn say, void *ud, struct zerg_err *err);
+struct zerg_ws_cleanup_opts {
+    const char *project;
+    const char *feature;
+    const char *logs_dir; /* .zerg/logs/{feature}: where patches go */
+    const char *base;     /* git.base of the run, NULL when unknown */
+    /* git.refs of the run: only these are deleted.  refs_known 0 (a state
+     * of an older zerg, or none): the feature's refs by their names. */
+    const struct zerg_state_refs *refs;
+    int refs_known;
+    int all;     /* also the integration branches and conflict refs */
+    int force;   /* also refs holding work not merged, or moved by hand */
+    int dry_run; /* only say what would be done */
+    zerg_ws_say_fn say;
+    void *ud;
+    int held;     /* out: refs kept that --force would delete */
+    int kept_own; /* out: refs of zerg's kept (held or checked out) */
+};
+
+/* Removes the feature's worktrees (saving uncommitted work first where
+ * the worker would have: tasks/{id}/attempt-{n}.patch of the attempt the
+ * worktree last ran, else worktrees/{name}-{ts}.patch, under logs_dir)
+ * and worker branches; with all, also its integration branches and
+ * conflict refs.  Never a ref zerg did not record creating (when
+ * refs_known), never a branch checked out in a worktree; an integration
+ * branch holding commits on no other branch and a conflict ref moved
+ * since zerg set it only with force (counted in held otherwise).  Each
+ * action is reported through say.  The number of actions or negative. */
+int zerg_ws_cleanup(struct zerg_ws_cleanup_opts *o, struct zerg_err *err);
 
 struct zerg_ws_info {
     int exists; /* the integration branch exists */

@@ -1,50 +1,73 @@
 /* cleanup.c - `zerg cleanup`: what a feature's runs leave behind (DESIGN
- * §13, §17).  By default the worktrees (uncommitted work in them saved as
- * patches under .zerg/logs/{feature}/worktrees/ first), the worker
- * branches, leftover worker processes and containers, and the feature's
- * leftover Slurm jobs (where the Slurm client commands are on PATH); with
- * --all also
- * the integration and conflict refs, the state and the logs.  --dry-run
- * says what would go and changes nothing.  It refuses (exit 3) while a
- * rush holds the feature's lock: that rush owns all of it. */
+ * §13, §17, §18).  By default the worktrees (uncommitted work in them
+ * saved first as .zerg/logs/{feature}/tasks/{id}/attempt-{n}.patch of the
+ * attempt the worktree last ran, else worktrees/{name}-{ts}.patch), the
+ * worker branches, leftover worker processes and containers, and the
+ * feature's leftover Slurm jobs (where the Slurm client commands are on
+ * PATH); with --all also the integration and conflict refs, the state and
+ * the logs, except every saved *.patch: those stay where they are.  Only
+ * refs the run's state lists as zerg's (git.refs) go, never a checked-out
+ * branch; work on none of the user's branches only with --force (exit 1
+ * when something was kept for want of it).  --dry-run says what would go
+ * and changes nothing.  It refuses (exit 3) while a rush holds the
+ * feature's lock: that rush owns all of it. */
 #include "cli.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "zerg/fsio.h"
 #include "zerg/launcher.h"
 #include "zerg/lock.h"
 #include "zerg/protocol.h"
+#include "zerg/state.h"
 #include "zerg/workspace.h"
 
 static const char usage[] =
-    "usage: zerg cleanup [--feature F] [--dry-run] [--all]\n"
+    "usage: zerg cleanup [--feature F] [--dry-run] [--all] [--force]\n"
     "\n"
     "Removes what the feature's runs left: its worktrees (saving uncommitted\n"
-    "work as patches under .zerg/logs/FEATURE/worktrees/), its worker\n"
-    "branches zerg/FEATURE/worker-*, leftover worker processes and\n"
-    "containers, and leftover Slurm jobs of the feature (when squeue is on\n"
-    "PATH).  The integration branch zerg/FEATURE/integration stays.\n"
+    "work first as .zerg/logs/FEATURE/tasks/ID/attempt-N.patch of the\n"
+    "attempt the worktree last ran, else .zerg/logs/FEATURE/worktrees/\n"
+    "NAME-TIME.patch), its worker branches zerg/FEATURE/worker-*, leftover\n"
+    "worker processes and containers, and leftover Slurm jobs of the\n"
+    "feature (when squeue is on PATH).  The integration branch\n"
+    "zerg/FEATURE/integration stays.\n"
+    "\n"
+    "Only refs the run's state records as made by zerg are deleted (a state\n"
+    "of an older zerg: those named zerg/FEATURE/...), never a branch that is\n"
+    "checked out in a worktree.  Saved patches are never deleted.\n"
     "\n"
     "Options:\n"
-    "  --all        also the integration branch, the conflict refs, the\n"
-    "               state and the logs of the feature\n"
-    "  --dry-run    say what would be removed; change nothing\n"
+    "  --all        also the integration branches, the conflict refs, the\n"
+    "               state (kept while it lists a ref of zerg's that stayed)\n"
+    "               and the logs of the feature; every *.patch under\n"
+    "               .zerg/logs/FEATURE/ stays where it is\n"
+    "  --force      with --all, also an integration branch holding commits\n"
+    "               that are on none of your branches (merge it first:\n"
+    "               git merge zerg/FEATURE/integration), and a conflict ref\n"
+    "               moved since zerg set it\n"
+    "  --dry-run    say what would be removed and kept; change nothing\n"
     "  --feature F  the feature (default: see 'zerg --help')\n"
     "  -C DIR       run as if started in DIR\n"
     "  -h, --help   show this help\n"
     "\n"
-    "Exit codes: 0 done; 1 something could not be removed; 2 usage error;\n"
-    "3 a rush is running for the feature.\n";
+    "Exit codes: 0 done; 1 something could not be removed, or was kept\n"
+    "because only --force deletes it; 2 usage error; 3 a rush is running\n"
+    "for the feature.\n";
 
 struct cleanup {
     struct zerg_cli *cli;
     char feature[ZERG_ID_MAX + 1];
-    int all, dry_run, actions;
+    int all, dry_run, force, actions;
+    int patches;  /* saved patches --all kept */
+    int kept_own; /* refs zerg made that stayed: the state still lists
+                     them for the next cleanup */
 };
 
 static void say(void *ud, const char *line)
@@ -59,6 +82,7 @@ static int parse(struct cleanup *c, int argc, char **argv)
     static const struct option opts[] = {
         {"all", no_argument, NULL, 'a'},
         {"dry-run", no_argument, NULL, 'n'},
+        {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -68,6 +92,8 @@ static int parse(struct cleanup *c, int argc, char **argv)
             c->all = 1;
         else if (o == 'n')
             c->dry_run = 1;
+        else if (o == 'f')
+            c->force = 1;
         else if (o == 'h')
             return fputs(usage, stdout), -1;
         else
@@ -97,6 +123,67 @@ static int check_unlocked(struct cleanup *c)
     return 0;
 }
 
+/* nftw has no context pointer: the walk of one --all at a time. */
+static struct cleanup *walking;
+static int walk_failed;
+
+/* One entry of the logs, deepest first: saved patches (regular files
+ * named *.patch) stay, everything else goes, and a directory only when
+ * nothing is left in it. */
+static int remove_unless_patch(const char *path, const struct stat *st,
+                               int type, struct FTW *ftw)
+{
+    size_t n = strlen(path);
+    (void)ftw;
+    if (type == FTW_NS || type == FTW_DNR) {
+        walk_failed = EACCES; /* unseen: it may hold a patch, so it stays */
+        return 0;
+    }
+    if (type == FTW_DP) {
+        if (rmdir(path) < 0 && errno != ENOTEMPTY && errno != EEXIST)
+            walk_failed = errno;
+        return 0;
+    }
+    if (S_ISREG(st->st_mode) && n > 6 && !strcmp(path + n - 6, ".patch")) {
+        walking->patches++;
+        return 0;
+    }
+    if (unlink(path) < 0 && errno != ENOENT)
+        walk_failed = errno;
+    return 0;
+}
+
+static int count_patch(const char *path, const struct stat *st, int type,
+                       struct FTW *ftw)
+{
+    size_t n = strlen(path);
+    (void)ftw;
+    walking->patches += type == FTW_F && S_ISREG(st->st_mode) && n > 6 &&
+                        !strcmp(path + n - 6, ".patch");
+    return 0;
+}
+
+/* The logs of the feature (--all), every saved patch kept in place: a
+ * patch is the only copy of a dead attempt's work (DESIGN §18). */
+static int remove_logs(struct cleanup *c, const char *dir)
+{
+    walking = c, walk_failed = 0, c->patches = 0;
+    int rc = nftw(dir, c->dry_run ? count_patch : remove_unless_patch, 16,
+                  FTW_DEPTH | FTW_PHYS);
+    walking = NULL;
+    if (rc < 0 || walk_failed) {
+        zerg_cli_error("cleanup", "cannot remove %s: %s", dir,
+                       strerror(walk_failed ? walk_failed : errno));
+        return 1;
+    }
+    if (c->patches)
+        printf("%s %d saved patch%s under %s/ (tasks/ID/attempt-N.patch, "
+               "worktrees/*.patch): they stay until you delete them\n",
+               c->dry_run ? "would: keep" : "Kept", c->patches,
+               c->patches == 1 ? "" : "es", dir);
+    return 0;
+}
+
 /* The feature's state and logs (--all). */
 static int remove_run_files(struct cleanup *c)
 {
@@ -105,13 +192,23 @@ static int remove_run_files(struct cleanup *c)
                                       ".zerg/logs/%s"};
     int failed = 0;
     for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
-        char path[PATH_MAX], line[PATH_MAX + 16];
+        char path[PATH_MAX], line[PATH_MAX + 48];
+        int logs = i == sizeof rel / sizeof *rel - 1;
         zerg_cli_path(c->cli, path, sizeof path, rel[i], c->feature);
         if (access(path, F_OK) != 0)
             continue;
-        snprintf(line, sizeof line, "remove %s", path);
+        if (c->kept_own && (i == 1 || i == 2)) {
+            printf("%s %s: it lists the refs kept above, so that the next "
+                   "cleanup knows them for zerg's\n",
+                   c->dry_run ? "would: keep" : "Kept", path);
+            continue;
+        }
+        snprintf(line, sizeof line, "remove %s%s", path,
+                 logs ? " (but the saved patches)" : "");
         say(c, line);
-        if (!c->dry_run && zerg_fsio_remove_tree(path) < 0) {
+        if (logs) {
+            failed |= remove_logs(c, path);
+        } else if (!c->dry_run && zerg_fsio_remove_tree(path) < 0) {
             zerg_cli_error("cleanup", "cannot remove %s: %s", path,
                            strerror(errno));
             failed = 1;
@@ -168,6 +265,43 @@ static void cancel_slurm_jobs(struct cleanup *c)
     zerg_config_free(&cfg);
 }
 
+/* The worktrees and refs.  The run's state says which refs zerg made
+ * (git.refs); a state that cannot be read leaves cleanup going by the
+ * names, said as such.  1 when something failed or was held. */
+static int clean_workspace(struct cleanup *c)
+{
+    char logs[PATH_MAX], path[PATH_MAX];
+    struct zerg_state s;
+    struct zerg_err err = {0};
+    zerg_cli_path(c->cli, logs, sizeof logs, ".zerg/logs/%s", c->feature);
+    zerg_cli_path(c->cli, path, sizeof path, ".zerg/state/%s.json", c->feature);
+    int rc = zerg_state_load_git(&s, path, &err);
+    if (rc && rc != -ENOENT)
+        fprintf(stderr, "zerg cleanup: warning: %s\n", err.msg);
+    struct zerg_ws_cleanup_opts o = {
+        .project = c->cli->project,
+        .feature = c->feature,
+        .logs_dir = logs,
+        .base = rc ? NULL : s.git_base,
+        .refs = rc ? NULL : &s.git_refs,
+        .refs_known = !rc && s.git_refs.known,
+        .all = c->all,
+        .force = c->force,
+        .dry_run = c->dry_run,
+        .say = say,
+        .ud = c,
+    };
+    int failed = 0;
+    if (zerg_ws_cleanup(&o, &err) < 0) {
+        zerg_cli_error("cleanup", "%s", err.msg);
+        failed = 1;
+    }
+    if (!rc)
+        zerg_state_close(&s);
+    c->kept_own = o.kept_own;
+    return failed || o.held;
+}
+
 int zerg_cmd_cleanup(struct zerg_cli *cli, int argc, char **argv)
 {
     struct cleanup c = {.cli = cli};
@@ -182,15 +316,8 @@ int zerg_cmd_cleanup(struct zerg_cli *cli, int argc, char **argv)
     if ((rc = check_unlocked(&c)))
         return rc;
     int failed = 0;
-    if (zerg_ws_auto_applies(cli->project)) {
-        char logs[PATH_MAX];
-        zerg_cli_path(cli, logs, sizeof logs, ".zerg/logs/%s", c.feature);
-        if (zerg_ws_cleanup(cli->project, c.feature, logs, c.all, c.dry_run,
-                            say, &c, &err) < 0) {
-            zerg_cli_error("cleanup", "%s", err.msg);
-            failed = 1;
-        }
-    }
+    if (zerg_ws_auto_applies(cli->project))
+        failed = clean_workspace(&c);
     kill_leftovers(&c);
     cancel_slurm_jobs(&c);
     if (c.all)

@@ -423,9 +423,18 @@ static int prepare_state(struct rush *r)
         zerg_state_close(s);
         return ZERG_EXIT_USAGE;
     }
+    /* The refs the replaced run made are still zerg's to clean up. */
+    struct zerg_state_refs refs = s->git_refs;
+    memset(&s->git_refs, 0, sizeof s->git_refs);
     zerg_state_close(s);
     r->replaced_run = 1;
-    return new_state(r);
+    rc = new_state(r);
+    if (!rc) {
+        for (size_t i = 0; i < refs.n; i++)
+            zerg_state_ref_set(s, refs.v[i].name, refs.v[i].oid);
+    }
+    zerg_state_refs_free(&refs);
+    return rc;
 }
 
 /* ---- from here on we write: directories, lock, logs ----------------- */

@@ -54,10 +54,23 @@ static int open_failed(const struct zerg_err *err)
     case ZERG_EGIT_NOREPO:
     case ZERG_EGIT_OLD:
     case ZERG_EGIT_MISSING:
+    case ZERG_EGIT_CHECKED_OUT:
         return ZERG_EXIT_USAGE;
     default:
         return ZERG_EXIT_FAIL;
     }
+}
+
+/* git.refs: every ref the workspace makes or moves, with its oid, so
+ * `zerg cleanup` deletes those and nothing else (DESIGN §18).  The next
+ * checkpoint writes it; out of memory only loses the record, and a ref
+ * zerg does not know it made is one it leaves alone. */
+static void note_ref(void *ud, const char *ref, const char *oid)
+{
+    struct zerg_state *s = ud;
+    if (zerg_state_ref_set(s, ref, oid) < 0)
+        fprintf(stderr, "zerg rush: warning: out of memory recording %s\n",
+                ref);
 }
 
 int zerg_rush_ws_open(const struct zerg_cli *cli, const struct zerg_config *cfg,
@@ -82,6 +95,8 @@ int zerg_rush_ws_open(const struct zerg_cli *cli, const struct zerg_config *cfg,
         .recorded_base = resume && s->git_base[0] ? s->git_base : NULL,
         .fresh = !resume,
         .log = log,
+        .on_ref = note_ref,
+        .ref_ud = s,
     };
     struct zerg_workspace *w = zerg_ws_open(&o, &err);
     if (!w)

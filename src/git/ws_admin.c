@@ -3,14 +3,24 @@
  * patches -- a worktree git can no longer read is moved under the logs
  * whole instead --, its worker branches deleted, with --all its integration and
  * conflict refs too), `zerg status`'s description, and whether isolation
- * `auto` means worktrees for a directory. */
+ * `auto` means worktrees for a directory.
+ *
+ * Cleanup deletes only what it can tell is zerg's and holds nothing lost
+ * (DESIGN §18): a ref the run's state lists in git.refs (by name when the
+ * state predates the list), never a branch checked out in a worktree, an
+ * integration branch whose commits are on none of the user's branches
+ * only with --force, a conflict ref moved since zerg set it likewise.
+ * Worker branches are moved by their workers at every attempt, so only
+ * the first two rules apply to them. */
 #include "git/git_internal.h"
 #include "git/ws_internal.h"
 #include "zerg/clock.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
+#include "zerg/state.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,26 +28,29 @@
 
 struct cleanup {
     struct zerg_git g;
-    const char *feature, *logs_dir;
-    int all, dry_run, actions;
-    zerg_ws_say_fn say;
-    void *ud;
+    struct zerg_ws_cleanup_opts *o;
+    int actions;
+    struct ws_wt *wts; /* the worktrees, for what is checked out */
+    size_t nwts;
 };
 
-static void say(struct cleanup *c, const char *fmt, const char *a,
-                const char *b)
+__attribute__((format(printf, 2, 3))) static void say(struct cleanup *c,
+                                                      const char *fmt, ...)
 {
-    char line[3 * PATH_MAX];
-    snprintf(line, sizeof line, fmt, a, b ? b : "");
+    char line[4 * PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
     c->actions++;
-    if (c->say)
-        c->say(c->ud, line);
+    if (c->o->say)
+        c->o->say(c->o->ud, line);
 }
 
 /* .../.zerg-worktrees/{feature}/ prefix of the feature's worktrees. */
 static int feature_dir(const struct cleanup *c, char *buf, size_t n)
 {
-    return zerg_fsio_path(buf, n, "%s/" WS_DIR "/%s/", c->g.top, c->feature);
+    return zerg_fsio_path(buf, n, "%s/" WS_DIR "/%s/", c->g.top, c->o->feature);
 }
 
 /* A worker's worktree whose .git a task replaced or broke gets it back
@@ -48,9 +61,10 @@ static void heal(struct cleanup *c, const char *path, const char *name)
     struct ws_heal h = {0};
     struct zerg_err ignored = {0};
     if (strncmp(name, "worker-", 7) ||
-        zerg_fsio_path(branch, sizeof branch, "zerg/%s/%s", c->feature, name))
+        zerg_fsio_path(branch, sizeof branch, "zerg/%s/%s", c->o->feature,
+                       name))
         return;
-    if (ws_heal_dotgit(&c->g, path, branch, c->logs_dir, &h, &ignored) == 1)
+    if (ws_heal_dotgit(&c->g, path, branch, c->o->logs_dir, &h, &ignored) == 1)
         say(c, "Repaired worktree %s: %s", path, h.why);
 }
 
@@ -61,7 +75,7 @@ static int move_tree(struct cleanup *c, const char *path, const char *name,
 {
     char saved[PATH_MAX], why[400];
     snprintf(why, sizeof why, "%.300s", err->msg);
-    int rc = ws_move_aside(path, c->logs_dir, name, ".tree", saved,
+    int rc = ws_move_aside(path, c->o->logs_dir, name, ".tree", saved,
                            sizeof saved, err);
     if (rc)
         return rc;
@@ -71,13 +85,33 @@ static int move_tree(struct cleanup *c, const char *path, const char *name,
     return 1;
 }
 
+/* Where the leftovers of the worktree at path go: the place the worker
+ * would have put them (the attempt it recorded), unless a patch is there
+ * already: then the timestamped one, so no saved patch is overwritten. */
+static int patch_file(struct cleanup *c, const char *path, char *rel,
+                      size_t reln, char *file, size_t filen)
+{
+    char gitdir[PATH_MAX], name[128];
+    struct zerg_err ignored = {0};
+    int have = !ws_git_dir(&c->g, path, gitdir, sizeof gitdir, &ignored);
+    for (int pass = 0; pass < 2; pass++) {
+        if (ws_leftover_place(pass || !have ? NULL : gitdir, path, rel, reln,
+                              name, sizeof name) ||
+            zerg_fsio_path(file, filen, "%s/%s/%s", c->o->logs_dir, rel, name))
+            return -ENAMETOOLONG;
+        if (access(file, F_OK))
+            return 0;
+    }
+    return -EEXIST;
+}
+
 /* 0 when saved (or clean), 1 when the tree was moved aside whole. */
 static int save_one(struct cleanup *c, const char *path, const char *name,
                     struct zerg_err *err)
 {
-    char rel[] = "worktrees", file[PATH_MAX], ts[ZERG_TS_MAX], *data = NULL;
+    char rel[PATH_MAX], file[2 * PATH_MAX], *data = NULL;
     size_t len = 0;
-    if (access(path, F_OK) || !c->logs_dir)
+    if (access(path, F_OK) || !c->o->logs_dir)
         return 0;
     heal(c, path, name);
     int rc = ws_patch_make(&c->g, path, NULL, &data, &len, err);
@@ -85,13 +119,12 @@ static int save_one(struct cleanup *c, const char *path, const char *name,
         free(data);
         return rc < 0 ? move_tree(c, path, name, err) : rc;
     }
-    zerg_clock_iso8601(zerg_clock_wall(&zerg_clock_system), ts);
-    for (char *p = ts; *p; p++)
-        *p = *p == ':' ? '-' : *p;
-    rc = zerg_fsio_mkdirs_own(c->logs_dir, rel, 0755, err);
-    if (!rc && zerg_fsio_path(file, sizeof file, "%s/%s/%s-%s.patch",
-                              c->logs_dir, rel, name, ts))
-        rc = zerg_err_set(err, -ENAMETOOLONG, "patch path too long");
+    rc = patch_file(c, path, rel, sizeof rel, file, sizeof file);
+    if (rc)
+        rc = zerg_err_set(err, rc, "no place to save the work of %s: %s", path,
+                          strerror(-rc));
+    if (!rc)
+        rc = zerg_fsio_mkdirs_own(c->o->logs_dir, rel, 0755, err);
     if (!rc)
         rc = zerg_fsio_write_atomic(file, data, len, ZERG_FSIO_DURABLE, err);
     free(data);
@@ -103,17 +136,16 @@ static int save_one(struct cleanup *c, const char *path, const char *name,
 static int remove_tree(struct cleanup *c, const char *path,
                        struct zerg_err *err)
 {
-    const char *name = strrchr(path, '/') + 1;
-    if (c->dry_run) {
+    if (c->o->dry_run) {
         say(c, "Would remove worktree %s%s", path,
             access(path, F_OK) ? "" : " (saving uncommitted work first)");
         return 0;
     }
     if (access(path, F_OK)) {
-        say(c, "Forgot worktree %s, whose directory is gone%s", path, NULL);
+        say(c, "Forgot worktree %s, whose directory is gone", path);
         return 0; /* the prune below drops its registration */
     }
-    int rc = save_one(c, path, name, err);
+    int rc = save_one(c, path, strrchr(path, '/') + 1, err);
     if (rc)
         return rc < 0 ? rc : 0; /* moved aside: the prune forgets it */
     const char *args[] = {"worktree", "remove", "-f", "-f", path, NULL};
@@ -121,23 +153,20 @@ static int remove_tree(struct cleanup *c, const char *path,
     rc = zerg_git_run(&c->g, &call, args, NULL, err);
     if (rc < 0)
         return rc;
-    say(c, "Removed worktree %s%s", path, NULL);
+    say(c, "Removed worktree %s", path);
     return 0;
 }
 
 static int remove_trees(struct cleanup *c, struct zerg_err *err)
 {
     char dir[PATH_MAX];
-    struct ws_wt *wts;
-    size_t n;
     if (feature_dir(c, dir, sizeof dir))
         return zerg_err_set(err, -ENAMETOOLONG, "path too long");
-    int rc = ws_list_worktrees(&c->g, &wts, &n, err);
-    for (size_t i = 0; !rc && i < n; i++)
-        if (!strncmp(wts[i].path, dir, strlen(dir)))
-            rc = remove_tree(c, wts[i].path, err);
-    free(wts);
-    if (rc || c->dry_run)
+    int rc = ws_list_worktrees(&c->g, &c->wts, &c->nwts, err);
+    for (size_t i = 0; !rc && i < c->nwts; i++)
+        if (!strncmp(c->wts[i].path, dir, strlen(dir)))
+            rc = remove_tree(c, c->wts[i].path, err);
+    if (rc || c->o->dry_run)
         return rc;
     const char *prune[] = {"worktree", "prune", NULL};
     struct zerg_git_call call = {.retries = WS_RETRIES};
@@ -147,69 +176,181 @@ static int remove_trees(struct cleanup *c, struct zerg_err *err)
     return rc < 0 ? rc : 0;
 }
 
-/* Whether cleanup takes ref (a full name under the feature). */
-static int wanted_ref(const struct cleanup *c, const char *ref)
+/* ---- refs ---------------------------------------------------------------- */
+
+enum ref_kind { REF_OTHER, REF_WORKER, REF_INTEGRATION, REF_CONFLICT };
+
+static enum ref_kind kind_of(const struct cleanup *c, const char *ref)
 {
     char heads[PATH_MAX], own[PATH_MAX];
-    snprintf(heads, sizeof heads, "refs/heads/zerg/%s/", c->feature);
-    snprintf(own, sizeof own, "refs/zerg/%s/", c->feature);
-    if (!strncmp(ref, heads, strlen(heads))) {
-        const char *rest = ref + strlen(heads);
-        if (!strncmp(rest, "worker-", 7))
-            return 1;
-        return c->all && !strncmp(rest, "integration", 11);
+    snprintf(heads, sizeof heads, "refs/heads/zerg/%s/", c->o->feature);
+    snprintf(own, sizeof own, "refs/zerg/%s/", c->o->feature);
+    if (!strncmp(ref, own, strlen(own)))
+        return REF_CONFLICT;
+    if (strncmp(ref, heads, strlen(heads)))
+        return REF_OTHER;
+    const char *rest = ref + strlen(heads);
+    if (!strncmp(rest, "worker-", 7))
+        return REF_WORKER;
+    if (!strcmp(rest, "integration") || !strncmp(rest, "integration.", 12))
+        return REF_INTEGRATION;
+    return REF_OTHER;
+}
+
+static const struct zerg_state_ref *recorded(const struct cleanup *c,
+                                             const char *ref)
+{
+    for (size_t i = 0; c->o->refs && i < c->o->refs->n; i++)
+        if (!strcmp(c->o->refs->v[i].name, ref))
+            return &c->o->refs->v[i];
+    return NULL;
+}
+
+/* The worktree (not one of the feature's, which cleanup removes) that
+ * has branch ref checked out, NULL when none. */
+static const char *checked_out_in(const struct cleanup *c, const char *ref)
+{
+    char dir[PATH_MAX];
+    if (feature_dir(c, dir, sizeof dir))
+        return NULL;
+    for (size_t i = 0; i < c->nwts; i++)
+        if (!strcmp(c->wts[i].branch, ref) &&
+            strncmp(c->wts[i].path, dir, strlen(dir)))
+            return c->wts[i].path;
+    return NULL;
+}
+
+/* Commits of tip on none of the user's branches (local or remote-tracking,
+ * the feature's zerg branches not counted) and not in the run's base:
+ * the work deleting the branch would lose. */
+static int unmerged(struct cleanup *c, const char *tip, long *n,
+                    struct zerg_err *err)
+{
+    char exclude[PATH_MAX], buf[32];
+    snprintf(exclude, sizeof exclude, "--exclude=zerg/%s/*", c->o->feature);
+    const char *base = c->o->base && *c->o->base ? c->o->base : NULL;
+    const char *args[] = {"rev-list",   "--count",   tip,  "--not", exclude,
+                          "--branches", "--remotes", base, NULL};
+    int rc = git_line(&c->g, NULL, args, buf, sizeof buf, err);
+    *n = rc ? 0 : strtol(buf, NULL, 10);
+    return rc;
+}
+
+enum verdict { V_SKIP, V_DELETE, V_KEEP, V_HOLD };
+
+/* What becomes of ref (at tip); why says it for KEEP and HOLD. */
+static int judge(struct cleanup *c, const char *ref, const char *tip, char *why,
+                 size_t n, struct zerg_err *err)
+{
+    enum ref_kind k = kind_of(c, ref);
+    const char *name = strncmp(ref, "refs/heads/", 11) ? ref : ref + 11;
+    if (k == REF_OTHER || (k != REF_WORKER && !c->o->all))
+        return V_SKIP;
+    const struct zerg_state_ref *rec = recorded(c, ref);
+    if (c->o->refs_known && !rec)
+        return snprintf(why, n,
+                        "the run's state does not list it as made by "
+                        "zerg, so it is left as it is"),
+               V_KEEP;
+    const char *where = k == REF_CONFLICT ? NULL : checked_out_in(c, ref);
+    if (where)
+        return snprintf(why, n, "it is checked out in %s", where), V_KEEP;
+    if (c->o->force)
+        return V_DELETE;
+    long ahead = 0;
+    if (k == REF_INTEGRATION) {
+        int rc = unmerged(c, tip, &ahead, err);
+        if (rc)
+            return rc;
     }
-    return c->all && !strncmp(ref, own, strlen(own));
+    if (ahead > 0)
+        return snprintf(why, n,
+                        "it holds %ld commit%s on none of your branches; "
+                        "bring %s home first (git merge %s) or delete it "
+                        "anyway with --force",
+                        ahead, ahead == 1 ? "" : "s",
+                        ahead == 1 ? "it" : "them", name),
+               V_HOLD;
+    if (k == REF_CONFLICT && rec && rec->oid[0] && strcmp(rec->oid, tip))
+        return snprintf(why, n,
+                        "it moved since zerg set it (to %.12s, now at "
+                        "%.12s); --force deletes it anyway",
+                        rec->oid, tip),
+               V_HOLD;
+    return V_DELETE;
+}
+
+static int delete_ref(struct cleanup *c, const char *ref, const char *tip,
+                      struct zerg_err *err)
+{
+    char why[2 * PATH_MAX] = "";
+    const char *name = strncmp(ref, "refs/heads/", 11) ? ref : ref + 11;
+    int v = judge(c, ref, tip, why, sizeof why, err);
+    if (v < 0 || v == V_SKIP)
+        return v < 0 ? v : 0;
+    if (v != V_DELETE) {
+        c->o->held += v == V_HOLD;
+        c->o->kept_own += !c->o->refs_known || recorded(c, ref);
+        say(c, "%s %s: %s", c->o->dry_run ? "Would keep" : "Kept", name, why);
+        return 0;
+    }
+    if (c->o->dry_run) {
+        say(c, "Would delete %s", ref);
+        return 0;
+    }
+    /* With the tip judged: a branch moved meanwhile is not deleted. */
+    const char *del[] = {"update-ref", "-d", ref, tip, NULL};
+    struct zerg_git_call call = {.retries = WS_RETRIES};
+    int rc = zerg_git_run(&c->g, &call, del, NULL, err);
+    if (rc < 0)
+        return rc;
+    say(c, "Deleted %s", ref);
+    return 0;
 }
 
 static int delete_refs(struct cleanup *c, struct zerg_err *err)
 {
     char heads[PATH_MAX], own[PATH_MAX];
-    snprintf(heads, sizeof heads, "refs/heads/zerg/%s/", c->feature);
-    snprintf(own, sizeof own, "refs/zerg/%s/", c->feature);
-    const char *args[] = {"for-each-ref", "--format=%(refname)", heads, own,
-                          NULL};
+    snprintf(heads, sizeof heads, "refs/heads/zerg/%s/", c->o->feature);
+    snprintf(own, sizeof own, "refs/zerg/%s/", c->o->feature);
+    const char *args[] = {"for-each-ref", "--format=%(objectname) %(refname)",
+                          heads, own, NULL};
     struct zerg_git_call call = {.retries = WS_RETRIES};
     char *out = NULL, *save = NULL;
     int rc = zerg_git_run(&c->g, &call, args, &out, err);
     if (rc < 0)
         return rc;
     rc = 0;
+    if (!c->o->refs_known && out && *out)
+        say(c,
+            "The run's state does not list the refs zerg made (it is "
+            "gone, or an older zerg wrote it): going by the names "
+            "zerg/%s/..., never a checked-out branch",
+            c->o->feature);
     for (char *l = strtok_r(out, "\n", &save); l && !rc;
          l = strtok_r(NULL, "\n", &save)) {
-        if (!wanted_ref(c, l))
-            continue;
-        if (c->dry_run) {
-            say(c, "Would delete %s%s", l, NULL);
-            continue;
+        char *sp = strchr(l, ' ');
+        if (sp) {
+            *sp = '\0';
+            rc = delete_ref(c, sp + 1, l, err);
         }
-        const char *del[] = {"update-ref", "-d", l, NULL};
-        rc = zerg_git_run(&c->g, &call, del, NULL, err);
-        rc = rc < 0 ? rc : 0;
-        if (!rc)
-            say(c, "Deleted %s%s", l, NULL);
     }
     free(out);
     return rc;
 }
 
-int zerg_ws_cleanup(const char *project, const char *feature,
-                    const char *logs_dir, int all, int dry_run,
-                    zerg_ws_say_fn say_fn, void *ud, struct zerg_err *err)
+int zerg_ws_cleanup(struct zerg_ws_cleanup_opts *o, struct zerg_err *err)
 {
-    struct cleanup c = {.feature = feature,
-                        .logs_dir = logs_dir,
-                        .all = all,
-                        .dry_run = dry_run,
-                        .say = say_fn,
-                        .ud = ud};
-    int rc = ws_check_name("feature", feature, err);
+    struct cleanup c = {.o = o};
+    o->held = o->kept_own = 0;
+    int rc = ws_check_name("feature", o->feature, err);
     if (!rc)
-        rc = zerg_git_open(&c.g, project, NULL, err);
+        rc = zerg_git_open(&c.g, o->project, NULL, err);
     if (!rc)
         rc = remove_trees(&c, err);
     if (!rc)
         rc = delete_refs(&c, err);
+    free(c.wts);
     return rc ? rc : c.actions;
 }
 

@@ -4,6 +4,8 @@
  * reset to the base on a fresh run when it holds nothing else, and
  * renamed to zerg/{feature}/integration.{old_run_id} on a fresh run when
  * it holds commits outside the base: zerg never deletes work it made.
+ * None of it happens while the integration branch or a worker branch is
+ * checked out in a worktree other than zerg's own (DESIGN §18).
  * zerg's run files (.zerg/state/, .zerg/logs/, .zerg/reports/, the
  * monitor log) and .zerg-worktrees/ go to $COMMON_DIR/info/exclude (never
  * the user's .gitignore) so `git add -A` in a worktree never commits
@@ -132,6 +134,7 @@ static int rename_old(struct ws_host *h, const char *tip, struct zerg_err *err)
     if (rc)
         return rc;
     snprintf(h->pub.renamed, sizeof h->pub.renamed, "%s", name);
+    ws_note_ref(h, ref, tip);
     log_renamed(h, name);
     return 0;
 }
@@ -156,18 +159,59 @@ static int fresh_over(struct ws_host *h, struct zerg_err *err)
     return 0;
 }
 
+/* 1 when wt is the worktree zerg made for the worker branch ref. */
+static int own_worker_tree(struct ws_host *h, const struct ws_wt *wt,
+                           const char *ref)
+{
+    char prefix[PATH_MAX], path[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "refs/heads/zerg/%s/", h->feature);
+    const char *name = ref + strlen(prefix);
+    return !strncmp(name, "worker-", 7) &&
+           !ws_tree_path(&h->g, h->feature, name, path, sizeof path) &&
+           !strcmp(wt->path, path);
+}
+
+/* The run moves the integration branch at every merge and each worker
+ * branch at every attempt: none of them may be checked out in a worktree
+ * that is not zerg's own (DESIGN §18), or the user's HEAD would move
+ * under their tree.  Refused before anything is made. */
+static int check_not_checked_out(struct ws_host *h, struct zerg_err *err)
+{
+    char prefix[PATH_MAX];
+    struct ws_wt *wts;
+    size_t n;
+    snprintf(prefix, sizeof prefix, "refs/heads/zerg/%s/", h->feature);
+    int rc = ws_list_worktrees(&h->g, &wts, &n, err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const char *b = wts[i].branch;
+        if (strncmp(b, prefix, strlen(prefix)))
+            continue;
+        if (!strcmp(b, h->ref) || (!strncmp(b + strlen(prefix), "worker-", 7) &&
+                                   !own_worker_tree(h, &wts[i], b)))
+            rc = ws_refuse_checked_out(b, wts[i].path, "run zerg again", err);
+    }
+    free(wts);
+    return rc;
+}
+
 int ws_setup_branch(struct ws_host *h, const struct zerg_ws_opts *o,
                     struct zerg_err *err)
 {
     int rc = check_clash(h, err);
+    if (!rc)
+        rc = check_not_checked_out(h, err);
     if (rc)
         return rc;
     int exists = ws_ref_exists(&h->g, h->ref, err);
     if (exists < 0)
         return exists;
     if (!exists)
-        return update_ref(h, h->ref, h->pub.base, "", err);
-    return o->fresh ? fresh_over(h, err) : 0;
+        rc = update_ref(h, h->ref, h->pub.base, "", err);
+    else if (o->fresh)
+        rc = fresh_over(h, err);
+    if (!rc)
+        ws_note_ref_at(h, h->ref); /* git.refs: created, reset or reused */
+    return rc;
 }
 
 /* "/<prefix>/<name>" with the glob characters of gitignore escaped;

@@ -50,6 +50,29 @@ static void log_ready(struct ws_host *h, int slot, const char *path,
                    "Worktree %s ready on %s", path, branch);
 }
 
+void ws_note_ref(struct ws_host *h, const char *ref, const char *oid)
+{
+    if (h->on_ref)
+        h->on_ref(h->ref_ud, ref, oid);
+}
+
+void ws_note_ref_at(struct ws_host *h, const char *ref)
+{
+    char oid[ZERG_GIT_OID_MAX];
+    struct zerg_err ignored = {0};
+    if (h->on_ref && !zerg_git_resolve(&h->g, NULL, ref, oid, &ignored))
+        h->on_ref(h->ref_ud, ref, oid);
+}
+
+/* The slot's branch is zerg's from now on (its worker resets it before
+ * every attempt), so git.refs lists it, whoever made it first. */
+static void note_branch(struct ws_host *h, const char *branch)
+{
+    char ref[PATH_MAX + 16];
+    snprintf(ref, sizeof ref, "refs/heads/%s", branch);
+    ws_note_ref_at(h, ref);
+}
+
 static void log_repaired(struct ws_host *h, int slot, const char *path,
                          const struct ws_heal *heal)
 {
@@ -93,12 +116,16 @@ static int slot_tree(struct ws_host *h, int slot, char *path, size_t n,
         return zerg_err_set(err, rc, "%s", sub.msg);
     /* A worktree whose .git is sound is used as it is; git is only asked
      * when it is missing or was a link. */
-    if (rc == 1 || (rc == 0 && !linked))
+    if (rc == 1 || (rc == 0 && !linked)) {
+        note_branch(h, branch); /* reused: a state of an older zerg has no
+                                   git.refs to list it */
         return 0;
+    }
     rc = ws_ensure_worktree(&h->g, h->feature, path, branch, h->pub.base,
                             h->logs, err);
     if (rc < 0)
         return rc;
+    note_branch(h, branch);
     log_ready(h, slot, path, branch);
     return 0;
 }
@@ -234,6 +261,8 @@ struct zerg_workspace *zerg_ws_open(const struct zerg_ws_opts *o,
     h->pub.ops = &HOST_OPS;
     h->nslots = o->nslots;
     h->log = o->log;
+    h->on_ref = o->on_ref;
+    h->ref_ud = o->ref_ud;
     int rc = open_checks(h, o, err);
     if (!rc)
         rc = ws_setup_branch(h, o, err);

@@ -31,6 +31,8 @@ struct ws_host {
     int nslots;
     char logs[PATH_MAX]; /* <project>/.zerg/logs/{feature}: what is saved */
     struct zerg_log *log;
+    void (*on_ref)(void *ud, const char *ref, const char *oid);
+    void *ref_ud;
     char **done; /* "task\x1f" "attempt\x1f" "run" merged since base */
     size_t ndone, done_cap;
 };
@@ -38,6 +40,11 @@ struct ws_host {
 /* Called between reading the tip and the compare-and-swap of a merge;
  * tests set it to move the tip behind the merge's back.  NULL normally. */
 extern void (*ws_merge_race_hook)(struct ws_host *h);
+
+/* ws_host.c: tells the caller (git.refs) that ref now points at oid;
+ * ws_note_ref_at resolves it first (nothing when it does not exist). */
+void ws_note_ref(struct ws_host *h, const char *ref, const char *oid);
+void ws_note_ref_at(struct ws_host *h, const char *ref);
 
 /* ws_names.c */
 int ws_name_valid(const char *s);
@@ -64,6 +71,16 @@ int ws_tree_path(const struct zerg_git *g, const char *feature,
 int ws_ensure_worktree(const struct zerg_git *g, const char *feature,
                        const char *path, const char *branch, const char *rev,
                        const char *logs_dir, struct zerg_err *err);
+/* 1 when the branch ref (full name) is checked out in a worktree other
+ * than the one at except (NULL: any), with its path in where; 0 when
+ * not; negative on error.  From `git worktree list --porcelain`. */
+int ws_checked_out(const struct zerg_git *g, const char *ref,
+                   const char *except, char *where, size_t n,
+                   struct zerg_err *err);
+/* ZERG_EGIT_CHECKED_OUT with the sentence that says so and the fix; then
+ * is what to do after switching ("run zerg again"). */
+int ws_refuse_checked_out(const char *ref, const char *where, const char *then,
+                          struct zerg_err *err);
 /* 1 when ref (full name) exists, 0 when not, negative on error. */
 int ws_ref_exists(const struct zerg_git *g, const char *ref,
                   struct zerg_err *err);
@@ -115,6 +132,19 @@ void ws_args_free(struct ws_args *a);
  * below top, declared ignored paths with -f (outs may be NULL). */
 int ws_outputs_stage(const struct zerg_git *g, const char *top,
                      const struct zerg_ws_outputs *outs, struct zerg_err *err);
+
+/* ws_record.c: the attempt a worktree last ran and where its leftovers
+ * go.  The record is <git dir>/WS_ATTEMPT_FILE, "task\nattempt\n". */
+#define WS_ATTEMPT_FILE "zerg-attempt"
+/* 0 and task/attempt, or ZERG_ENOTFOUND when there is none (gitdir NULL,
+ * or not zerg's). */
+int ws_read_record(const char *gitdir, char *task, size_t n, int *attempt);
+/* rel (under the logs dir) and file name for the leftovers of the
+ * worktree at top: tasks/{id} and attempt-{n}.patch of the recorded
+ * attempt, else worktrees and {worktree}-{timestamp}.patch.  0 or
+ * -ENAMETOOLONG. */
+int ws_leftover_place(const char *gitdir, const char *top, char *rel,
+                      size_t reln, char *name, size_t namen);
 
 /* ws_patch.c: the uncommitted changes of dir against HEAD as a binary
  * patch (*data malloc'd, *len 0 when clean), through a temporary index

@@ -122,6 +122,19 @@ static int commit_tree(struct ws_host *h, const char *tree, const char *tip,
     return rc;
 }
 
+/* The integration branch checked out in a worktree since the run began
+ * (the open refuses it before): moving it would move that worktree's HEAD
+ * under its files, so the merge stops with ZERG_EGIT_CHECKED_OUT. */
+static int not_checked_out(struct ws_host *h, struct zerg_err *err)
+{
+    char where[PATH_MAX];
+    int rc = ws_checked_out(&h->g, h->ref, NULL, where, sizeof where, err);
+    if (rc <= 0)
+        return rc;
+    return ws_refuse_checked_out(h->ref, where,
+                                 "`zerg rush --resume` goes on from here", err);
+}
+
 /* One round: DONE, CONFLICT, or ZERG_EGIT_TRANSIENT when the tip moved. */
 static int merge_round(struct ws_host *h, const struct zerg_merge_req *req,
                        struct zerg_merge_out *out, struct zerg_err *err)
@@ -141,6 +154,8 @@ static int merge_round(struct ws_host *h, const struct zerg_merge_req *req,
         return rc;
     if (ws_merge_race_hook)
         ws_merge_race_hook(h);
+    if ((rc = not_checked_out(h, err)))
+        return rc;
     /* No retries here: a failed swap must re-read the tip. */
     const char *args[] = {"update-ref", h->ref, next, tip, NULL};
     struct zerg_git_call call = {0};
@@ -149,6 +164,7 @@ static int merge_round(struct ws_host *h, const struct zerg_merge_req *req,
         return rc;
     out->status = ZERG_MERGE_DONE;
     snprintf(out->tip, sizeof out->tip, "%s", next);
+    ws_note_ref(h, h->ref, next);
     return 0;
 }
 
@@ -192,7 +208,10 @@ int ws_op_keep(struct zerg_workspace *w, const char *task, int attempt,
     const char *args[] = {"update-ref", ref, commit, NULL};
     struct zerg_git_call call = {.retries = WS_RETRIES};
     rc = zerg_git_run(&h->g, &call, args, NULL, err);
-    return rc < 0 ? rc : 0;
+    if (rc < 0)
+        return rc;
+    ws_note_ref(h, ref, commit);
+    return 0;
 }
 
 int ws_op_merged(struct zerg_workspace *w, zerg_ws_found_fn fn, void *ud,

@@ -79,6 +79,38 @@ int ws_list_worktrees(const struct zerg_git *g, struct ws_wt **wts, size_t *n,
     return 0;
 }
 
+int ws_checked_out(const struct zerg_git *g, const char *ref,
+                   const char *except, char *where, size_t n,
+                   struct zerg_err *err)
+{
+    struct ws_wt *wts;
+    size_t nw;
+    int rc = ws_list_worktrees(g, &wts, &nw, err), found = 0;
+    if (rc)
+        return rc;
+    for (size_t i = 0; !found && i < nw; i++)
+        if (!strcmp(wts[i].branch, ref) &&
+            !(except && !strcmp(wts[i].path, except))) {
+            found = 1;
+            if (where)
+                snprintf(where, n, "%s", wts[i].path);
+        }
+    free(wts);
+    return found;
+}
+
+int ws_refuse_checked_out(const char *ref, const char *where, const char *then,
+                          struct zerg_err *err)
+{
+    const char *name = strncmp(ref, "refs/heads/", 11) ? ref : ref + 11;
+    return zerg_err_set(err, ZERG_EGIT_CHECKED_OUT,
+                        "%s is checked out in %s: zerg never moves a branch "
+                        "that is checked out in a worktree.  Switch that "
+                        "worktree to another branch (git -C '%s' switch "
+                        "<branch>), then %s",
+                        name, where, where, then);
+}
+
 int ws_ref_exists(const struct zerg_git *g, const char *ref,
                   struct zerg_err *err)
 {
@@ -122,6 +154,15 @@ static int add_worktree(const struct zerg_git *g, const char *path,
     int exists = branch ? ws_ref_exists(g, ref, err) : 0;
     if (exists < 0)
         return exists;
+    /* -f below would check out a branch that another worktree (the
+     * user's) has checked out, and the worker would then move it. */
+    char where[PATH_MAX];
+    int busy =
+        exists ? ws_checked_out(g, ref, path, where, sizeof where, err) : 0;
+    if (busy < 0)
+        return busy;
+    if (busy)
+        return ws_refuse_checked_out(ref, where, "run zerg again", err);
     /* An existing worker branch may hold a committed task not merged yet
      * (resume): it is checked out as it is, never reset here. */
     const char *with_branch[] = {"worktree", "add",  "-f", "--no-checkout",

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#define ATTEMPT_FILE "zerg-attempt"
+#define ATTEMPT_FILE WS_ATTEMPT_FILE
 
 /* The worktree at top is a linked worktree of the worker's own
  * repository whose HEAD is branch (refs/heads/...), or with branch NULL
@@ -116,49 +116,6 @@ int zerg_ws_save_patch(const struct zerg_git *g, const char *dir,
     return rc ? rc : 1;
 }
 
-/* The attempt recorded by the last prepare: 0 and task/attempt, or
- * ZERG_ENOTFOUND when there is none (or it is not zerg's). */
-static int read_record(const char *gitdir, char *task, size_t n, int *attempt)
-{
-    char path[PATH_MAX + 32], *data = NULL;
-    size_t len = 0;
-    struct zerg_err ignored = {0};
-    snprintf(path, sizeof path, "%s/" ATTEMPT_FILE, gitdir);
-    if (zerg_fsio_read_file(path, 4096, ZERG_FSIO_NOFOLLOW, &data, &len,
-                            &ignored))
-        return ZERG_ENOTFOUND;
-    char *nl = strchr(data, '\n');
-    int ok = nl && (size_t)(nl - data) < n;
-    if (ok) {
-        *nl = '\0';
-        snprintf(task, n, "%s", data);
-        *attempt = atoi(nl + 1);
-        ok = ws_name_valid(task);
-    }
-    free(data);
-    return ok ? 0 : ZERG_ENOTFOUND;
-}
-
-/* Where the leftovers go: tasks/{id}/attempt-{n}.patch of the recorded
- * attempt, else worktrees/{worktree}-{timestamp}.patch. */
-static int leftover_place(const char *gitdir, const char *top, char *rel,
-                          size_t reln, char *name, size_t namen)
-{
-    char task[256];
-    int attempt = 0;
-    if (!read_record(gitdir, task, sizeof task, &attempt)) {
-        snprintf(name, namen, "attempt-%d.patch", attempt);
-        return zerg_fsio_path(rel, reln, "tasks/%s", task);
-    }
-    char ts[ZERG_TS_MAX];
-    const char *base = strrchr(top, '/');
-    zerg_clock_iso8601(zerg_clock_wall(&zerg_clock_system), ts);
-    for (char *p = ts; *p; p++)
-        *p = *p == ':' ? '-' : *p;
-    snprintf(name, namen, "%s-%s.patch", base ? base + 1 : "worktree", ts);
-    return zerg_fsio_path(rel, reln, "worktrees");
-}
-
 /* Saves the leftovers under logs_dir: fills out->patch with the file, ""
  * when the worktree was clean, and out->skipped with what was too large
  * to save. */
@@ -174,7 +131,7 @@ static int save_leftovers(const struct zerg_git *g, const char *top,
         free(data);
         return rc;
     }
-    if (leftover_place(gitdir, top, rel, sizeof rel, name, sizeof name))
+    if (ws_leftover_place(gitdir, top, rel, sizeof rel, name, sizeof name))
         rc = zerg_err_set(err, -ENAMETOOLONG, "patch path too long");
     if (!rc)
         rc = zerg_fsio_mkdirs_own(logs_dir, rel, 0755, err);

@@ -163,7 +163,52 @@ int zerg_state_init(struct zerg_state *s, const struct zerg_graph *g,
     s->started_at_wall_ns = now_wall_ns;
     s->updated_at_wall_ns = now_wall_ns;
     s->next_epoch = 1; /* 0 means "no incarnation" in task and worker */
+    s->git_refs.known = 1; /* a run of this zerg records its refs */
     return 0;
+}
+
+/* ---- the refs zerg created (git.refs) ------------------------------------ */
+
+const struct zerg_state_ref *zerg_state_ref_find(const struct zerg_state *s,
+                                                 const char *ref)
+{
+    for (size_t i = 0; i < s->git_refs.n; i++)
+        if (!strcmp(s->git_refs.v[i].name, ref))
+            return &s->git_refs.v[i];
+    return NULL;
+}
+
+int zerg_state_ref_set(struct zerg_state *s, const char *ref, const char *oid)
+{
+    struct zerg_state_refs *r = &s->git_refs;
+    struct zerg_state_ref *e =
+        (struct zerg_state_ref *)zerg_state_ref_find(s, ref);
+    if (!e) {
+        if (r->n == r->cap) {
+            size_t cap = r->cap ? 2 * r->cap : 8;
+            struct zerg_state_ref *v = realloc(r->v, cap * sizeof *v);
+            if (!v)
+                return -ENOMEM;
+            r->v = v, r->cap = cap;
+        }
+        char *name = strdup(ref);
+        if (!name)
+            return -ENOMEM;
+        e = &r->v[r->n++];
+        e->name = name;
+    }
+    snprintf(e->oid, sizeof e->oid, "%s", oid ? oid : "");
+    return 0;
+}
+
+void zerg_state_refs_free(struct zerg_state_refs *r)
+{
+    for (size_t i = 0; r && i < r->n; i++)
+        free(r->v[i].name);
+    if (r) {
+        free(r->v);
+        memset(r, 0, sizeof *r);
+    }
 }
 
 void zerg_state_close(struct zerg_state *s)
@@ -181,6 +226,7 @@ void zerg_state_close(struct zerg_state *s)
     free(s->feature);
     free(s->error);
     free(s->status);
+    zerg_state_refs_free(&s->git_refs);
     memset(s, 0, sizeof *s);
 }
 
@@ -206,32 +252,61 @@ static int corrupt(struct zerg_err *err, const char *path, const char *why)
                         path, why, path);
 }
 
-int zerg_state_load(struct zerg_state *s, const struct zerg_graph *g,
-                    const char *path, size_t *dropped, struct zerg_err *err)
+/* The document at path, parsed: 0 with *doc (caller frees), or the
+ * error of zerg_state_load. */
+static int load_doc(const char *path, zerg_json **doc, struct zerg_err *err)
 {
     struct zerg_err why = {0};
     char *text = NULL;
     size_t len = 0;
-    zerg_json *doc = NULL;
-
-    memset(s, 0, sizeof *s);
+    *doc = NULL;
     /* zerg's own file: a link or a FIFO planted there is refused. */
     int rc = zerg_fsio_read_file(path, STATE_MAX_BYTES, ZERG_FSIO_NOFOLLOW,
                                  &text, &len, &why);
-    if (rc == -EFBIG) {
+    if (rc == -EFBIG)
         rc = corrupt(err, path, "larger than 256 MiB");
-    } else if (rc) {
+    else if (rc)
         zerg_err_set(err, rc, "%s", why.msg);
-    } else if (!(doc = zerg_json_parse(text, len, &why))) {
+    else if (!(*doc = zerg_json_parse(text, len, &why)))
         rc = corrupt(err, path, why.msg[0] ? why.msg : "not JSON");
-    } else if ((rc = zerg_state_from_json(s, g, doc, dropped, &why))) {
-        if (rc == ZERG_ECORRUPT)
-            corrupt(err, path, why.msg);
-        else
-            zerg_err_set(err, rc, "cannot load %s: %s", path, why.msg);
+    free(text);
+    return rc;
+}
+
+/* A reader's failure said as zerg_state_load says it. */
+static int load_failed(int rc, const char *path, const struct zerg_err *why,
+                       struct zerg_err *err)
+{
+    if (rc == ZERG_ECORRUPT)
+        return corrupt(err, path, why->msg);
+    return zerg_err_set(err, rc, "cannot load %s: %s", path, why->msg);
+}
+
+int zerg_state_load(struct zerg_state *s, const struct zerg_graph *g,
+                    const char *path, size_t *dropped, struct zerg_err *err)
+{
+    struct zerg_err why = {0};
+    zerg_json *doc = NULL;
+    memset(s, 0, sizeof *s);
+    int rc = load_doc(path, &doc, err);
+    if (!rc && (rc = zerg_state_from_json(s, g, doc, dropped, &why)))
+        load_failed(rc, path, &why, err);
+    zerg_json_free(doc);
+    return rc;
+}
+
+int zerg_state_load_git(struct zerg_state *s, const char *path,
+                        struct zerg_err *err)
+{
+    struct zerg_err why = {0};
+    zerg_json *doc = NULL;
+    memset(s, 0, sizeof *s);
+    int rc = load_doc(path, &doc, err);
+    if (!rc && (rc = state_git_from_json(s, doc, &why))) {
+        load_failed(rc, path, &why, err);
+        zerg_state_close(s);
     }
     zerg_json_free(doc);
-    free(text);
     return rc;
 }
 

@@ -8,6 +8,8 @@
 
 #include "zerg/state.h"
 
+struct zerg_err;
+
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Indexed by the status enums; the sizes make a definition with a missing
@@ -25,6 +27,10 @@ struct state_metric {
 };
 #define STATE_NMETRICS 10
 extern const struct state_metric state_metric_fields[STATE_NMETRICS];
+
+/* The git object of doc (base, branch, refs) into s (state_read.c). */
+int state_git_from_json(struct zerg_state *s, const zerg_json *doc,
+                        struct zerg_err *err);
 
 /* t as a task of that level that never ran: pending, no worker. */
 void state_task_reset(struct zerg_task_state *t, int level);

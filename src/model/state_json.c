@@ -148,17 +148,25 @@ static void put_metrics(struct zerg_jw *w, const struct zerg_metrics *m)
     zerg_jw_obj_end(w);
 }
 
-/* {base, branch} under worktree isolation, else null. */
+/* {base, branch, refs} under worktree isolation (or once zerg made a
+ * ref), else null.  refs is written even when empty: its presence says
+ * the document knows which refs zerg created (DESIGN §18). */
 static void put_git(struct zerg_jw *w, const struct zerg_state *s)
 {
     zerg_jw_str(w, "git");
-    if (!s->git_base[0]) {
+    if (!s->git_base[0] && !s->git_refs.n) {
         zerg_jw_null(w);
         return;
     }
     zerg_jw_obj(w);
-    put_str(w, "base", s->git_base);
+    put_str(w, "base", s->git_base[0] ? s->git_base : NULL);
     put_str(w, "branch", s->git_branch[0] ? s->git_branch : NULL);
+    zerg_jw_str(w, "refs");
+    zerg_jw_obj(w);
+    for (size_t i = 0; i < s->git_refs.n; i++)
+        put_str(w, s->git_refs.v[i].name,
+                s->git_refs.v[i].oid[0] ? s->git_refs.v[i].oid : NULL);
+    zerg_jw_obj_end(w);
     zerg_jw_obj_end(w);
 }
 

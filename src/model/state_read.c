@@ -206,16 +206,44 @@ static int rd_session(const struct rd *r, char *out, size_t n)
     return rc;
 }
 
-/* The run's git object {base, branch} (worktree isolation), or null. */
+/* git.refs: {"refs/...": "oid", ...}, the refs zerg created.  Missing
+ * (a document of an older zerg) leaves known 0: nobody knows then. */
+static int rd_refs(const struct rd *r, struct zerg_state *s)
+{
+    const zerg_json *v = zerg_json_get(r->obj, "refs");
+    if (!v || v->type == ZERG_JSON_NULL)
+        return 0;
+    if (!zerg_json_is(v, ZERG_JSON_OBJECT))
+        return bad_type(r, "refs", "an object of ref names and ids", v);
+    struct rd in = {v, "git.refs", r->err};
+    s->git_refs.known = 1;
+    for (size_t i = 0; i < zerg_json_len(v); i++) {
+        const char *name = zerg_json_key_at(v, i);
+        char oid[65];
+        int rc = strncmp(name, "refs/", 5)
+                     ? bad(&in, name, "not a full ref name (refs/...)")
+                     : rd_oid(&in, name, oid);
+        if (!rc && zerg_state_ref_set(s, name, oid))
+            rc = zerg_err_set(r->err, -ENOMEM, "out of memory");
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The run's git object {base, branch, refs} (worktree isolation), or
+ * null: a run that made no ref (isolation none). */
 static int rd_git(const struct rd *top, struct zerg_state *s)
 {
     const zerg_json *v = zerg_json_get(top->obj, "git");
+    s->git_refs.known = v != NULL;
     if (!v || v->type == ZERG_JSON_NULL)
         return 0;
     if (v->type != ZERG_JSON_OBJECT)
         return bad_type(top, "git", "an object or null", v);
     struct rd r = {v, "git", top->err};
     char *branch = NULL;
+    s->git_refs.known = 0;
     int rc = rd_oid(&r, "base", s->git_base);
     if (!rc)
         rc = rd_str(&r, "branch", &branch);
@@ -226,7 +254,17 @@ static int rd_git(const struct rd *top, struct zerg_state *s)
         snprintf(s->git_branch, sizeof s->git_branch, "%s",
                  branch ? branch : "");
     free(branch);
-    return rc;
+    return rc ? rc : rd_refs(&r, s);
+}
+
+int state_git_from_json(struct zerg_state *s, const zerg_json *doc,
+                        struct zerg_err *err)
+{
+    if (!doc || doc->type != ZERG_JSON_OBJECT)
+        return zerg_err_set(err, ZERG_ECORRUPT, "not a JSON object (got %s)",
+                            doc ? zerg_json_type_name(doc->type) : "nothing");
+    struct rd r = {doc, "", err};
+    return rd_git(&r, s);
 }
 
 /* A required status from names[]. */

@@ -212,6 +212,39 @@ static void merge_broken(struct zerg_orch *o, size_t t, const char *msg,
     zerg_orch_request_stop(o, 0, now);
 }
 
+/* The integration branch got checked out in a worktree during the run:
+ * zerg moves no branch under a worktree (DESIGN §18), so nothing is
+ * merged, no task is claimed any more and the run ends (exit 1) saying
+ * why.  The commit is kept at the task's conflict ref and the task goes
+ * back to pending, uncharged (conflict_count untouched): --resume runs
+ * it again on the tip. */
+static void merge_held(struct zerg_orch *o, size_t t,
+                       const struct zerg_result *r, const char *msg,
+                       int64_t now)
+{
+    struct zerg_err err = {0};
+    char ref[PATH_MAX] = "";
+    if (ws(o)->ops->keep(ws(o), r->task, r->attempt, r->commit, &err) == 0)
+        zerg_ws_conflict_ref(ref, sizeof ref, o->o.feature, r->task,
+                             r->attempt);
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_str(data, "ref", ref);
+    zerg_json_set_str(data, "branch", ws(o)->branch);
+    zerg_json_set_str(data, "reason", "checked_out");
+    zerg_json_set_num(data, "attempt", r->attempt);
+    /* merge_conflict's contract (nothing merged, the commit kept at its
+     * conflict ref, the task runs again) with the reason in data. */
+    zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_ERROR, "merge_conflict",
+                   r->task, data,
+                   "Task %s not merged (its commit is kept at "
+                   "%s): %s",
+                   r->task, ref[0] ? ref : "its worker branch", msg);
+    orch_requeue(o, t, "not merged: the integration branch is checked out");
+    o->failed_run = 1;
+    snprintf(o->run_error, sizeof o->run_error, "%s", msg);
+    zerg_orch_request_stop(o, 0, now);
+}
+
 int orch_merge_result(struct zerg_orch *o, size_t t,
                       const struct zerg_result *r, int64_t now)
 {
@@ -232,7 +265,12 @@ int orch_merge_result(struct zerg_orch *o, size_t t,
                                  .commit = r->commit};
     struct zerg_merge_out m = {0};
     struct zerg_err err = {0};
-    if (ws(o)->ops->merge(ws(o), &req, &m, &err) < 0) {
+    int rc = ws(o)->ops->merge(ws(o), &req, &m, &err);
+    if (rc == ZERG_EGIT_CHECKED_OUT) {
+        merge_held(o, t, r, err.msg, now);
+        return 0;
+    }
+    if (rc < 0) {
         merge_broken(o, t, err.msg, now);
         return 0;
     }

@@ -76,10 +76,12 @@ zerg cleanup > "$PROJ/clean.txt" || fail "cleanup failed: $(cat "$PROJ/clean.txt
 [ "$(G worktree list | wc -l)" = 1 ] || fail "worktrees left: $(G worktree list)"
 [ -z "$(G branch --list 'zerg/f/worker-*')" ] || fail "worker branches left"
 G rev-parse -q --verify zerg/f/integration > /dev/null || fail "cleanup removed the integration branch"
-zerg cleanup --all > /dev/null || fail "cleanup --all failed"
+# The integration branch holds 9 unmerged commits: only --force deletes
+# it (test_cleanup_safety.sh holds the refusal itself).
+zerg cleanup --all --force > /dev/null || fail "cleanup --all --force failed"
 [ -z "$(G branch --list 'zerg/*')" ] || fail "cleanup --all left $(G branch --list 'zerg/*')"
 [ ! -e "$PROJ/.zerg/state/f.json" ] || fail "cleanup --all left the state"
-pass "cleanup: --dry-run changes nothing; worktrees and worker branches go; --all takes the rest"
+pass "cleanup: --dry-run changes nothing; worktrees and worker branches go; --all --force takes the rest"
 
 # ---- conflicts: two same-level tasks append to one file
 new_project conflict

@@ -20,6 +20,7 @@
 #include "zerg/err.h"
 #include "zerg/git.h"
 #include "zerg/protocol.h"
+#include "zerg/state.h"
 #include "zerg/workspace.h"
 #include "zerg/graph.h"
 
@@ -445,6 +446,21 @@ static void assert_no_marks(const char *when)
         fail_msg("a planted command ran (%s)", when);
 }
 
+/* zerg cleanup of feature F, going by the names (no git.refs). */
+static int ws_cleanup(int all, int force, int dry_run, zerg_ws_say_fn fn,
+                      void *ud)
+{
+    struct zerg_ws_cleanup_opts o = {.project = repo,
+                                     .feature = "F",
+                                     .logs_dir = logs,
+                                     .all = all,
+                                     .force = force,
+                                     .dry_run = dry_run,
+                                     .say = fn,
+                                     .ud = ud};
+    return zerg_ws_cleanup(&o, &err);
+}
+
 static void test_planted_commands(void **state)
 {
     struct zerg_workspace *w = open_ws("run1");
@@ -505,7 +521,7 @@ static void test_planted_commands(void **state)
     assert_true(leftover[0] != '\0');
     assert_no_marks("prepare, changed, patches, gate");
     w->ops->free(w);
-    assert_true(zerg_ws_cleanup(repo, "F", logs, 1, 0, NULL, NULL, &err) > 0);
+    assert_true(ws_cleanup(1, 1, 0, NULL, NULL) > 0);
     assert_no_marks("cleanup");
     /* Without zerg's overrides the plant is live: the test can fail. */
     const char *argv[] = {"git", "-C", repo, "status", "--short", NULL};
@@ -601,6 +617,56 @@ static void test_rename_old_integration(void **state)
     w->ops->free(w);
 }
 
+static void note_ref(void *ud, const char *ref, const char *oid)
+{
+    assert_int_equal(zerg_state_ref_set(ud, ref, oid), 0);
+}
+
+static const char *noted(const struct zerg_state *s, const char *ref)
+{
+    const struct zerg_state_ref *r = zerg_state_ref_find(s, ref);
+    return r ? r->oid : "(not noted)";
+}
+
+/* Every ref the workspace makes or moves reaches git.refs with the oid it
+ * set (cleanup deletes only those); a branch the user has checked out is
+ * never moved: not at open, not by a merge. */
+static void test_refs_noted_and_checked_out(void **state)
+{
+    struct zerg_state s = {0};
+    struct zerg_ws_opts o = opts("run1");
+    o.on_ref = note_ref, o.ref_ud = &s;
+    struct zerg_workspace *w = zerg_ws_open(&o, &err);
+    assert_non_null(w);
+    struct zerg_merge_out out;
+    char a[ZERG_GIT_OID_MAX], b[ZERG_GIT_OID_MAX], tip[ZERG_GIT_OID_MAX];
+    assert_string_equal(noted(&s, "refs/heads/zerg/F/integration"), w->base);
+    attempt(w, 1, "T1", 1, "a.txt", "one\nTWO-A\nthree\n", a);
+    assert_string_equal(noted(&s, "refs/heads/zerg/F/worker-1"), w->base);
+    assert_int_equal(merge(w, 1, "T1", 1, a, &out), ZERG_MERGE_DONE);
+    tip_of(w, tip);
+    assert_string_equal(noted(&s, "refs/heads/zerg/F/integration"), tip);
+    attempt(w, 0, "T2", 1, "b.txt", "b\n", b);
+    assert_int_equal(w->ops->keep(w, "T2", 1, b, &err), 0);
+    assert_string_equal(noted(&s, "refs/zerg/F/conflicts/T2/1"), b);
+
+    PLAIN(repo, "switch", "-q", "zerg/F/integration");
+    struct zerg_merge_req req = {"T2", 1, 0, "a title", "run1", b};
+    assert_int_equal(w->ops->merge(w, &req, &out, &err), ZERG_EGIT_CHECKED_OUT);
+    assert_true(tu_contains(err.msg, "zerg/F/integration is checked out in"));
+    char now[ZERG_GIT_OID_MAX];
+    tip_of(w, now);
+    assert_string_equal(now, tip);
+    w->ops->free(w);
+    expect_open_fails(opts("run2"), ZERG_EGIT_CHECKED_OUT,
+                      "switch <branch>), then run zerg again");
+    PLAIN(repo, "switch", "-q", "main");
+    PLAIN(repo, "switch", "-q", "-c", "zerg/F/worker-7");
+    expect_open_fails(opts("run2"), ZERG_EGIT_CHECKED_OUT,
+                      "zerg/F/worker-7 is checked out in");
+    zerg_state_close(&s);
+}
+
 struct said {
     int n;
     char text[4096];
@@ -623,13 +689,13 @@ static void test_cleanup(void **state)
     w->ops->free(w);
     tu_write(wt, "unsaved.txt", "work\n");
     struct said s = {0};
-    int n = zerg_ws_cleanup(repo, "F", logs, 0, 1, say, &s, &err);
+    int n = ws_cleanup(0, 0, 1, say, &s);
     assert_true(n >= 5); /* 3 worktrees, 2 worker branches */
     assert_int_equal(n, s.n);
     assert_true(tu_contains(s.text, "Would remove worktree"));
     assert_true(exists(wt));
     struct said s2 = {0};
-    n = zerg_ws_cleanup(repo, "F", logs, 0, 0, say, &s2, &err);
+    n = ws_cleanup(0, 0, 0, say, &s2);
     assert_int_equal(n, s2.n);
     assert_true(n >= 5);
     assert_false(exists(wt));
@@ -646,7 +712,7 @@ static void test_cleanup(void **state)
     assert_int_equal(zerg_ws_describe(repo, "F", NULL, &info, &err), 0);
     assert_int_equal(info.exists, 1);
     assert_int_equal(info.nworktrees, 0);
-    assert_true(zerg_ws_cleanup(repo, "F", logs, 1, 0, NULL, NULL, &err) > 0);
+    assert_true(ws_cleanup(1, 0, 0, NULL, NULL) > 0);
     refs = ZGIT(NULL, "for-each-ref", "--format=%(refname)");
     assert_null(strstr(refs, "zerg/F"));
     free(refs);
@@ -798,6 +864,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_conflict_and_keep, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_compare_and_swap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refs_noted_and_checked_out, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_prepare_saves_leftovers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_planted_commands, setup, teardown),

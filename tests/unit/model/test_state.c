@@ -558,6 +558,10 @@ static void test_backup_kept(void **ctx)
 /* ---- the corrupt-file table --------------------------------------------- */
 
 #define TASK1 "\"A-L1-001\":"
+#define OID_A "1111111111111111111111111111111111111111"
+#define OID_B "2222222222222222222222222222222222222222"
+#define OID_C "3333333333333333333333333333333333333333"
+
 #define DOC(tasks, rest)                                                       \
     "{\"version\":1,\"feature\":\"demo\",\"tasks\":{" tasks "}" rest "}"
 #define OKTASK TASK1 "{\"status\":\"pending\",\"level\":1}"
@@ -620,9 +624,128 @@ static const struct {
      "(current_level: expected an integer >= 0, got -2)"},
     {"{\"version\":2,\"feature\":\"demo\",\"tasks\":{}}",
      "(version: version 2 is not supported"},
+    {DOC(OKTASK, ",\"git\":{\"refs\":{\"zerg/demo/worker-0\":\"" OID_A "\"}}"),
+     "git.refs.zerg/demo/worker-0: not a full ref name (refs/...)"},
+    {DOC(OKTASK, ",\"git\":{\"refs\":{\"refs/heads/x\":\"main\"}}"),
+     "git.refs.refs/heads/x: expected a git object id (hex) or null"},
+    {DOC(OKTASK, ",\"git\":{\"refs\":[\"refs/heads/x\"]}"),
+     "git.refs: expected an object of ref names and ids"},
     {DOC(OKTASK, ",\"started_at\":1770097315"),
      "(started_at: expected an ISO-8601 time or null, got 1770097315)"},
 };
+
+/* ---- git.refs: the refs zerg created (DESIGN §18) ---------------------- */
+
+/* `zerg cleanup` deletes only the refs the state lists: losing one on a
+ * checkpoint would leave zerg's branch behind, inventing one would delete
+ * the user's.  Every checkpoint writes them all back, updates included. */
+static void test_git_refs_round_trip(void **ctx)
+{
+    (void)ctx;
+    struct files f;
+    files_init(&f);
+    struct zerg_graph *g = small_graph();
+    struct zerg_state s, back, git;
+    struct zerg_err err = {0};
+    assert_int_equal(zerg_state_init(&s, g, NULL, T0), 0);
+    assert_int_equal(s.git_refs.known, 1);
+    strcpy(s.git_base, OID_A);
+    strcpy(s.git_branch, "zerg/demo/integration");
+    for (int i = 0; i < 20; i++) { /* past the first growth */
+        char ref[64];
+        snprintf(ref, sizeof ref, "refs/heads/zerg/demo/worker-%d", i);
+        assert_int_equal(zerg_state_ref_set(&s, ref, OID_A), 0);
+    }
+    assert_int_equal(
+        zerg_state_ref_set(&s, "refs/heads/zerg/demo/integration", OID_A), 0);
+    assert_int_equal(
+        zerg_state_ref_set(&s, "refs/heads/zerg/demo/integration", OID_B), 0);
+    assert_int_equal(
+        zerg_state_ref_set(&s, "refs/zerg/demo/conflicts/A-L1-001/2", OID_C),
+        0);
+    assert_int_equal(s.git_refs.n, 22); /* the update added nothing */
+
+    round_trip(&s, g, &back);
+    assert_int_equal(back.git_refs.known, 1);
+    assert_int_equal(back.git_refs.n, 22);
+    assert_string_equal(back.git_base, OID_A);
+    const struct zerg_state_ref *r =
+        zerg_state_ref_find(&back, "refs/heads/zerg/demo/integration");
+    assert_non_null(r);
+    assert_string_equal(r->oid, OID_B);
+    r = zerg_state_ref_find(&back, "refs/zerg/demo/conflicts/A-L1-001/2");
+    assert_non_null(r);
+    assert_string_equal(r->oid, OID_C);
+    assert_non_null(
+        zerg_state_ref_find(&back, "refs/heads/zerg/demo/worker-19"));
+    assert_null(zerg_state_ref_find(&back, "refs/heads/zerg/demo/worker-20"));
+    zerg_state_close(&back);
+
+    /* The file, and its git object alone (cleanup reads no graph). */
+    assert_int_equal(zerg_state_save(&s, g, f.path, &err), 0);
+    assert_int_equal(zerg_state_load_git(&git, f.path, &err), 0);
+    assert_int_equal(git.git_refs.known, 1);
+    assert_int_equal(git.git_refs.n, 22);
+    assert_string_equal(git.git_base, OID_A);
+    assert_string_equal(git.git_branch, "zerg/demo/integration");
+    assert_null(git.tasks);
+    zerg_state_close(&git);
+    zerg_state_close(&s);
+    zerg_graph_free(g);
+    tu_rmtree(f.dir);
+}
+
+/* A run that made none still says so ("refs": {}), so cleanup does not
+ * take the state for an older zerg's and go by the names. */
+static void test_git_refs_empty_is_known(void **ctx)
+{
+    (void)ctx;
+    struct zerg_graph *g = small_graph();
+    struct zerg_state s, back;
+    assert_int_equal(zerg_state_init(&s, g, NULL, T0), 0);
+    strcpy(s.git_base, OID_A);
+    zerg_json *doc = zerg_state_to_json(&s, g);
+    const zerg_json *refs = zerg_json_get(zerg_json_get(doc, "git"), "refs");
+    assert_non_null(refs);
+    assert_int_equal(zerg_json_len(refs), 0);
+    zerg_json_free(doc);
+    round_trip(&s, g, &back);
+    assert_int_equal(back.git_refs.known, 1);
+    assert_int_equal(back.git_refs.n, 0);
+    zerg_state_close(&back);
+    zerg_state_close(&s);
+    zerg_graph_free(g);
+}
+
+/* Documents of an older zerg: a git object without refs is unknown (its
+ * run made refs nobody listed); git null is a run without isolation,
+ * which made none. */
+static void test_git_refs_older_documents(void **ctx)
+{
+    (void)ctx;
+    struct zerg_graph *g = small_graph();
+    struct zerg_state s;
+    struct zerg_err err = {0};
+    static const struct {
+        const char *text;
+        int known;
+    } cases[] = {
+        {DOC(OKTASK, ",\"git\":{\"base\":\"" OID_A
+                     "\",\"branch\":\"zerg/demo/integration\"}"),
+         0},
+        {DOC(OKTASK, ""), 0},
+        {DOC(OKTASK, ",\"git\":null"), 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = from_text(&s, g, cases[i].text, NULL, &err);
+        if (rc)
+            fail_msg("case %zu: %s", i, err.msg);
+        assert_int_equal(s.git_refs.known, cases[i].known);
+        assert_int_equal(s.git_refs.n, 0);
+        zerg_state_close(&s);
+    }
+    zerg_graph_free(g);
+}
 
 static void test_corrupt_table(void **ctx)
 {
@@ -827,6 +950,9 @@ int main(void)
         cmocka_unit_test(test_levels_kept_as_found),
         cmocka_unit_test(test_level_done),
         cmocka_unit_test(test_save_load_files),
+        cmocka_unit_test(test_git_refs_round_trip),
+        cmocka_unit_test(test_git_refs_empty_is_known),
+        cmocka_unit_test(test_git_refs_older_documents),
         cmocka_unit_test(test_backup_kept),
         cmocka_unit_test(test_corrupt_table),
         cmocka_unit_test(test_corrupt_message_with_backup),

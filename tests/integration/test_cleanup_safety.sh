@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# Nothing a task produces is lost, and nothing of the user's is touched
+# (DESIGN §18), on real repositories: `zerg cleanup` deletes only the refs
+# zerg recorded making (git.refs), never a checked-out branch, keeps every
+# saved patch under --all, and keeps an integration branch holding
+# unmerged work unless --force; a rush (fresh, --resume, or a merge in the
+# middle of one) never moves a zerg branch the user has checked out.
+source "$(dirname "$0")/lib.sh"
+
+git_repo() {
+    git -C "$PROJ" init -q -b main
+    git -C "$PROJ" config user.name tester
+    git -C "$PROJ" config user.email tester@example.com
+    echo base > "$PROJ/shared.txt"
+    git -C "$PROJ" add shared.txt
+    git -C "$PROJ" commit -qm base
+}
+G() { git -C "$PROJ" "$@"; }
+one_task() {
+    graph <<'JSON'
+{"feature": "f", "tasks": [
+ {"id": "T-1", "title": "one", "level": 1, "command": "echo one > one.txt"}
+]}
+JSON
+}
+# The user's tree as bytes: HEAD's ref, its commit, and every change.
+tree_snapshot() {
+    { G symbolic-ref -q HEAD || echo detached; G rev-parse HEAD; G status --porcelain=v1 -uno; G diff; } 2>&1
+}
+# True once no process of this project is left (workers die with a
+# killed orchestrator).
+no_project_procs() { [ -z "$(project_pids "$PROJ")" ]; }
+
+# ---- the user's own zerg/f/worker-9, checked out with an edit in it
+new_project own
+git_repo
+one_task
+zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "rush exited $?: $(cat "$PROJ/rush.out")"
+G switch -q -c zerg/f/worker-9
+echo "my edit" >> "$PROJ/shared.txt"
+before=$(tree_snapshot)
+user_branch_intact() {
+    G rev-parse -q --verify refs/heads/zerg/f/worker-9 > /dev/null || fail "$1 deleted the user's zerg/f/worker-9"
+    G rev-parse -q --verify HEAD > /dev/null || fail "$1 left HEAD unborn: the checked-out branch went"
+    [ "$(tree_snapshot)" = "$before" ] || fail "$1 changed the user's tree: $(tree_snapshot)"
+}
+zerg cleanup > "$PROJ/c1.txt" 2>&1 || fail "cleanup exited $?: $(cat "$PROJ/c1.txt")"
+user_branch_intact cleanup
+grep -q 'Deleted refs/heads/zerg/f/worker-0' "$PROJ/c1.txt" || fail "zerg's own worker branch stayed: $(cat "$PROJ/c1.txt")"
+grep -q "Kept zerg/f/worker-9: the run's state does not list it as made by zerg" "$PROJ/c1.txt" || fail "cleanup does not say it left worker-9: $(cat "$PROJ/c1.txt")"
+rc=0
+zerg cleanup --all > "$PROJ/c2.txt" 2>&1 || rc=$?
+user_branch_intact "cleanup --all"
+[ $rc = 1 ] || fail "cleanup --all kept unmerged work and exited $rc: $(cat "$PROJ/c2.txt")"
+zerg cleanup --all --force > "$PROJ/c3.txt" 2>&1 || fail "cleanup --all --force exited $?: $(cat "$PROJ/c3.txt")"
+user_branch_intact "cleanup --all --force"
+! G rev-parse -q --verify refs/heads/zerg/f/integration > /dev/null || fail "--all --force left the integration branch"
+pass "cleanup, --all and --all --force leave the user's checked-out zerg/f/worker-9, its HEAD and edit alone"
+
+# ---- a state of an older zerg (no git.refs): by the names, never a
+# ---- checked-out branch
+new_project legacy
+git_repo
+one_task
+zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "rush exited $?: $(cat "$PROJ/rush.out")"
+python3 - "$PROJ/.zerg/state/f.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["git"].pop("refs", None)
+json.dump(d, open(sys.argv[1], "w"))
+PY
+G switch -q -c zerg/f/worker-9
+before=$(tree_snapshot)
+zerg cleanup > "$PROJ/c1.txt" 2>&1 || fail "cleanup exited $?: $(cat "$PROJ/c1.txt")"
+G rev-parse -q --verify HEAD > /dev/null || fail "HEAD is unborn: the checked-out branch went"
+[ "$(tree_snapshot)" = "$before" ] || fail "the user's tree changed"
+grep -q 'Deleted refs/heads/zerg/f/worker-0' "$PROJ/c1.txt" || fail "the old run's worker branch stayed: $(cat "$PROJ/c1.txt")"
+grep -q 'does not list the refs zerg made' "$PROJ/c1.txt" || fail "cleanup does not say it goes by the names: $(cat "$PROJ/c1.txt")"
+grep -q "Kept zerg/f/worker-9: it is checked out in $PROJ" "$PROJ/c1.txt" || fail "cleanup does not say why worker-9 stays: $(cat "$PROJ/c1.txt")"
+pass "a state without git.refs: cleanup goes by the names, says so, and keeps the checked-out branch"
+
+# ---- a patch cleanup --all saves is still there afterwards, and applies
+new_project patch
+git_repo
+one_task
+zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "rush exited $?: $(cat "$PROJ/rush.out")"
+wt="$PROJ/.zerg-worktrees/f/worker-0"
+echo "half an edit" >> "$wt/shared.txt"
+echo "a new file" > "$wt/new.txt"
+rc=0
+zerg cleanup --all > "$PROJ/c.txt" 2>&1 || rc=$? # 1: the unmerged branch stays
+grep -q '^Saved the uncommitted work' "$PROJ/c.txt" || fail "cleanup --all saved nothing: $(cat "$PROJ/c.txt")"
+[ -n "$(find "$PROJ/.zerg/logs/f" -name '*.patch' 2>/dev/null)" ] || fail "cleanup --all deleted the patch it saved: $(cat "$PROJ/c.txt")"
+patch="$PROJ/.zerg/logs/f/tasks/T-1/attempt-1.patch"
+grep -qF "Saved the uncommitted work of $wt to $patch" "$PROJ/c.txt" || fail "not saved where the worker would have: $(cat "$PROJ/c.txt")"
+[ -s "$patch" ] || fail "no $patch"
+grep -q 'Kept 1 saved patch' "$PROJ/c.txt" || fail "cleanup --all does not say where the patch is kept: $(cat "$PROJ/c.txt")"
+[ -z "$(find "$PROJ/.zerg/logs/f" -type f ! -name '*.patch')" ] || fail "cleanup --all left logs: $(find "$PROJ/.zerg/logs/f" -type f)"
+G apply --check "$patch" || fail "the saved patch does not apply on the base"
+pass "the patch cleanup --all saved survives it, at tasks/T-1/attempt-1.patch, and applies on the base"
+
+# ---- an integration branch holding unmerged commits
+new_project unmerged
+git_repo
+one_task
+zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "rush exited $?: $(cat "$PROJ/rush.out")"
+tip=$(G rev-parse zerg/f/integration)
+rc=0
+zerg cleanup --all > "$PROJ/c1.txt" 2>&1 || rc=$?
+[ "$(G rev-parse -q --verify zerg/f/integration)" = "$tip" ] || fail "cleanup --all deleted unmerged work"
+[ $rc = 1 ] || fail "cleanup --all exited $rc with unmerged work kept: $(cat "$PROJ/c1.txt")"
+grep -q 'Kept zerg/f/integration: it holds 1 commit on none of your branches; bring it home first (git merge zerg/f/integration) or delete it anyway with --force' "$PROJ/c1.txt" ||
+    fail "the message does not say how to merge it first: $(cat "$PROJ/c1.txt")"
+[ -e "$PROJ/.zerg/state/f.json" ] || fail "the state that lists the kept branch went"
+zerg cleanup --all --dry-run > "$PROJ/dry.txt" 2>&1 || true
+grep -q 'Would keep zerg/f/integration: it holds 1 commit' "$PROJ/dry.txt" || fail "--dry-run does not say it keeps the branch: $(cat "$PROJ/dry.txt")"
+G merge -q --ff-only zerg/f/integration
+zerg cleanup --all > "$PROJ/c2.txt" 2>&1 || fail "cleanup --all of merged work exited $?: $(cat "$PROJ/c2.txt")"
+! G rev-parse -q --verify refs/heads/zerg/f/integration > /dev/null || fail "a merged integration branch stayed"
+pass "an integration branch with unmerged commits survives cleanup --all (exit 1, how to merge it); once merged it goes"
+
+# ---- --resume with the user on zerg/f/integration
+new_project resume
+git_repo
+graph <<'JSON'
+{"feature": "f", "tasks": [
+ {"id": "T-1", "title": "one", "level": 1, "command": "echo one > one.txt"},
+ {"id": "T-2", "title": "two", "level": 2, "dependencies": ["T-1"], "command": "while [ ! -e \"$ZERG_PROJECT/go\" ]; do sleep 0.05; done; echo two > two.txt"}
+]}
+JSON
+rush_bg --workers 1 --no-progress
+wait_for 30 task_running T-2
+kill -9 "$RUSH_PID"
+rush_wait 30
+wait_for 10 no_project_procs
+tip=$(G rev-parse zerg/f/integration)
+G switch -q zerg/f/integration
+echo "user edit" >> "$PROJ/shared.txt"
+before=$(tree_snapshot)
+touch "$PROJ/go"
+rc=0
+zerg rush --resume --no-progress > "$PROJ/resume.out" 2>&1 || rc=$?
+[ "$(G rev-parse zerg/f/integration)" = "$tip" ] || fail "--resume moved the checked-out integration branch"
+[ "$(tree_snapshot)" = "$before" ] || fail "--resume changed the user's tree: $(tree_snapshot)"
+[ $rc = 2 ] || fail "--resume with the integration branch checked out exited $rc: $(cat "$PROJ/resume.out")"
+grep -q "zerg/f/integration is checked out in $PROJ: zerg never moves a branch that is checked out" "$PROJ/resume.out" ||
+    fail "--resume does not say why: $(cat "$PROJ/resume.out")"
+grep -q "switch <branch>" "$PROJ/resume.out" || fail "--resume does not give the fix: $(cat "$PROJ/resume.out")"
+pass "--resume refuses (exit 2, the fix said) and leaves the checked-out integration branch and the user's tree as they were"
+zerg cleanup --all --force > "$PROJ/c.txt" 2>&1 || true
+[ "$(G rev-parse -q --verify zerg/f/integration)" = "$tip" ] || fail "cleanup --all --force deleted the checked-out integration branch"
+[ "$(tree_snapshot)" = "$before" ] || fail "cleanup changed the user's tree: $(tree_snapshot)"
+grep -q "Kept zerg/f/integration: it is checked out in $PROJ" "$PROJ/c.txt" || fail "cleanup does not say why the branch stays: $(cat "$PROJ/c.txt")"
+pass "not even --all --force deletes the integration branch the user has checked out"
+
+# ---- a conflict ref moved since zerg set it
+new_project moved
+git_repo
+one_task
+zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "rush exited $?: $(cat "$PROJ/rush.out")"
+G merge -q --ff-only zerg/f/integration
+set_by_zerg=$(G rev-parse zerg/f/integration)
+G update-ref refs/zerg/f/conflicts/T-1/1 "$set_by_zerg"
+python3 - "$PROJ/.zerg/state/f.json" "$set_by_zerg" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["git"].setdefault("refs", {})["refs/zerg/f/conflicts/T-1/1"] = sys.argv[2]
+json.dump(d, open(sys.argv[1], "w"))
+PY
+G update-ref refs/zerg/f/conflicts/T-1/1 "$(G rev-parse HEAD~1)" # the user moved it
+rc=0
+zerg cleanup --all > "$PROJ/c1.txt" 2>&1 || rc=$?
+G rev-parse -q --verify refs/zerg/f/conflicts/T-1/1 > /dev/null || fail "cleanup --all deleted a ref moved since zerg set it"
+[ $rc = 1 ] || fail "cleanup --all exited $rc with a moved ref kept: $(cat "$PROJ/c1.txt")"
+grep -q 'Kept refs/zerg/f/conflicts/T-1/1: it moved since zerg set it' "$PROJ/c1.txt" || fail "cleanup does not say why: $(cat "$PROJ/c1.txt")"
+zerg cleanup --all --force > "$PROJ/c2.txt" 2>&1 || fail "cleanup --all --force exited $?: $(cat "$PROJ/c2.txt")"
+! G rev-parse -q --verify refs/zerg/f/conflicts/T-1/1 > /dev/null || fail "--force left the moved ref"
+[ ! -e "$PROJ/.zerg/state/f.json" ] || fail "the state stayed though nothing of zerg's is left"
+pass "a conflict ref moved since zerg set it stays without --force (exit 1) and goes with it"
+
+# ---- a fresh rush with the user on zerg/f/worker-0
+new_project fresh
+git_repo
+one_task
+G switch -q -c zerg/f/worker-0
+w0=$(G rev-parse HEAD)
+rc=0
+zerg rush --workers 1 --no-progress > "$PROJ/fresh.out" 2>&1 || rc=$?
+[ "$(G rev-parse HEAD)" = "$w0" ] || fail "the rush moved the user's checked-out zerg/f/worker-0"
+[ -z "$(G status --porcelain -uno)" ] || fail "the user's tree changed: $(G status --porcelain -uno)"
+[ $rc = 2 ] || fail "a rush with zerg/f/worker-0 checked out exited $rc: $(cat "$PROJ/fresh.out")"
+grep -q "zerg/f/worker-0 is checked out in $PROJ" "$PROJ/fresh.out" || fail "the rush does not say why: $(cat "$PROJ/fresh.out")"
+pass "a rush refuses (exit 2) while the user has a worker branch checked out, and moves nothing"
+
+# ---- the integration branch checked out in the middle of a run
+new_project midrun
+git_repo
+graph <<'JSON'
+{"feature": "f", "tasks": [
+ {"id": "T-1", "title": "one", "level": 1, "command": "while [ ! -e \"$ZERG_PROJECT/go\" ]; do sleep 0.05; done; echo one > one.txt"}
+]}
+JSON
+base=$(G rev-parse HEAD)
+rush_bg --workers 1 --no-progress
+wait_for 30 task_running T-1
+G switch -q zerg/f/integration
+touch "$PROJ/go"
+rush_wait 60
+[ "$(G rev-parse HEAD)" = "$base" ] || fail "the merge moved the checked-out integration branch"
+[ -z "$(G status --porcelain -uno)" ] || fail "the user's tree changed under them: $(G status --porcelain -uno)"
+[ "$RUSH_RC" = 1 ] || fail "the run exited $RUSH_RC with the integration branch checked out: $(cat "$PROJ/rush.out")"
+grep -q "zerg/f/integration is checked out in $PROJ" "$PROJ/rush.out" || fail "the run does not say why it stopped: $(cat "$PROJ/rush.out")"
+kept=$(G rev-parse -q --verify refs/zerg/f/conflicts/T-1/1) || fail "the task's commit was not kept"
+[ "$(G show "$kept:one.txt")" = one ] || fail "the kept commit lacks the task's work"
+grep '"event":"merge_conflict"' "$PROJ/.zerg/monitor.jsonl" | grep -q '"reason":"checked_out"' || fail "no merge_conflict event with reason checked_out"
+G switch -q main
+zerg rush --resume --no-progress > "$PROJ/resume.out" 2>&1 || fail "--resume after switching away exited $?: $(cat "$PROJ/resume.out")"
+[ "$(G show zerg/f/integration:one.txt)" = one ] || fail "the resumed run did not merge T-1"
+pass "a merge that finds the integration branch checked out stops the run (exit 1), moves nothing, keeps the commit; --resume finishes"
