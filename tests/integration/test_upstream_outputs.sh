@@ -225,7 +225,8 @@ for fx in "${GRAPHS[@]}"; do
     running=$((running + 1))
 done
 wait
-echo "${#GRAPHS[@]} graphs rushed in $(($(date +%s) - t0)) s"
+conflicts=$(cat "$TEST_ROOT"/*/.zerg/monitor.jsonl | grep -c '"event":"merge_conflict"' || true)
+echo "${#GRAPHS[@]} graphs rushed in $(($(date +%s) - t0)) s ($conflicts merge conflicts retried)"
 bad=0
 for fx in "${GRAPHS[@]}"; do
     name=$(basename "$fx" .json)
