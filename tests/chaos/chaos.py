@@ -51,8 +51,13 @@ import chaos_lib as cl  # noqa: E402
 
 FLAKY_LAUNCH = """#!/bin/sh
 # Every third worker launch fails, as a flaky launcher or runtime would.
-n=$(cat "$(dirname "$0")/launches" 2>/dev/null || echo 0)
-echo $((n + 1)) > "$(dirname "$0")/launches"
+# Workers are launched together: the counter is read and bumped under a
+# lock, or two launches read the same n and the count of refusals the
+# harness checks is wrong.  The lock is released before the exec.
+d=$(dirname "$0")
+n=$(flock "$d/launches.lock" sh -c \
+    'n=$(cat "$1" 2>/dev/null || echo 0); echo $((n + 1)) > "$1"; echo "$n"' \
+    sh "$d/launches") || { echo "chaos: cannot count launches" >&2; exit 1; }
 [ $((n % 3)) -ne 1 ] || { echo "chaos: launch $n refused" >&2; exit 1; }
 exec "$@"
 """
@@ -82,6 +87,8 @@ def make_project(root, ntasks, levels, spawn_failures, rng):
         f.write("f\n")
     extra = ""
     if spawn_failures:
+        if not shutil.which("flock"):
+            raise cl.ChaosFailure("--spawn-failures needs flock(1) (util-linux)")
         extra = "  launch_prefix: [\"%s/flaky-launch.sh\"]\n" % proj
         with open(proj + "/flaky-launch.sh", "w") as f:
             f.write(FLAKY_LAUNCH)
