@@ -17,6 +17,11 @@ Modes (--mode):
   hostile       tasks that attack zerg's own files (FIFOs, links out of
                 the project, garbage heartbeats, setsid daemons, config
                 rewrites); see chaos_hostile.py.
+  git           a real git repository under worktree isolation, tasks
+                that fail on purpose and pass on retry, SIGKILLs of
+                workers, their process groups and git itself while a
+                worker runs git, and (--kill-orchestrator) of the
+                orchestrator while it runs git; see chaos_git.py.
 
 Every mode counts the injections it really performed and fails when an
 enabled kind never happened.  A rush is resumed only after exit 1 or the
@@ -259,7 +264,8 @@ def report(a, root, proj, inj, rushes, problems, what):
 def parse():
     ap = argparse.ArgumentParser()
     ap.add_argument("zerg")
-    ap.add_argument("--mode", choices=("classic", "two-features", "hostile"),
+    ap.add_argument("--mode", choices=("classic", "two-features", "hostile",
+                                       "git"),
                     default="classic")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--seconds", type=float, default=20)
@@ -288,6 +294,9 @@ def main():
         if a.mode == "two-features":
             import chaos_two
             return chaos_two.run(a, rng, root, report)
+        if a.mode == "git":
+            import chaos_git
+            return chaos_git.run(a, rng, root, report)
         import chaos_hostile
         return chaos_hostile.run(a, rng, root, report)
     except cl.ChaosFailure as e:
