@@ -23,7 +23,8 @@ repository.  Invariants:
     dependencies, and its committed output holds exactly the first lines
     its dependencies committed: it saw their files; no task ran blind;
   * the attempt recorded complete (state, Attempt trailer, the output's
-    first line) is one attempt, and not one that failed;
+    first line) is one attempt, and not one that failed; the state names
+    the commit on the integration branch;
   * a retry budget is charged only for failures the tasks chose, never
     for a kill;
   * no *.lock file (index.lock, a ref's lock) is left in the git
@@ -31,7 +32,9 @@ repository.  Invariants:
   * no process of the project is left.
 """
 import collections
+import datetime
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -279,7 +282,8 @@ def run(a, rng, root, report):
     cl.scan_worker_logs(proj)
     problems = ["a rush ended by itself with a failure: " + u
                 for u in rush.unforced]
-    fails = check(proj, ledger, deps_of, head, problems)
+    fails = check(a, proj, ledger, deps_of, head, problems)
+    check_locks(a, proj, problems)
     inj.enable("task_fail")
     inj.performed("task_fail", fails)
     for m in METHODS:
@@ -305,10 +309,11 @@ def read_ledger(ledger):
 
 
 def integration(proj):
-    """[(task id, attempt trailer)] on the first-parent chain, oldest first."""
+    """[(task id, attempt trailer, commit)] on the first-parent chain,
+    oldest first."""
     out = git(proj, "log", "--first-parent", "--reverse",
               "--format=%(trailers:key=Task-ID,valueonly,separator=%x2C)%x09"
-              "%(trailers:key=Attempt,valueonly,separator=%x2C)",
+              "%(trailers:key=Attempt,valueonly,separator=%x2C)%x09%H",
               "main..zerg/f/integration")
     return [tuple(line.split("\t")) for line in out.splitlines() if line]
 
@@ -321,7 +326,48 @@ def locks(proj):
     return found
 
 
-def check(proj, ledger, deps_of, head, problems):
+def ts_of(event):
+    return datetime.datetime.strptime(event["ts"], "%Y-%m-%dT%H:%M:%S.%fZ") \
+        .replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def check_locks(a, proj, problems):
+    """A lock a killed git left is a problem where it blocks: in the
+    common git directory (the user's own git would stop on it), or in a
+    slot's git directory when a task was claimed on that slot after it
+    (the slot was not healed, §18).  One a slot holds from the last kill
+    of the run is left to the next use of the slot; `zerg cleanup` must
+    then remove the worktrees, and every lock with them."""
+    started = collections.defaultdict(list)
+    for e in cl.monitor_events(proj):
+        if e["event"] == "task_claimed" and e.get("worker") is not None:
+            started[e["worker"]].append(ts_of(e))
+    for lock in locks(proj):
+        parts = lock.split("/")
+        if len(parts) < 4 or parts[1] != "worktrees":
+            problems.append("lock left in the common git directory: %s" % lock)
+            continue
+        # The lock of a temporary index named by a pid blocks nobody.
+        if re.search(r"\.[0-9]+\.lock$", lock):
+            continue
+        slot = int(parts[2].rsplit("-", 1)[-1]) if parts[2][-1].isdigit() else -1
+        born = os.stat(os.path.join(proj, lock)).st_mtime
+        after = sum(1 for t in started.get(slot, []) if t > born)
+        if after:
+            problems.append("%s stayed while %d attempts were claimed on slot %d "
+                            "after it: the slot was not healed" % (lock, after, slot))
+    r = subprocess.run([a.zerg, "-C", proj, "--feature", "f", "cleanup"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        problems.append("zerg cleanup after the run exited %d: %s" %
+                        (r.returncode, (r.stdout + r.stderr)[-300:]))
+    left = locks(proj)
+    if left:
+        problems.append("lock files left in the git directory after zerg "
+                        "cleanup: %s" % left[:8])
+
+
+def check(a, proj, ledger, deps_of, head, problems):
     """Appends what is wrong to problems; returns the chosen failures seen."""
     failed, blind = read_ledger(ledger)
     if blind:
@@ -329,7 +375,7 @@ def check(proj, ledger, deps_of, head, problems):
     state = cl.load_state(proj, "f")["tasks"]
     chain = integration(proj)
     pos = collections.defaultdict(list)
-    for i, (tid, _) in enumerate(chain):
+    for i, (tid, _, _) in enumerate(chain):
         pos[tid].append(i)
     first = {}
     for tid in sorted(deps_of):
@@ -348,14 +394,18 @@ def check(proj, ledger, deps_of, head, problems):
             problems.append("%s: committed output %r" % (tid, text[:80]))
             continue
         mine = (tid, w[1], w[2])
-        trailer = chain[pos[tid][0]][1]
+        _, trailer, commit = chain[pos[tid][0]]
         if mine in failed:
             problems.append("%s: the committed attempt (epoch %s, attempt %s) "
                             "failed" % mine)
-        if (str(v.get("epoch")), str(v.get("attempt"))) != mine[1:] or trailer != w[2]:
-            problems.append("%s: state says epoch %s attempt %s, the trailer "
-                            "attempt %s, the output %s" % (
-                                tid, v.get("epoch"), v.get("attempt"), trailer, mine[1:]))
+        # Epoch 0: completed on a resume from the commit the worker had
+        # made before the restart (§13), so the epoch is not known.
+        if str(v.get("attempt")) != w[2] or trailer != w[2] or \
+                str(v.get("epoch")) not in (w[1], "0") or v.get("commit") != commit:
+            problems.append("%s: state says epoch %s attempt %s commit %s, the "
+                            "trailer attempt %s, the output %s, the commit %s" % (
+                                tid, v.get("epoch"), v.get("attempt"), v.get("commit"),
+                                trailer, mine[1:], commit))
         chosen = sum(1 for f in failed if f[0] == tid)
         if v.get("retry_count", 0) > chosen:
             problems.append("%s: retry_count %d but it failed on purpose %d "
@@ -374,9 +424,6 @@ def check(proj, ledger, deps_of, head, problems):
     stray = set(pos) - set(deps_of)
     if stray:
         problems.append("commits of unknown tasks: %s" % sorted(stray)[:5])
-    left = locks(proj)
-    if left:
-        problems.append("lock files left in the git directory: %s" % left[:8])
     if git(proj, "rev-parse", "HEAD").strip() != head or \
             git(proj, "symbolic-ref", "HEAD").strip() != "refs/heads/main":
         problems.append("the user's branch moved")
