@@ -10,6 +10,11 @@
 # zerg's run files (.zerg/state/, .zerg/logs/, .zerg/reports/,
 # .zerg-worktrees/, .zerg/monitor.*) is in a commit, and the user's
 # branch and tree are as before.  The graphs run two at a time.
+# Selected: a task with a files.create or files.modify path under .gsd/
+# or .zerg/ (63 tasks in 20 of the 70 graphs; the count is printed).  One
+# declared output, .zerg/state/final-analysis.json of
+# analyze-wiring-verification TASK-014, is under zerg's run files: §18
+# keeps it out of every commit, and the test holds zerg to that.
 source "$(dirname "$0")/lib.sh"
 FIXTURES="$(dirname "$0")/../fixtures/upstream-task-graphs"
 [ -d "$FIXTURES" ] || fail "no fixtures at $FIXTURES"
