@@ -17,6 +17,11 @@ Modes (--mode):
   hostile       tasks that attack zerg's own files (FIFOs, links out of
                 the project, garbage heartbeats, setsid daemons, config
                 rewrites); see chaos_hostile.py.
+  git           a real git repository under worktree isolation, tasks
+                that fail on purpose and pass on retry, SIGKILLs of
+                workers, their process groups and git itself while a
+                worker runs git, and (--kill-orchestrator) of the
+                orchestrator while it runs git; see chaos_git.py.
 
 Every mode counts the injections it really performed and fails when an
 enabled kind never happened.  A rush is resumed only after exit 1 or the
@@ -51,8 +56,13 @@ import chaos_lib as cl  # noqa: E402
 
 FLAKY_LAUNCH = """#!/bin/sh
 # Every third worker launch fails, as a flaky launcher or runtime would.
-n=$(cat "$(dirname "$0")/launches" 2>/dev/null || echo 0)
-echo $((n + 1)) > "$(dirname "$0")/launches"
+# Workers are launched together: the counter is read and bumped under a
+# lock, or two launches read the same n and the count of refusals the
+# harness checks is wrong.  The lock is released before the exec.
+d=$(dirname "$0")
+n=$(flock "$d/launches.lock" sh -c \
+    'n=$(cat "$1" 2>/dev/null || echo 0); echo $((n + 1)) > "$1"; echo "$n"' \
+    sh "$d/launches") || { echo "chaos: cannot count launches" >&2; exit 1; }
 [ $((n % 3)) -ne 1 ] || { echo "chaos: launch $n refused" >&2; exit 1; }
 exec "$@"
 """
@@ -82,6 +92,8 @@ def make_project(root, ntasks, levels, spawn_failures, rng):
         f.write("f\n")
     extra = ""
     if spawn_failures:
+        if not shutil.which("flock"):
+            raise cl.ChaosFailure("--spawn-failures needs flock(1) (util-linux)")
         extra = "  launch_prefix: [\"%s/flaky-launch.sh\"]\n" % proj
         with open(proj + "/flaky-launch.sh", "w") as f:
             f.write(FLAKY_LAUNCH)
@@ -252,7 +264,8 @@ def report(a, root, proj, inj, rushes, problems, what):
 def parse():
     ap = argparse.ArgumentParser()
     ap.add_argument("zerg")
-    ap.add_argument("--mode", choices=("classic", "two-features", "hostile"),
+    ap.add_argument("--mode", choices=("classic", "two-features", "hostile",
+                                       "git"),
                     default="classic")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--seconds", type=float, default=20)
@@ -281,6 +294,9 @@ def main():
         if a.mode == "two-features":
             import chaos_two
             return chaos_two.run(a, rng, root, report)
+        if a.mode == "git":
+            import chaos_git
+            return chaos_git.run(a, rng, root, report)
         import chaos_hostile
         return chaos_hostile.run(a, rng, root, report)
     except cl.ChaosFailure as e:

@@ -11,6 +11,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
     python3 "$here/chaos.py" "$ZERG" --mode two-features --ids same --seconds 30 --tasks 400 --workers 4
     python3 "$here/chaos.py" "$ZERG" --mode two-features --ids different --seconds 30 --tasks 300 --workers 4
     python3 "$here/chaos.py" "$ZERG" --mode hostile --seconds 120 --tasks 150 --workers 4
-    runs=$((runs + 4))
+    python3 "$here/chaos.py" "$ZERG" --mode git --seconds 60 --tasks 200 --levels 5 --workers 4 --kill-orchestrator
+    runs=$((runs + 5))
 done
 echo "$runs passed, 0 failed"

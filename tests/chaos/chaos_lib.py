@@ -291,9 +291,12 @@ def load_state(proj, feature):
         return json.load(f)
 
 
-def write_config(proj, extra=""):
+def write_config(proj, extra="", retry_attempts=0, rush=""):
+    """The chaos config: fast heartbeats and backoffs, budgets no crash
+    can spend; retry_attempts for the modes whose tasks fail on purpose,
+    rush a whole rush: section."""
     with open(proj + "/.zerg/config.yaml", "w") as f:
-        f.write("resilience:\n"
+        f.write(rush + "resilience:\n"
                 "  reconcile_interval_seconds: 0.3\n"
                 "workers:\n"
                 "  heartbeat_interval_seconds: 0.1\n"
@@ -302,7 +305,9 @@ def write_config(proj, extra=""):
                 "  spawn_backoff_max_seconds: 0.2\n"
                 "  max_respawn_attempts: 1000\n"
                 "  max_task_crashes: 100\n"
-                "  retry_attempts: 0\n" + extra)
+                "  backoff_base_seconds: 0.05\n"
+                "  backoff_max_seconds: 0.2\n"
+                "  retry_attempts: %d\n" % retry_attempts + extra)
 
 
 def write_graph(proj, feature, tasks):

@@ -4,8 +4,10 @@
 # disk under .zerg/state during few-hundred-task rushes; two features
 # rushed at once in one project (same and different task ids) under
 # worker and orchestrator kills and a `zerg stop --force` of one; tasks
-# that attack zerg's own files.  Then the invariants (see
-# tests/chaos/chaos.py).  A run passes only if every kind of injection it
+# that attack zerg's own files; a real git repository under worktree
+# isolation with tasks failing on purpose and SIGKILLs of workers, their
+# process groups, git itself and the orchestrator while git runs.  Then
+# the invariants (see tests/chaos/chaos.py and chaos_git.py).  A run passes only if every kind of injection it
 # enables really happened and zerg never ended in a way no resume may hide
 # (a stray signal, an exit >= 128, exit 2/3, a sanitizer report, a hang).
 # `make chaos` runs the long version.
@@ -31,4 +33,7 @@ pass "chaos: two features, different task ids"
 chaos --mode hostile --seconds 60 --tasks 45 --workers 3 ||
     fail "hostile tasks (seed above)"
 pass "chaos: hostile tasks against zerg's own files"
+chaos --mode git --seconds 30 --tasks 60 --levels 4 --workers 3 --kill-orchestrator ||
+    fail "kills inside git under worktree isolation (seed above)"
+pass "chaos: kills inside git, failing tasks, orchestrator kills in a worktree run"
 echo "$TESTS_PASSED passed, 0 failed"
