@@ -40,7 +40,7 @@ struct target {
 
 /* ---- warnings ----------------------------------------------------------- */
 
-static int push_warning(struct zerg_preflight *pf, const char *line)
+int zerg_preflight_warn(struct zerg_preflight *pf, const char *line)
 {
     char **v = realloc(pf->warnings, (pf->nwarnings + 1) * sizeof *v);
     if (!v)
@@ -72,16 +72,16 @@ int zerg_preflight_stale_warnings(const struct zerg_graph *g,
                  "workers.task_stale_timeout_seconds (%g s): raise the "
                  "timeout if it can go that long without progress",
                  t->id, t->estimate_minutes, stale_s);
-        rc = push_warning(pf, line);
+        rc = zerg_preflight_warn(pf, line);
     }
     if (rc == 0 && over > ZERG_PREFLIGHT_WARN_MAX) {
         snprintf(line, sizeof line, "... and %zu more task%s like that",
                  over - ZERG_PREFLIGHT_WARN_MAX,
                  over - ZERG_PREFLIGHT_WARN_MAX == 1 ? "" : "s");
-        rc = push_warning(pf, line);
+        rc = zerg_preflight_warn(pf, line);
     }
     if (rc == 0 && over)
-        rc = push_warning(
+        rc = zerg_preflight_warn(
             pf, agent ? "(the stale check is about progress, not length: with "
                         "executor.kind claude every stream event of the agent "
                         "counts, so only a silent agent goes stale)"
@@ -93,88 +93,6 @@ int zerg_preflight_stale_warnings(const struct zerg_graph *g,
 
 /* ---- shell syntax ---------------------------------------------------------
  */
-
-/* Commands and verifications run with /bin/sh -c (DESIGN §8), which on
- * Debian is dash: bash syntax such as <(...) cannot run, and a task whose
- * verification does not parse fails every attempt, after its agent ran.
- * Each distinct text is parsed once with `sh -n` (about 1 ms); past
- * SHELL_CHECK_MAX distinct texts the rest are not checked. */
-#define SHELL_CHECK_MAX 2000
-#define SHELL_CHECK_TIMEOUT_NS (5 * ZERG_NS_PER_S)
-
-struct shell_text {
-    const char *text, *task, *what;
-    size_t order;  /* in the graph: warnings keep it */
-    char err[200]; /* sh's message, "" when it parsed */
-};
-
-static int cmp_text(const void *a, const void *b)
-{
-    return strcmp(((const struct shell_text *)a)->text,
-                  ((const struct shell_text *)b)->text);
-}
-
-static int cmp_order(const void *a, const void *b)
-{
-    size_t x = ((const struct shell_text *)a)->order,
-           y = ((const struct shell_text *)b)->order;
-    return x < y ? -1 : x > y;
-}
-
-/* 1 when /bin/sh cannot parse s->text (s->err says why). */
-static int shell_bad(struct shell_text *s)
-{
-    char *argv[] = {"/bin/sh", "-n", "-c", (char *)s->text, NULL};
-    int st = 0;
-    if (zerg_container_exec(argv, SHELL_CHECK_TIMEOUT_NS, NULL, 0, s->err,
-                            sizeof s->err, &st) < 0 ||
-        (WIFEXITED(st) && WEXITSTATUS(st) == 0))
-        return 0;
-    s->err[strcspn(s->err, "\n")] = '\0';
-    return 1;
-}
-
-static int shell_warn(struct zerg_preflight *pf, const struct shell_text *s)
-{
-    char line[512];
-    const char *err = s->err;
-    snprintf(line, sizeof line,
-             "task %s: its %s cannot run under /bin/sh (%s)%s; every attempt "
-             "would fail: rewrite it for sh, or wrap it as bash -c '...'",
-             s->task, s->what, err[0] ? err : "sh -n failed",
-             strstr(s->text, "<(") ? ": <(...) is bash syntax" : "");
-    return push_warning(pf, line);
-}
-
-int zerg_preflight_shell_warnings(const struct zerg_graph *g,
-                                  struct zerg_preflight *pf)
-{
-    struct shell_text *v = calloc(2 * g->ntasks + 1, sizeof *v);
-    size_t n = 0;
-    int rc = 0;
-    if (!v)
-        return -ENOMEM;
-    for (size_t i = 0; i < g->ntasks; i++) {
-        const struct zerg_task *t = &g->tasks[i];
-        if (t->command && *t->command)
-            v[n++] = (struct shell_text){t->command, t->id, "command", n, ""};
-        if (t->verify_command && *t->verify_command)
-            v[n++] = (struct shell_text){t->verify_command, t->id,
-                                         "verification command", n, ""};
-    }
-    /* Each distinct text once: the first task that has it is named. */
-    qsort(v, n, sizeof *v, cmp_text);
-    size_t nbad = 0;
-    for (size_t i = 0, checked = 0; i < n; i++)
-        if ((!i || strcmp(v[i].text, v[i - 1].text)) &&
-            checked++ < SHELL_CHECK_MAX && shell_bad(&v[i]))
-            v[nbad++] = v[i];
-    qsort(v, nbad, sizeof *v, cmp_order);
-    for (size_t i = 0; i < nbad && rc == 0; i++)
-        rc = shell_warn(pf, &v[i]);
-    free(v);
-    return rc;
-}
 
 /* ---- which executor ----------------------------------------------------- */
 

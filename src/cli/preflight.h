@@ -56,7 +56,11 @@ int zerg_preflight_stale_warnings(const struct zerg_graph *g,
                                   const struct zerg_config *cfg,
                                   struct zerg_preflight *pf);
 
-/* Appends one warning line per task command or verification command that
+/* Appends a copy of line to pf's warnings.  0 or -ENOMEM. */
+int zerg_preflight_warn(struct zerg_preflight *pf, const char *line);
+
+/* shell_check.c: appends one warning line per task command or
+ * verification command that
  * `/bin/sh -n` cannot parse (each distinct text checked once), naming the
  * task, sh's message and, for <(...), that it is bash syntax.  0 or
  * -ENOMEM. */

@@ -6,10 +6,12 @@
  * file is compiled in here. */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/preflight.c"
+#include "cli/shell_check.c"
 #include "zerg/err.h"
 
 static struct zerg_graph *graph_of(const char *json)
@@ -197,10 +199,47 @@ static void agent_estimates_mention_stream_events(void **state)
     zerg_config_free(&cfg);
 }
 
+/* 60 commands of which 3 do not parse alone (one of them only because
+ * of bash syntax), one repeated by a second task: exactly the first task
+ * of each bad text is named, in graph order, and the good ones are not
+ * (they are parsed together, so one bad text must not hide another). */
+static void shell_check_names_each_bad_text(void **state)
+{
+    (void)state;
+    char *json = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&json, &len);
+    fputs("{\"feature\":\"f\",\"tasks\":[", f);
+    for (int i = 0; i < 60; i++) {
+        const char *cmd = i == 7    ? "diff <(echo a) <(echo b)"
+                          : i == 31 ? "if true; then echo x"
+                          : i == 44 ? "echo \\\"unclosed"
+                          : i == 50 ? "if true; then echo x"
+                                    : "echo task && test -n ok | cat";
+        fprintf(f, "%s{\"id\":\"T-%02d\",\"level\":1,\"command\":\"%s\"}",
+                i ? "," : "", i, cmd);
+    }
+    fputs("]}", f);
+    fclose(f);
+    struct zerg_graph *g = graph_of(json);
+    struct zerg_preflight pf = {0};
+    assert_int_equal(zerg_preflight_shell_warnings(g, &pf), 0);
+    assert_int_equal(pf.nwarnings, 3);
+    assert_non_null(strstr(pf.warnings[0], "task T-07: its command cannot"));
+    assert_non_null(strstr(pf.warnings[0], "<(...) is bash syntax"));
+    assert_non_null(strstr(pf.warnings[1], "task T-31: its command cannot"));
+    assert_non_null(strstr(pf.warnings[2], "task T-44: its command cannot"));
+    assert_null(strstr(pf.warnings[2], "bash syntax"));
+    zerg_preflight_close(&pf);
+    zerg_graph_free(g);
+    free(json);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_agent_task_runs_nothing),
+        cmocka_unit_test(shell_check_names_each_bad_text),
         cmocka_unit_test(missing_on_path_says_install),
         cmocka_unit_test(missing_path_says_no_such_file),
         cmocka_unit_test(relative_path_is_the_projects),
