@@ -36,6 +36,10 @@ enum {
     ZERG_EGIT_NOREPO = -5104,      /* not a repository / no commit */
     ZERG_EGIT_CHECKED_OUT = -5105, /* a branch zerg would move is checked
                                       out in a worktree (DESIGN §18) */
+    ZERG_EGIT_KILLED = -5106,      /* git was killed by a signal (the OOM
+                                      killer, an outside kill): not the
+                                      task's fault, and what it left (a
+                                      lock) is healed by the next attempt */
 };
 
 struct zerg_git {

@@ -20,6 +20,7 @@ struct git_proc {
     size_t out_len;
     char *errtxt; /* malloc'd stderr tail, NUL-terminated */
     int status;   /* exit status, 128+signal when killed */
+    int signal;   /* the signal that killed it, 0 when it exited */
 };
 
 /* Spawns p->argv with posix_spawn, feeds stdin and drains stdout and

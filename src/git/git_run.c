@@ -69,6 +69,12 @@ static int read_config(const struct zerg_git *g, const char *dir, char **list,
     if (rc)
         return rc;
     free(p.errtxt);
+    if (p.signal) {
+        free(p.out);
+        return zerg_err_set(err, ZERG_EGIT_KILLED,
+                            "git config --list in %s was killed by signal %d",
+                            dir, p.signal);
+    }
     if (p.status != 0) {
         free(p.out);
         return zerg_err_set(err, ZERG_EGIT_FAILED,
@@ -188,6 +194,30 @@ static void last_lines(const char *text, char *buf, size_t n)
     buf[off < n ? off : n - 1] = '\0';
 }
 
+/* The cause first: git's own "fatal:" (or "error:") line, which advice
+ * lines after it push out of the last four (a held index.lock is said in
+ * the first line, "another git process seems to be running" in the
+ * last), then the last lines. */
+static void cause_and_tail(const char *text, char *buf, size_t n)
+{
+    const char *c = NULL;
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : l)
+        if (!strncmp(l, "fatal: ", 7) || !strncmp(l, "error: ", 7)) {
+            c = l;
+            break;
+        }
+    char tail[1200], cause[420] = "";
+    last_lines(text, tail, sizeof tail);
+    if (c) {
+        size_t cl = strcspn(c, "\n");
+        snprintf(cause, sizeof cause, "%.*s", (int)(cl > 400 ? 400 : cl), c);
+    }
+    if (!cause[0] || strstr(tail, cause))
+        snprintf(buf, n, "%s", tail);
+    else
+        snprintf(buf, n, "%s | %s", cause, tail);
+}
+
 static int classify(const struct git_proc *p, const struct zerg_git_call *c,
                     const char *const *args, struct zerg_err *err)
 {
@@ -195,7 +225,11 @@ static int classify(const struct git_proc *p, const struct zerg_git_call *c,
         return p->status;
     char what[400], tail[1200];
     describe_args(args, what, sizeof what);
-    last_lines(p->errtxt ? p->errtxt : "", tail, sizeof tail);
+    if (p->signal)
+        return zerg_err_set(err, ZERG_EGIT_KILLED,
+                            "%s was killed by signal %d (%s)", what, p->signal,
+                            strsignal(p->signal));
+    cause_and_tail(p->errtxt ? p->errtxt : "", tail, sizeof tail);
     int code = zerg_git_stderr_transient(p->errtxt) ? ZERG_EGIT_TRANSIENT
                                                     : ZERG_EGIT_FAILED;
     return zerg_err_set(err, code, "%s failed (exit %d): %s", what, p->status,

@@ -241,13 +241,14 @@ static int setup_attr(posix_spawnattr_t *at)
     return -rc;
 }
 
-static int wait_child(pid_t pid, int *status)
+static int wait_child(pid_t pid, int *status, int *sig)
 {
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             return -errno;
     *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     return 0;
 }
 
@@ -309,7 +310,7 @@ int git_spawn(struct git_proc *p, struct zerg_err *err)
     struct pipes pp = {in[1], out[0], errp[0]};
     int prc = pump_guarded(&pp, p, &ob, &eb);
     close_fd(&pp.out), close_fd(&pp.err);
-    rc = wait_child(pid, &p->status);
+    rc = wait_child(pid, &p->status, &p->signal);
     if (!rc)
         rc = prc;
     if (!rc && (buf_finish(&ob) || buf_finish(&eb)))

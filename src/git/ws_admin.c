@@ -54,7 +54,10 @@ static int feature_dir(const struct cleanup *c, char *buf, size_t n)
 }
 
 /* A worker's worktree whose .git a task replaced or broke gets it back
- * first (the broken one kept), so that its work can become a patch. */
+ * first (the broken one kept), so that its work can become a patch; the
+ * locks a killed git left in the slot go (no rush runs: cleanup refuses
+ * while one holds the feature's lock), or the patch and the branch's
+ * deletion would fail on them. */
 static void heal(struct cleanup *c, const char *path, const char *name)
 {
     char branch[PATH_MAX];
@@ -66,6 +69,11 @@ static void heal(struct cleanup *c, const char *path, const char *name)
         return;
     if (ws_heal_dotgit(&c->g, path, branch, c->o->logs_dir, &h, &ignored) == 1)
         say(c, "Repaired worktree %s: %s", path, h.why);
+    char gitdir[PATH_MAX];
+    struct ws_heal lk = {0};
+    if (!ws_git_dir(&c->g, path, gitdir, sizeof gitdir, &ignored) &&
+        ws_heal_lock(gitdir, c->g.common_dir, branch, path, &lk) == 1)
+        say(c, "Repaired worktree %s: %s", path, lk.why);
 }
 
 /* When git cannot read a worktree any more, the whole directory is moved

@@ -14,6 +14,7 @@
 #include "zerg/clock.h"
 #include "zerg/err.h"
 #include "zerg/fsio.h"
+#include "zerg/text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -193,20 +194,49 @@ static int git_runs_in(const char *dir)
     return found;
 }
 
-int ws_heal_lock(const char *gitdir, const char *worktree, struct ws_heal *out)
+/* The locks a dead attempt's git can leave in its slot: the worktree's
+ * own index, HEAD and ORIG_HEAD (reset, commit) and the ref of the slot's
+ * branch (update-ref HEAD), which only that slot's worker ever moves.
+ * Shared locks (packed-refs, the integration branch) are the
+ * orchestrator's and never touched here. */
+static int slot_locks(const char *gitdir, const char *common,
+                      const char *branch, char locks[4][PATH_MAX + 32])
 {
-    char lock[PATH_MAX + 16];
-    struct stat st;
-    snprintf(lock, sizeof lock, "%s/index.lock", gitdir);
-    if (lstat(lock, &st) < 0 || git_runs_in(worktree))
+    static const char *const own[] = {"index", "HEAD", "ORIG_HEAD"};
+    int n = 0;
+    for (size_t i = 0; i < 3; i++)
+        snprintf(locks[n++], PATH_MAX + 32, "%s/%s.lock", gitdir, own[i]);
+    if (common && branch && !strncmp(branch, "zerg/", 5) &&
+        !strstr(branch, ".."))
+        snprintf(locks[n++], PATH_MAX + 32, "%s/refs/heads/%s.lock", common,
+                 branch);
+    return n;
+}
+
+int ws_heal_lock(const char *gitdir, const char *common, const char *branch,
+                 const char *worktree, struct ws_heal *out)
+{
+    char locks[4][PATH_MAX + 32];
+    int n = slot_locks(gitdir, common, branch, locks), removed = 0;
+    size_t off = 0;
+    if (git_runs_in(worktree))
         return 0;
     /* The worker is at the start of an attempt on its own slot: the
-     * attempt that took the lock is over, and no other zerg process works
-     * in this worktree.  A lock holds a half-written index, no work. */
-    if (unlink(lock) < 0)
-        return -errno;
-    snprintf(out->why, sizeof out->why,
-             "a stale index.lock of a dead attempt (%lld bytes) was removed",
-             (long long)st.st_size);
-    return 1;
+     * attempt that took a lock is over, and no other zerg process works
+     * in this worktree.  A lock holds a half-written index or ref value,
+     * no work. */
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (lstat(locks[i], &st) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (unlink(locks[i]) < 0)
+            return -errno;
+        const char *name = strrchr(locks[i], '/') + 1;
+        zerg_text_append(out->why, sizeof out->why, &off, "%s%s",
+                         removed++ ? ", "
+                                   : "stale locks of a dead attempt "
+                                     "removed: ",
+                         i == 3 ? "the branch's ref lock" : name);
+    }
+    return removed > 0;
 }

@@ -185,13 +185,16 @@ int ws_admin_dir(const struct zerg_git *g, const char *path, const char *branch,
 int ws_heal_dotgit(const struct zerg_git *g, const char *path,
                    const char *branch, const char *logs_dir,
                    struct ws_heal *out, struct zerg_err *err);
-/* Removes gitdir/index.lock when no git process runs in worktree: 1 when
- * removed (out->why set), 0 when none or held, -errno. */
 /* Renames what to logs_dir/worktrees/<base>-<timestamp><suffix>; fills
  * saved. */
 int ws_move_aside(const char *what, const char *logs_dir, const char *base,
                   const char *suffix, char *saved, size_t n,
                   struct zerg_err *err);
-int ws_heal_lock(const char *gitdir, const char *worktree, struct ws_heal *out);
+/* Removes the stale locks of a slot when no git process runs in its
+ * worktree: gitdir's index, HEAD and ORIG_HEAD locks and, with common and
+ * a zerg/ branch, that branch's ref lock.  1 when any was removed
+ * (out->why says which), 0 when none or held, -errno. */
+int ws_heal_lock(const char *gitdir, const char *common, const char *branch,
+                 const char *worktree, struct ws_heal *out);
 
 #endif

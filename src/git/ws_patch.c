@@ -213,11 +213,16 @@ int ws_patch_make(const struct zerg_git *g, const char *dir,
         return rc;
     snprintf(tmp, sizeof tmp, "%s/zerg-patch-index.%ld", gitdir,
              (long)getpid());
-    unlink(tmp);
+    /* The name is this process's own: a .lock beside it was left by a git
+     * of an earlier call of ours that was killed, and would fail every
+     * later one. */
+    char lock[sizeof tmp + 8];
+    snprintf(lock, sizeof lock, "%s.lock", tmp);
+    unlink(tmp), unlink(lock);
     rc = seed_index(gitdir, tmp, err);
     if (!rc)
         rc = tree_of_all(g, dir, tmp, skip, tree, err);
-    unlink(tmp);
+    unlink(tmp), unlink(lock);
     if (rc)
         return rc;
     const char *diff[] = {"diff-tree",

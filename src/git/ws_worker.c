@@ -215,7 +215,7 @@ int zerg_ws_slot_prepare(const struct zerg_git *g, const char *worktree,
         rc = check_identity(g, top, branch, err);
     if (!rc)
         rc = ws_git_dir(g, top, gitdir, sizeof gitdir, err);
-    if (!rc && ws_heal_lock(gitdir, top, &lock) == 1)
+    if (!rc && ws_heal_lock(gitdir, g->common_dir, branch, top, &lock) == 1)
         snprintf(out->lock, sizeof out->lock, "%s", lock.why);
     if (!rc)
         rc = save_leftovers(g, top, gitdir, logs_dir, out, err);

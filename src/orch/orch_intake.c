@@ -360,6 +360,10 @@ static void result_failed(struct zerg_orch *o, size_t t,
     const char *kind = r->timed_out ? "timeout" : r->stage;
     if (strcmp(kind, "verification") && strcmp(kind, "timeout"))
         kind = "exit";
+    /* The worker says crash when its own git was killed under it: the
+     * crash path, uncharged and capped by max_task_crashes. */
+    if (!strcmp(r->cls, "crash"))
+        kind = "crash";
     char err[400];
     snprintf(err, sizeof err, "%s %s: %s", r->stage,
              r->timed_out ? "timed out" : "failed",
@@ -492,8 +496,7 @@ void zerg_orch_file_changed(struct zerg_orch *o, const char *name, int64_t now)
     if (kind == 'h') {
         /* A slot whose heartbeats come by line skips the file (the
          * periodic scan still reads it): half the parsing per beat. */
-        if (slot < 0 || slot >= o->nslots ||
-            !o->slots[slot].hb_lines_epoch ||
+        if (slot < 0 || slot >= o->nslots || !o->slots[slot].hb_lines_epoch ||
             o->slots[slot].hb_lines_epoch != o->slots[slot].proc.epoch)
             orch_on_heartbeat(o, slot, now);
         return;

@@ -101,9 +101,11 @@ void orch_retry_context(const struct zerg_orch *o, size_t t,
         return;
     int conflict = st->error && !strcmp(st->error, "conflict");
     snprintf(a->last_class, sizeof a->last_class, "%s",
-             conflict ? "conflict" : st->reason ? st->reason : "");
+             conflict     ? "conflict"
+             : st->reason ? st->reason
+                          : "");
     snprintf(a->last_error, sizeof a->last_error, "%s",
-             conflict ? "its commit conflicted with the integration branch"
+             conflict    ? "its commit conflicted with the integration branch"
              : st->error ? st->error
                          : "");
     if (conflict && st->conflict_paths)
@@ -195,9 +197,12 @@ void orch_task_adopt_complete(struct zerg_orch *o, size_t t, int attempt,
                               const char *why)
 {
     struct zerg_task_state *st = orch_ts(o, t);
-    struct zerg_task_move m = {.attempt = attempt > st->attempt ? attempt
-                                                                : st->attempt,
-                               .epoch = st->epoch,
+    /* An attempt newer than the state's was claimed after the last
+     * checkpoint: its worker's epoch is not known, and the one recorded
+     * belongs to the attempt before it. */
+    int newer = attempt > st->attempt;
+    struct zerg_task_move m = {.attempt = newer ? attempt : st->attempt,
+                               .epoch = newer ? 0 : st->epoch,
                                .now_wall_ns = orch_wall_ns(o)};
     if (!orch_task_running(st->status) &&
         orch_task_move(o, t, ZERG_TASK_EV_ADOPT, &m) != 0)
@@ -208,8 +213,8 @@ void orch_task_adopt_complete(struct zerg_orch *o, size_t t, int attempt,
     zerg_json_set_num(data, "attempt", attempt);
     zerg_json_set_bool(data, "replayed", 1);
     zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "task_complete",
-                   orch_tid(o, t), data, "Task %s complete: %s",
-                   orch_tid(o, t), why);
+                   orch_tid(o, t), data, "Task %s complete: %s", orch_tid(o, t),
+                   why);
 }
 
 static void retry_charged(struct zerg_orch *o, size_t t, const char *kind,
@@ -249,11 +254,16 @@ static void reassign(struct zerg_orch *o, size_t t, const char *kind,
     }
     o->s->metrics.task_reassignments++;
     o->retry_at_mono_ns[t] = now + out->delay_ns;
+    /* A worker that reported the crash itself (its git was killed) says
+     * what happened; a dead worker has nothing to say. */
+    if (why && error && *error)
+        zerg_json_set_str(why, "error", error);
     zerg_log_event(
         o->o.log, worker, ZERG_LOG_WARN, "task_reassigned", orch_tid(o, t), why,
         "Task %s reassigned after %s of worker %d "
-        "(retry_count stays %d, crash %d)",
-        orch_tid(o, t), kind, worker, st->retry_count, st->crash_count);
+        "(retry_count stays %d, crash %d)%s%.300s",
+        orch_tid(o, t), kind, worker, st->retry_count, st->crash_count,
+        error && *error ? ": " : "", error ? error : "");
 }
 
 /* policy_said: retry.decide refused (else resilience is off). */

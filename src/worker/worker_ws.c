@@ -95,6 +95,15 @@ static void log_prepared(struct worker *w, const struct zerg_assign *a,
     }
 }
 
+/* A git of ours killed by a signal (the OOM killer, an outside kill) is
+ * no fault of the task's: the attempt ends as a crash, which charges no
+ * retry, and the next attempt on this slot heals what it left (a lock). */
+static void git_killed(int rc, struct zerg_result *r)
+{
+    if (rc == ZERG_EGIT_KILLED)
+        snprintf(r->cls, sizeof r->cls, "crash");
+}
+
 int wk_ws_before(struct worker *w, const struct zerg_assign *a,
                  struct zerg_result *r)
 {
@@ -123,6 +132,7 @@ int wk_ws_before(struct worker *w, const struct zerg_assign *a,
     if (rc < 0) {
         snprintf(r->error, sizeof r->error,
                  "cannot prepare the worktree: %.200s", e.msg);
+        git_killed(rc, r);
         return rc;
     }
     snprintf(r->base, sizeof r->base, "%s", a->base);
@@ -175,6 +185,7 @@ int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
         snprintf(r->stage, sizeof r->stage, "commit");
         snprintf(r->error, sizeof r->error,
                  "cannot commit the task's work: %.200s", e.msg);
+        git_killed(rc, r);
         return rc;
     }
     if (r->commit[0]) {
