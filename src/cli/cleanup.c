@@ -14,7 +14,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -110,8 +109,7 @@ static int check_unlocked(struct cleanup *c)
 {
     char path[PATH_MAX];
     pid_t holder = 0;
-    zerg_cli_path(c->cli, path, sizeof path, ".zerg/state/%s.lock",
-                  c->feature);
+    zerg_cli_path(c->cli, path, sizeof path, ".zerg/state/%s.lock", c->feature);
     int rc = zerg_lock_probe(path, &holder);
     if (rc == ZERG_ELOCKED || rc > 0) {
         zerg_cli_error("cleanup",
@@ -123,64 +121,25 @@ static int check_unlocked(struct cleanup *c)
     return 0;
 }
 
-/* nftw has no context pointer: the walk of one --all at a time. */
-static struct cleanup *walking;
-static int walk_failed;
-
-/* One entry of the logs, deepest first: saved patches (regular files
- * named *.patch) stay, everything else goes, and a directory only when
- * nothing is left in it. */
-static int remove_unless_patch(const char *path, const struct stat *st,
-                               int type, struct FTW *ftw)
-{
-    size_t n = strlen(path);
-    (void)ftw;
-    if (type == FTW_NS || type == FTW_DNR) {
-        walk_failed = EACCES; /* unseen: it may hold a patch, so it stays */
-        return 0;
-    }
-    if (type == FTW_DP) {
-        if (rmdir(path) < 0 && errno != ENOTEMPTY && errno != EEXIST)
-            walk_failed = errno;
-        return 0;
-    }
-    if (S_ISREG(st->st_mode) && n > 6 && !strcmp(path + n - 6, ".patch")) {
-        walking->patches++;
-        return 0;
-    }
-    if (unlink(path) < 0 && errno != ENOENT)
-        walk_failed = errno;
-    return 0;
-}
-
-static int count_patch(const char *path, const struct stat *st, int type,
-                       struct FTW *ftw)
-{
-    size_t n = strlen(path);
-    (void)ftw;
-    walking->patches += type == FTW_F && S_ISREG(st->st_mode) && n > 6 &&
-                        !strcmp(path + n - 6, ".patch");
-    return 0;
-}
-
-/* The logs of the feature (--all), every saved patch kept in place: a
- * patch is the only copy of a dead attempt's work (DESIGN §18). */
 static int remove_logs(struct cleanup *c, const char *dir)
 {
-    walking = c, walk_failed = 0, c->patches = 0;
-    int rc = nftw(dir, c->dry_run ? count_patch : remove_unless_patch, 16,
-                  FTW_DEPTH | FTW_PHYS);
-    walking = NULL;
-    if (rc < 0 || walk_failed) {
-        zerg_cli_error("cleanup", "cannot remove %s: %s", dir,
-                       strerror(walk_failed ? walk_failed : errno));
+    struct zerg_kept k = {.dry_run = c->dry_run};
+    int rc = zerg_cli_prune_logs(dir, &k);
+    c->patches = k.patches;
+    if (rc < 0) {
+        zerg_cli_error("cleanup", "cannot remove %s: %s", dir, strerror(-rc));
         return 1;
     }
-    if (c->patches)
+    if (k.patches)
         printf("%s %d saved patch%s under %s/ (tasks/ID/attempt-N.patch, "
                "worktrees/*.patch): they stay until you delete them\n",
-               c->dry_run ? "would: keep" : "Kept", c->patches,
-               c->patches == 1 ? "" : "es", dir);
+               c->dry_run ? "would: keep" : "Kept", k.patches,
+               k.patches == 1 ? "" : "es", dir);
+    if (k.copies)
+        printf("%s %d copie%s of broken worktrees under %s/worktrees/ "
+               "(*.git, *.tree): they stay until you delete them\n",
+               c->dry_run ? "would: keep" : "Kept", k.copies,
+               k.copies == 1 ? "" : "s", dir);
     return 0;
 }
 

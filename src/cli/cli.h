@@ -53,6 +53,17 @@ void zerg_cli_error(const char *cmd, const char *fmt, ...)
 int zerg_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* kept.c: removes what is under dir (a feature's logs, or a set-aside
+ * tasks directory) but the copies zerg saved: *.patch files and the
+ * NAME.git / NAME.tree copies under worktrees/.  With k->dry_run only
+ * counts them.  0 (also when dir does not exist) or -errno, with
+ * k->patches and k->copies what stays. */
+struct zerg_kept {
+    int dry_run;
+    int patches, copies;
+};
+int zerg_cli_prune_logs(const char *dir, struct zerg_kept *k);
+
 /* The subcommands. */
 int zerg_cmd_rush(struct zerg_cli *cli, int argc, char **argv);
 int zerg_cmd_status(struct zerg_cli *cli, int argc, char **argv);

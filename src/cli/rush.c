@@ -347,8 +347,8 @@ static int new_state(struct rush *r)
 static void say_resuming(const struct rush *r,
                          const size_t c[ZERG_TASK_NSTATUS])
 {
-    size_t ended = c[ZERG_TASK_COMPLETE] + c[ZERG_TASK_FAILED] +
-                   c[ZERG_TASK_BLOCKED];
+    size_t ended =
+        c[ZERG_TASK_COMPLETE] + c[ZERG_TASK_FAILED] + c[ZERG_TASK_BLOCKED];
     size_t left = r->g->ntasks - c[ZERG_TASK_COMPLETE];
     printf("Resuming %s (run %s, level %d of %d): %zu/%zu task%s complete, "
            "%zu failed, %zu blocked; %zu to run%s.\n",
@@ -399,8 +399,8 @@ static int prepare_state(struct rush *r)
      * its last task, before its last checkpoint): --resume ends it. */
     if (c[ZERG_TASK_COMPLETE] == r->g->ntasks && !r->ro.fresh &&
         !(r->ro.resume &&
-          (unfinished || zerg_rush_ws_lost_work(r->cli, &r->cfg, r->feature,
-                                                r->g, &r->s)))) {
+          (unfinished ||
+           zerg_rush_ws_lost_work(r->cli, &r->cfg, r->feature, r->g, &r->s)))) {
         printf("Nothing to do: all %zu task%s of %s %s complete; `zerg rush "
                "--fresh` runs %s again.\n",
                r->g->ntasks, r->g->ntasks == 1 ? "" : "s", feature,
@@ -442,6 +442,22 @@ static int prepare_state(struct rush *r)
 /* A new run starts new attempt logs: the replaced run's task logs move to
  * .zerg/logs/{feature}/tasks.previous (the one before is dropped), so an
  * attempt-1.log never mixes two runs. */
+/* tasks.previous still holds saved patches: renamed tasks.kept-{time}. */
+static void keep_aside(const struct rush *r, const char *prev)
+{
+    char to[PATH_MAX], ts[ZERG_TS_MAX];
+    zerg_clock_iso8601(zerg_clock_wall(&zerg_clock_system), ts);
+    for (char *p = ts; *p; p++)
+        *p = *p == ':' ? '-' : *p;
+    if (zerg_cli_path(r->cli, to, sizeof to, ".zerg/logs/%s/tasks.kept-%s",
+                      r->feature, ts) == 0 &&
+        rename(prev, to) < 0)
+        fprintf(stderr,
+                "zerg rush: warning: cannot keep the saved patches "
+                "of an earlier run (%s): they stay in %s\n",
+                strerror(errno), prev);
+}
+
 static void set_logs_aside(const struct rush *r)
 {
     char tasks[PATH_MAX], prev[PATH_MAX];
@@ -450,10 +466,16 @@ static void set_logs_aside(const struct rush *r)
         zerg_cli_path(r->cli, prev, sizeof prev, ".zerg/logs/%s/tasks.previous",
                       r->feature))
         return;
-    zerg_fsio_remove_tree(prev);
+    /* The run before last's logs go, but not the patches of its dead
+     * attempts (DESIGN §18): those are kept beside, under a name of their
+     * own, when any is left. */
+    struct zerg_kept k = {0};
+    if (zerg_cli_prune_logs(prev, &k) == 0 && (k.patches || k.copies))
+        keep_aside(r, prev);
     if (rename(tasks, prev) < 0 && errno != ENOENT)
-        fprintf(stderr, "zerg rush: warning: cannot set the old task logs "
-                        "aside (%s): new attempts append to them\n",
+        fprintf(stderr,
+                "zerg rush: warning: cannot set the old task logs "
+                "aside (%s): new attempts append to them\n",
                 strerror(errno));
 }
 
@@ -658,10 +680,10 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
         .frame_ctx = view,
         .frame_ns = ZERG_VIEW_FRAME_NS,
         .halt = r->ro.halt,
-        .timeout_ns = r->ro.timeout_set ? r->ro.timeout_ns
-                                        : r->cfg.rush_timeout_ns,
-        .schedule = r->ro.schedule_set ? (int)r->ro.schedule
-                                       : r->cfg.rush_schedule,
+        .timeout_ns =
+            r->ro.timeout_set ? r->ro.timeout_ns : r->cfg.rush_timeout_ns,
+        .schedule =
+            r->ro.schedule_set ? (int)r->ro.schedule : r->cfg.rush_schedule,
         .offload_io = 1,
     };
     struct zerg_orch *o = zerg_orch_new(&oo, zerg_clock_mono(r->clock), &err);
@@ -723,7 +745,8 @@ static int run(struct rush *r)
     make_run_id(r->s.run_id, sizeof r->s.run_id);
     if (r->ro.executor)
         setenv("ZERG_EXECUTOR", r->ro.executor, 1);
-    struct zerg_launcher *l = make_launcher(&r->cfg, mode, r->log, r->cli->project);
+    struct zerg_launcher *l =
+        make_launcher(&r->cfg, mode, r->log, r->cli->project);
     if (!l)
         return ZERG_EXIT_FAIL;
     cleanup_leftovers(r->cli, r->feature, &r->s, l, r->log);
@@ -743,8 +766,7 @@ static int rush(struct rush *r)
     if (r->ro.dry_run)
         return dry_run(r);
     if ((rc = check_limits(r)) || (rc = check_run_args(r)) ||
-        (rc = check_unlocked(r)) ||
-        (rc = prepare_state(r)) ||
+        (rc = check_unlocked(r)) || (rc = prepare_state(r)) ||
         (rc = zerg_preflight_rush(r->cli->project, &r->cfg, r->g,
                                   r->ro.mode_set ? r->ro.mode
                                                  : r->cfg.workers_mode,

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define ATTEMPT_FILE WS_ATTEMPT_FILE
 
@@ -119,6 +120,26 @@ int zerg_ws_save_patch(const struct zerg_git *g, const char *dir,
 /* Saves the leftovers under logs_dir: fills out->patch with the file, ""
  * when the worktree was clean, and out->skipped with what was too large
  * to save. */
+/* logs_dir/rel/name, or name with -2, -3 ... before .patch when a patch
+ * is there already (a prepare that died after saving, then ran again):
+ * a saved patch is never overwritten. */
+static int free_name(const char *logs_dir, const char *rel, const char *name,
+                     char *path, size_t n, struct zerg_err *err)
+{
+    size_t stem = strlen(name) - (strlen(name) > 6 ? 6 : 0);
+    for (int k = 1; k < 1000; k++) {
+        int w = k == 1 ? snprintf(path, n, "%s/%s/%s", logs_dir, rel, name)
+                       : snprintf(path, n, "%s/%s/%.*s-%d.patch", logs_dir, rel,
+                                  (int)stem, name, k);
+        if (w < 0 || (size_t)w >= n)
+            return zerg_err_set(err, -ENAMETOOLONG, "patch path too long");
+        if (access(path, F_OK))
+            return 0;
+    }
+    return zerg_err_set(err, -EEXIST, "999 patches of one attempt in %s/%s",
+                        logs_dir, rel);
+}
+
 static int save_leftovers(const struct zerg_git *g, const char *top,
                           const char *gitdir, const char *logs_dir,
                           struct zerg_ws_prepared *out, struct zerg_err *err)
@@ -136,7 +157,7 @@ static int save_leftovers(const struct zerg_git *g, const char *top,
     if (!rc)
         rc = zerg_fsio_mkdirs_own(logs_dir, rel, 0755, err);
     if (!rc)
-        snprintf(path, sizeof path, "%s/%s/%s", logs_dir, rel, name);
+        rc = free_name(logs_dir, rel, name, path, sizeof path, err);
     if (!rc)
         rc = zerg_fsio_write_atomic(path, data, len, ZERG_FSIO_DURABLE, err);
     if (!rc && zerg_fsio_path(out->patch, sizeof out->patch, "%s", path))

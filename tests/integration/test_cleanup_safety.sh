@@ -217,3 +217,35 @@ G switch -q main
 zerg rush --resume --no-progress > "$PROJ/resume.out" 2>&1 || fail "--resume after switching away exited $?: $(cat "$PROJ/resume.out")"
 [ "$(G show zerg/f/integration:one.txt)" = one ] || fail "the resumed run did not merge T-1"
 pass "a merge that finds the integration branch checked out stops the run (exit 1), moves nothing, keeps the commit; --resume finishes"
+# ---- a dead attempt's patch survives two fresh rushes (the set-aside
+# tasks.previous is pruned, never its patches) and cleanup --all keeps a
+# broken .git that healing moved aside
+new_project fresh2
+git_repo
+M2="$TEST_ROOT/marks-fresh2"
+mkdir -p "$M2"
+graph <<JSON
+{"feature": "f", "tasks": [
+ {"id": "P-1", "title": "p", "level": 1,
+  "command": "if [ ! -e $M2/p ]; then touch $M2/p; echo half > half.txt; kill -9 \$PPID; sleep 5; fi; echo done > p.txt"}
+]}
+JSON
+zerg rush --workers 1 > "$PROJ/r1.txt" 2>&1 || fail "fresh2: first rush exited $?: $(cat "$PROJ/r1.txt")"
+patch="$PROJ/.zerg/logs/f/tasks/P-1/attempt-1.patch"
+[ -s "$patch" ] || fail "fresh2: no patch of the dead attempt"
+sum=$(sha256sum < "$patch")
+zerg rush --fresh --workers 1 > "$PROJ/r2.txt" 2>&1 || fail "fresh2: second rush exited $?"
+zerg rush --fresh --workers 1 > "$PROJ/r3.txt" 2>&1 || fail "fresh2: third rush exited $?"
+found=$(find "$PROJ/.zerg/logs/f" -name attempt-1.patch -path '*P-1*' -exec sha256sum {} + | grep -c "${sum%% *}" || true)
+[ "$found" -ge 1 ] || fail "fresh2: two fresh rushes deleted the dead attempt's patch: $(find "$PROJ/.zerg/logs/f" | head -20)"
+ls -d "$PROJ"/.zerg/logs/f/tasks.kept-* > /dev/null 2>&1 || fail "fresh2: the patch was not kept aside under tasks.kept-*"
+# A broken .git that healing moved aside, as if a task had replaced it.
+mkdir -p "$PROJ/.zerg/logs/f/worktrees/worker-0-2026-12-01T00-00-00.000Z.git/objects"
+echo keep > "$PROJ/.zerg/logs/f/worktrees/worker-0-2026-12-01T00-00-00.000Z.git/objects/x"
+zerg cleanup --all --force > "$PROJ/c.txt" 2>&1 || fail "fresh2: cleanup --all --force exited $?: $(cat "$PROJ/c.txt")"
+find "$PROJ/.zerg/logs/f" -name attempt-1.patch | grep -q . || fail "fresh2: cleanup --all deleted the kept patch"
+[ -e "$PROJ/.zerg/logs/f/worktrees/worker-0-2026-12-01T00-00-00.000Z.git/objects/x" ] ||
+    fail "fresh2: cleanup --all deleted the moved-aside .git"
+grep -q 'copie' "$PROJ/c.txt" || fail "fresh2: cleanup does not say it kept the copy: $(cat "$PROJ/c.txt")"
+pass "a dead attempt's patch survives two fresh rushes and cleanup --all; so does a moved-aside .git"
+echo "$TESTS_PASSED passed, 0 failed"

@@ -136,10 +136,19 @@ static void test_stale_lock_removed(void **state)
     char admin[PATH_MAX];
     assert_int_equal(
         ws_admin_dir(&G, wt, "zerg/F/worker-0", admin, sizeof admin), 0);
+    char refs[PATH_MAX + 32];
+    snprintf(refs, sizeof refs, "%s/.git/refs/heads/zerg/F", repo);
     tu_write(admin, "index.lock", "");
+    tu_write(admin, "HEAD.lock", "");
+    tu_write(refs, "worker-0.lock", "");
     assert_int_equal(prepare("T1", 1), 0);
-    assert_non_null(strstr(out.lock, "stale index.lock"));
+    assert_non_null(strstr(out.lock, "stale locks of a dead attempt"));
+    assert_non_null(strstr(out.lock, "index.lock"));
+    assert_non_null(strstr(out.lock, "HEAD.lock"));
+    assert_non_null(strstr(out.lock, "the branch's ref lock"));
     assert_false(exists(admin, "index.lock"));
+    assert_false(exists(admin, "HEAD.lock"));
+    assert_false(exists(refs, "worker-0.lock"));
 }
 
 static void test_big_leftover_named(void **state)
