@@ -42,8 +42,10 @@ for f in glob.glob(src + "/src/**/*.c", recursive=True):
         if not names and args[3].strip() != "event":
             sys.exit("%s: cannot read the event name in %r" % (f, args[3]))
         code.update(names)
-    # Helpers that take the event name as their second argument.
+    # Helpers that take the event name as an argument.
     code.update(re.findall(r'level_log\(o, "([a-z_]+)"', text))
+    code.update(re.findall(r'judge\(o, t, r, ZERG_SCOPE_[A-Z]+, "([a-z_]+)"', text))
+    code.update(re.findall(r'landed_event\(o, r, &r->[a-z]+, "([a-z_]+)"', text))
 doc = set(re.findall(r"^\| `([a-z_]+)` \|", open(src + "/docs/wiki/Log-Events.md").read(), re.M))
 missing, stale = code - doc, doc - code
 if missing: print("emitted but not documented:", sorted(missing))
