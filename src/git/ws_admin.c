@@ -244,6 +244,54 @@ static int unmerged(struct cleanup *c, const char *tip, long *n,
     return rc;
 }
 
+/* The task commit at a worker branch's head, and whether the task landed
+ * in its run (this attempt or another: a dead attempt's commit whose task
+ * landed through a later one holds nothing lost). */
+struct head_task {
+    char task[256], run[128];
+    int attempt, have, landed;
+};
+
+static void on_head(void *ud, const struct zerg_ws_found *f)
+{
+    struct head_task *h = ud;
+    snprintf(h->task, sizeof h->task, "%s", f->task_id);
+    snprintf(h->run, sizeof h->run, "%s", f->run_id ? f->run_id : "");
+    h->attempt = f->attempt, h->have = 1;
+}
+
+static void on_landed(void *ud, const struct zerg_ws_found *f)
+{
+    struct head_task *h = ud;
+    h->landed |= !strcmp(f->task_id, h->task) &&
+                 !strcmp(f->run_id ? f->run_id : "", h->run);
+}
+
+/* 1 with h filled when the head of worker branch ref is the commit of a
+ * task attempt whose task is on no branch but the feature's worker
+ * branches in its run (no attempt of it landed): it
+ * passed and was never merged (its orchestrator died first; --resume
+ * merges it), and deleting the branch would lose it.  Merges squash, so
+ * the attempt is looked for by its trailers, on the integration branch
+ * and the user's branches (which hold it once the work was brought home). */
+static int unmerged_task(struct cleanup *c, const char *ref,
+                         struct head_task *h, struct zerg_err *err)
+{
+    const char *head[] = {"-1", "--end-of-options", ref, NULL};
+    memset(h, 0, sizeof *h);
+    int rc = ws_log_tasks(&c->g, head, on_head, h, err);
+    if (rc || !h->have)
+        return rc;
+    char exclude[PATH_MAX];
+    snprintf(exclude, sizeof exclude, "--exclude=zerg/%s/worker-*",
+             c->o->feature);
+    const char *base = c->o->base && *c->o->base ? c->o->base : NULL;
+    const char *range[] = {
+        exclude, "--branches", "--remotes", base ? "--not" : NULL, base, NULL};
+    rc = ws_log_tasks(&c->g, range, on_landed, h, err);
+    return rc ? rc : !h->landed;
+}
+
 enum verdict { V_SKIP, V_DELETE, V_KEEP, V_HOLD };
 
 /* What becomes of ref (at tip); why says it for KEEP and HOLD. */
@@ -271,6 +319,18 @@ static int judge(struct cleanup *c, const char *ref, const char *tip, char *why,
         if (rc)
             return rc;
     }
+    struct head_task h;
+    int lost = k == REF_WORKER ? unmerged_task(c, ref, &h, err) : 0;
+    if (lost < 0)
+        return lost;
+    if (lost)
+        return snprintf(why, n,
+                        "its head is the commit of task %s (attempt %d), "
+                        "which passed but is on no branch: `zerg rush "
+                        "--resume` merges it, or delete it anyway with "
+                        "--force",
+                        h.task, h.attempt),
+               V_HOLD;
     if (ahead > 0)
         return snprintf(why, n,
                         "it holds %ld commit%s on none of your branches; "

@@ -248,4 +248,31 @@ find "$PROJ/.zerg/logs/f" -name attempt-1.patch | grep -q . || fail "fresh2: cle
     fail "fresh2: cleanup --all deleted the moved-aside .git"
 grep -q 'copie' "$PROJ/c.txt" || fail "fresh2: cleanup does not say it kept the copy: $(cat "$PROJ/c.txt")"
 pass "a dead attempt's patch survives two fresh rushes and cleanup --all; so does a moved-aside .git"
+# ---- a worker branch whose head is a passing task's commit that was
+# never merged (its orchestrator died between the commit and the merge):
+# plain cleanup keeps it, --all --force deletes it
+new_project unmergedhead
+git_repo
+one_task
+zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "unmergedhead: rush exited $?"
+wt="$PROJ/.zerg-worktrees/f/worker-0"
+run=$(git -C "$wt" log -1 --format='%(trailers:key=Zerg-Run,valueonly)' | head -1)
+echo later > "$wt/later.txt"
+git -C "$wt" add later.txt
+git -C "$wt" commit -qm "ZERG [W0]: two
+
+Task-ID: T-2
+Attempt: 1
+Zerg-Run: $run"
+head=$(G rev-parse refs/heads/zerg/f/worker-0)
+rc=0
+zerg cleanup > "$PROJ/c.txt" 2>&1 || rc=$?
+[ $rc = 1 ] || fail "unmergedhead: cleanup exited $rc: $(cat "$PROJ/c.txt")"
+[ "$(G rev-parse -q --verify refs/heads/zerg/f/worker-0)" = "$head" ] ||
+    fail "unmergedhead: cleanup deleted a worker branch holding an unmerged task commit"
+grep -q 'its head is the commit of task T-2 (attempt 1), which passed but is on no branch' "$PROJ/c.txt" ||
+    fail "unmergedhead: cleanup does not say why it kept worker-0: $(cat "$PROJ/c.txt")"
+zerg cleanup --all --force > "$PROJ/c2.txt" 2>&1 || fail "unmergedhead: --all --force exited $?: $(cat "$PROJ/c2.txt")"
+! G rev-parse -q --verify refs/heads/zerg/f/worker-0 > /dev/null || fail "unmergedhead: --force kept worker-0"
+pass "a worker branch holding a passed, unmerged task commit survives cleanup (exit 1) until --force"
 echo "$TESTS_PASSED passed, 0 failed"
