@@ -99,6 +99,24 @@ PY
 
 zerg() { "$ZERG" -C "$PROJ" "$@"; }
 
+# G ARGS: git in the test's project.
+G() { git -C "$PROJ" "$@"; }
+
+# git_repo [FILE=TEXT...]: makes $PROJ a git repository on main with a
+# tester identity and one commit holding each FILE (default README=base).
+git_repo() {
+    local spec
+    G init -q -b main
+    G config user.name tester
+    G config user.email tester@example.com
+    [ $# -gt 0 ] || set -- README=base
+    for spec in "$@"; do
+        echo "${spec#*=}" > "$PROJ/${spec%%=*}"
+        G add "${spec%%=*}"
+    done
+    G commit -qm base
+}
+
 # rush_bg ARGS: starts a rush in the background, sets RUSH_PID.
 rush_bg() {
     "$ZERG" -C "$PROJ" rush "$@" > "$PROJ/rush.out" 2>&1 &

@@ -7,15 +7,6 @@
 # middle of one) never moves a zerg branch the user has checked out.
 source "$(dirname "$0")/lib.sh"
 
-git_repo() {
-    git -C "$PROJ" init -q -b main
-    git -C "$PROJ" config user.name tester
-    git -C "$PROJ" config user.email tester@example.com
-    echo base > "$PROJ/shared.txt"
-    git -C "$PROJ" add shared.txt
-    git -C "$PROJ" commit -qm base
-}
-G() { git -C "$PROJ" "$@"; }
 one_task() {
     graph <<'JSON'
 {"feature": "f", "tasks": [
@@ -33,7 +24,7 @@ no_project_procs() { [ -z "$(project_pids "$PROJ")" ]; }
 
 # ---- the user's own zerg/f/worker-9, checked out with an edit in it
 new_project own
-git_repo
+git_repo shared.txt=base
 one_task
 zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "rush exited $?: $(cat "$PROJ/rush.out")"
 G switch -q -c zerg/f/worker-9
@@ -60,7 +51,7 @@ pass "cleanup, --all and --all --force leave the user's checked-out zerg/f/worke
 # ---- a state of an older zerg (no git.refs): by the names, never a
 # ---- checked-out branch
 new_project legacy
-git_repo
+git_repo shared.txt=base
 one_task
 zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "rush exited $?: $(cat "$PROJ/rush.out")"
 python3 - "$PROJ/.zerg/state/f.json" <<'PY'
@@ -81,7 +72,7 @@ pass "a state without git.refs: cleanup goes by the names, says so, and keeps th
 
 # ---- a patch cleanup --all saves is still there afterwards, and applies
 new_project patch
-git_repo
+git_repo shared.txt=base
 one_task
 zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "rush exited $?: $(cat "$PROJ/rush.out")"
 wt="$PROJ/.zerg-worktrees/f/worker-0"
@@ -101,7 +92,7 @@ pass "the patch cleanup --all saved survives it, at tasks/T-1/attempt-1.patch, a
 
 # ---- an integration branch holding unmerged commits
 new_project unmerged
-git_repo
+git_repo shared.txt=base
 one_task
 zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "rush exited $?: $(cat "$PROJ/rush.out")"
 tip=$(G rev-parse zerg/f/integration)
@@ -121,7 +112,7 @@ pass "an integration branch with unmerged commits survives cleanup --all (exit 1
 
 # ---- --resume with the user on zerg/f/integration
 new_project resume
-git_repo
+git_repo shared.txt=base
 graph <<'JSON'
 {"feature": "f", "tasks": [
  {"id": "T-1", "title": "one", "level": 1, "command": "echo one > one.txt"},
@@ -155,7 +146,7 @@ pass "not even --all --force deletes the integration branch the user has checked
 
 # ---- a conflict ref moved since zerg set it
 new_project moved
-git_repo
+git_repo shared.txt=base
 one_task
 zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "rush exited $?: $(cat "$PROJ/rush.out")"
 G merge -q --ff-only zerg/f/integration
@@ -180,7 +171,7 @@ pass "a conflict ref moved since zerg set it stays without --force (exit 1) and 
 
 # ---- a fresh rush with the user on zerg/f/worker-0
 new_project fresh
-git_repo
+git_repo shared.txt=base
 one_task
 G switch -q -c zerg/f/worker-0
 w0=$(G rev-parse HEAD)
@@ -194,7 +185,7 @@ pass "a rush refuses (exit 2) while the user has a worker branch checked out, an
 
 # ---- the integration branch checked out in the middle of a run
 new_project midrun
-git_repo
+git_repo shared.txt=base
 graph <<'JSON'
 {"feature": "f", "tasks": [
  {"id": "T-1", "title": "one", "level": 1, "command": "while [ ! -e \"$ZERG_PROJECT/go\" ]; do sleep 0.05; done; echo one > one.txt"}
@@ -221,7 +212,7 @@ pass "a merge that finds the integration branch checked out stops the run (exit 
 # tasks.previous is pruned, never its patches) and cleanup --all keeps a
 # broken .git that healing moved aside
 new_project fresh2
-git_repo
+git_repo shared.txt=base
 M2="$TEST_ROOT/marks-fresh2"
 mkdir -p "$M2"
 graph <<JSON
@@ -252,7 +243,7 @@ pass "a dead attempt's patch survives two fresh rushes and cleanup --all; so doe
 # never merged (its orchestrator died between the commit and the merge):
 # plain cleanup keeps it, --all --force deletes it
 new_project unmergedhead
-git_repo
+git_repo shared.txt=base
 one_task
 zerg rush --workers 1 --no-progress > "$PROJ/rush.out" 2>&1 || fail "unmergedhead: rush exited $?"
 wt="$PROJ/.zerg-worktrees/f/worker-0"

@@ -12,7 +12,6 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-container.sh"
 zc_setup
 
-G() { git -C "$PROJ" "$@"; }
 MARK="$TEST_ROOT/host-marker"
 
 gate_project() {
@@ -24,12 +23,7 @@ quality_gates:
     command: "sh check.sh"
 YAML
     zc_config "$PROJ"
-    G init -q -b main
-    G config user.name tester
-    G config user.email tester@example.com
-    echo base > "$PROJ/README"
-    G add README
-    G commit -qm base
+    git_repo
     # The task writes the script the gate runs.  It reports where it ran
     # (/workspace only in a container) and tries the host path and the
     # repository's refs.

@@ -9,16 +9,10 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-container.sh"
 zc_setup
 
-G() { git -C "$PROJ" "$@"; }
 
 new_project wt
 zc_config "$PROJ"
-G init -q -b main
-G config user.name tester
-G config user.email tester@example.com
-echo base > "$PROJ/README"
-G add README
-G commit -qm base
+git_repo
 graph <<'JSON'
 {"feature": "f", "tasks": [
  {"id": "W-L1-001", "title": "one", "level": 1,

@@ -26,7 +26,6 @@ cat > "$HOME/.gitconfig" <<EOF
 EOF
 
 new_project filters
-G() { git -C "$PROJ" "$@"; }
 G init -q -b main
 printf 'secret.txt filter=crypt\n*.dat filter=evil\n*.onb filter=onb\n' > "$PROJ/.gitattributes"
 echo data > "$PROJ/x.dat"

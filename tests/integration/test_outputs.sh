@@ -10,7 +10,6 @@
 # isolation none a missing output fails the task too.
 source "$(dirname "$0")/lib.sh"
 
-G() { git -C "$PROJ" "$@"; }
 on_branch() { G cat-file -e "zerg/f/integration:$1" 2>/dev/null; }
 
 new_project outputs

@@ -6,21 +6,11 @@
 # kill -9 of the orchestrator and --resume, cleanup, and the bad inputs.
 source "$(dirname "$0")/lib.sh"
 
-git_repo() {
-    git -C "$PROJ" init -q -b main
-    git -C "$PROJ" config user.name tester
-    git -C "$PROJ" config user.email tester@example.com
-    echo base > "$PROJ/shared.txt"
-    echo readme > "$PROJ/README"
-    git -C "$PROJ" add shared.txt README
-    git -C "$PROJ" commit -qm "base"
-}
-G() { git -C "$PROJ" "$@"; }
 integration_log() { G log --format='%H %(trailers:key=Task-ID,valueonly,separator=%x2C)' main..zerg/f/integration; }
 
 # ---- 8 parallel tasks, some committing themselves; level 2 reads level 1
 new_project wt
-git_repo
+git_repo shared.txt=base README=readme
 {
     echo '{"feature": "f", "tasks": ['
     for i in 1 2 3 4 5 6 7 8; do
@@ -85,7 +75,7 @@ pass "cleanup: --dry-run changes nothing; worktrees and worker branches go; --al
 
 # ---- conflicts: two same-level tasks append to one file
 new_project conflict
-git_repo
+git_repo shared.txt=base README=readme
 graph <<'JSON'
 {"feature": "f", "tasks": [
  {"id": "C-L1-001", "title": "a", "level": 1, "command": "echo A >> shared.txt; sleep 0.3", "files": {"modify": ["shared.txt"]}},
@@ -103,7 +93,7 @@ pass "a change outside files.create/modify is reported to the scope policy (warn
 
 # ---- the conflict budget
 new_project budget
-git_repo
+git_repo shared.txt=base README=readme
 config_append "  conflict_retry_attempts: 0"
 graph <<'JSON'
 {"feature": "f", "tasks": [
@@ -117,7 +107,7 @@ pass "a spent conflict budget fails the task, named in the message"
 
 # ---- a worker killed mid-task: the retry starts clean, the patch exists
 new_project crash
-git_repo
+git_repo shared.txt=base README=readme
 graph <<'JSON'
 {"feature": "f", "tasks": [
  {"id": "K-L1-001", "level": 1, "command": "test ! -e half.txt || exit 9; echo half > half.txt; sleep 30; echo done > done.txt",
@@ -143,7 +133,7 @@ pass "the retry started clean (no exit 9) and nothing was charged"
 
 # ---- a required gate failure stops claims
 new_project gate
-git_repo
+git_repo shared.txt=base README=readme
 cat >> "$PROJ/.zerg/config.yaml" <<'YAML'
 quality_gates:
   - name: tests
@@ -163,7 +153,7 @@ pass "a required gate failure stops the run before level 2, with its output"
 
 # ---- nothing a worker plants in .git/config runs in zerg's own git calls
 new_project planted
-git_repo
+git_repo shared.txt=base README=readme
 mark="$TEST_ROOT/planted-ran"
 graph <<JSON
 {"feature": "f", "tasks": [
@@ -198,7 +188,7 @@ grep -q 'rush.isolation: none' "$PROJ/out.txt" || fail "no notice that isolation
 pass "auto outside a repository runs in place with a notice"
 
 new_project badbase
-git_repo
+git_repo shared.txt=base README=readme
 config_append "" "rush:" "  base: no-such-branch"
 graph <<'JSON'
 {"feature": "f", "tasks": [{"id": "N-L1-001", "level": 1, "command": "true"}]}
@@ -218,7 +208,7 @@ zerg rush > "$PROJ/out.txt" 2>&1 || fail "auto on an unborn HEAD failed: $(cat "
 pass "a repository without a commit runs in place (auto)"
 
 new_project dirty
-git_repo
+git_repo shared.txt=base README=readme
 echo local edit >> "$PROJ/README"
 graph <<'JSON'
 {"feature": "f", "tasks": [{"id": "D-L1-001", "level": 1, "command": "cat README > seen.txt"}]}

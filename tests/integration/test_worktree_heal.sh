@@ -7,15 +7,6 @@
 # breaks the slot on its first attempt only (a marker outside the repo).
 source "$(dirname "$0")/lib.sh"
 
-git_repo() {
-    git -C "$PROJ" init -q -b main
-    git -C "$PROJ" config user.name tester
-    git -C "$PROJ" config user.email tester@example.com
-    echo base > "$PROJ/README"
-    git -C "$PROJ" add README
-    git -C "$PROJ" commit -qm base
-}
-G() { git -C "$PROJ" "$@"; }
 M="$TEST_ROOT/marks"
 mkdir -p "$M"
 

@@ -7,18 +7,12 @@
 # the refusal says why.
 source "$(dirname "$0")/lib.sh"
 
-G() { git -C "$PROJ" "$@"; }
 M="$TEST_ROOT/marks"
 mkdir -p "$M"
 
 for kind in self parent; do
     new_project "$kind"
-    G init -q -b main
-    G config user.name tester
-    G config user.email tester@example.com
-    echo base > "$PROJ/README"
-    G add README
-    G commit -qm base
+    git_repo
     echo "the user's own edit" >> "$PROJ/README"
     case $kind in
         # The task's cwd is .zerg-worktrees/f/worker-0.

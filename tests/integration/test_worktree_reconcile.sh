@@ -7,17 +7,11 @@
 # holding all of it again; with the branch intact it has nothing to do.
 source "$(dirname "$0")/lib.sh"
 
-G() { git -C "$PROJ" "$@"; }
 trailers() { G log --format='%(trailers:key=Task-ID,valueonly)' "$1" | sed '/^$/d'; }
 runs() { cat "$TEST_ROOT/runs-$1" 2> /dev/null | wc -l; }
 
 new_project reconcile
-G init -q -b main
-G config user.name tester
-G config user.email tester@example.com
-echo base > "$PROJ/README"
-G add README
-G commit -qm base
+git_repo
 BASE=$(G rev-parse HEAD)
 graph <<JSON
 {"feature": "f", "tasks": [

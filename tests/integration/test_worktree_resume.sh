@@ -9,15 +9,6 @@
 # clear error.
 source "$(dirname "$0")/lib.sh"
 
-git_repo() {
-    git -C "$PROJ" init -q -b main
-    git -C "$PROJ" config user.name tester
-    git -C "$PROJ" config user.email tester@example.com
-    echo base > "$PROJ/README"
-    git -C "$PROJ" add README
-    git -C "$PROJ" commit -qm base
-}
-G() { git -C "$PROJ" "$@"; }
 trailers() { G log --format='%(trailers:key=Task-ID,valueonly,separator=%x2C)' main..zerg/f/integration | sed '/^$/d'; }
 
 new_project resume
