@@ -63,6 +63,10 @@ struct zerg_kept {
     int patches, copies;
 };
 int zerg_cli_prune_logs(const char *dir, struct zerg_kept *k);
+/* A fresh rush: .zerg/logs/{feature}/tasks becomes tasks.previous; the
+ * tasks.previous it replaces keeps its saved copies as tasks.kept-{time}.
+ * Problems are warnings on stderr. */
+void zerg_cli_set_logs_aside(const struct zerg_cli *cli, const char *feature);
 
 /* The subcommands. */
 int zerg_cmd_rush(struct zerg_cli *cli, int argc, char **argv);

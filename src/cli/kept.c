@@ -7,11 +7,18 @@
  * what a slot's healing moved aside whole under worktrees/: a task's
  * replaced .git (NAME-TS.git) and a worktree git could no longer read
  * (NAME-TS.tree).  Everything else goes; a directory goes only when
- * nothing is left in it. */
+ * nothing is left in it.
+ *
+ * A fresh rush sets the last run's task logs aside as tasks.previous and
+ * prunes the run before it to its saved copies, kept as tasks.kept-{time}
+ * when there are any. */
 #include "cli.h"
+
+#include "zerg/clock.h"
 
 #include <errno.h>
 #include <ftw.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -81,4 +88,42 @@ int zerg_cli_prune_logs(const char *dir, struct zerg_kept *k)
     if (rc < 0)
         return -errno;
     return walk_failed ? -walk_failed : 0;
+}
+
+/* tasks.previous still holds saved patches: renamed tasks.kept-{time}. */
+static void keep_aside(const struct zerg_cli *cli, const char *feature,
+                       const char *prev)
+{
+    char to[PATH_MAX], ts[ZERG_TS_MAX];
+    zerg_clock_iso8601(zerg_clock_wall(&zerg_clock_system), ts);
+    for (char *p = ts; *p; p++)
+        *p = *p == ':' ? '-' : *p;
+    if (zerg_cli_path(cli, to, sizeof to, ".zerg/logs/%s/tasks.kept-%s",
+                      feature, ts) == 0 &&
+        rename(prev, to) < 0)
+        fprintf(stderr,
+                "zerg rush: warning: cannot keep the saved patches "
+                "of an earlier run (%s): they stay in %s\n",
+                strerror(errno), prev);
+}
+
+void zerg_cli_set_logs_aside(const struct zerg_cli *cli, const char *feature)
+{
+    char tasks[PATH_MAX], prev[PATH_MAX];
+    if (zerg_cli_path(cli, tasks, sizeof tasks, ".zerg/logs/%s/tasks",
+                      feature) ||
+        zerg_cli_path(cli, prev, sizeof prev, ".zerg/logs/%s/tasks.previous",
+                      feature))
+        return;
+    /* The run before last's logs go, but not the patches of its dead
+     * attempts (DESIGN §18): those are kept beside, under a name of their
+     * own, when any is left. */
+    struct zerg_kept k = {0};
+    if (zerg_cli_prune_logs(prev, &k) == 0 && (k.patches || k.copies))
+        keep_aside(cli, feature, prev);
+    if (rename(tasks, prev) < 0 && errno != ENOENT)
+        fprintf(stderr,
+                "zerg rush: warning: cannot set the old task logs "
+                "aside (%s): new attempts append to them\n",
+                strerror(errno));
 }

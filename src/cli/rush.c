@@ -442,43 +442,6 @@ static int prepare_state(struct rush *r)
 /* A new run starts new attempt logs: the replaced run's task logs move to
  * .zerg/logs/{feature}/tasks.previous (the one before is dropped), so an
  * attempt-1.log never mixes two runs. */
-/* tasks.previous still holds saved patches: renamed tasks.kept-{time}. */
-static void keep_aside(const struct rush *r, const char *prev)
-{
-    char to[PATH_MAX], ts[ZERG_TS_MAX];
-    zerg_clock_iso8601(zerg_clock_wall(&zerg_clock_system), ts);
-    for (char *p = ts; *p; p++)
-        *p = *p == ':' ? '-' : *p;
-    if (zerg_cli_path(r->cli, to, sizeof to, ".zerg/logs/%s/tasks.kept-%s",
-                      r->feature, ts) == 0 &&
-        rename(prev, to) < 0)
-        fprintf(stderr,
-                "zerg rush: warning: cannot keep the saved patches "
-                "of an earlier run (%s): they stay in %s\n",
-                strerror(errno), prev);
-}
-
-static void set_logs_aside(const struct rush *r)
-{
-    char tasks[PATH_MAX], prev[PATH_MAX];
-    if (zerg_cli_path(r->cli, tasks, sizeof tasks, ".zerg/logs/%s/tasks",
-                      r->feature) ||
-        zerg_cli_path(r->cli, prev, sizeof prev, ".zerg/logs/%s/tasks.previous",
-                      r->feature))
-        return;
-    /* The run before last's logs go, but not the patches of its dead
-     * attempts (DESIGN §18): those are kept beside, under a name of their
-     * own, when any is left. */
-    struct zerg_kept k = {0};
-    if (zerg_cli_prune_logs(prev, &k) == 0 && (k.patches || k.copies))
-        keep_aside(r, prev);
-    if (rename(tasks, prev) < 0 && errno != ENOENT)
-        fprintf(stderr,
-                "zerg rush: warning: cannot set the old task logs "
-                "aside (%s): new attempts append to them\n",
-                strerror(errno));
-}
-
 /* 1 when a rush of another feature of this project holds its lock: its
  * workers write the same monitor files, and in container mode they write
  * through bind mounts of the files' inodes, which a rotation would leave
@@ -565,7 +528,7 @@ static int open_run(struct rush *r)
         return err.code == ZERG_ELOCKED ? ZERG_EXIT_LOCKED : ZERG_EXIT_FAIL;
     }
     if (r->replaced_run)
-        set_logs_aside(r);
+        zerg_cli_set_logs_aside(r->cli, r->feature);
     zerg_cli_path(cli, path, sizeof path, ".zerg");
     rotate_at_start(r, path);
     if (!(r->log = zerg_log_open(path, r->clock, &err))) {
