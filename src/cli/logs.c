@@ -10,7 +10,10 @@
  * window or the last N events span a rotation.  --follow reads appended
  * data every 200 ms; a partial last line is held until its newline
  * arrives, and a file that shrinks or is replaced is read again from its
- * start. */
+ * start.
+ *
+ * --joblog (logs_joblog.c) reads every event, rotated files included,
+ * through zerg_logs_each, and prints a table instead. */
 #include "cli.h"
 #include "cli/logs.h"
 #include "cli/task_output.h"
