@@ -26,6 +26,7 @@
 void zerg_joblog_close(struct zerg_joblog *jl)
 {
     free(jl->rows);
+    free(jl->index);
     free(jl->runs);
     *jl = (struct zerg_joblog){0};
 }
@@ -42,16 +43,52 @@ static int int_of(const zerg_json *o, const char *key, int dflt)
                                              : dflt;
 }
 
+static size_t hash(const char *s)
+{
+    size_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The index slot of task: holds 1 + the index of its newest row, or 0. */
+static size_t *slot_of(const struct zerg_joblog *jl, const char *task)
+{
+    size_t mask = jl->nindex - 1;
+    for (size_t i = hash(task) & mask;; i = (i + 1) & mask) {
+        size_t at = jl->index[i];
+        if (!at || !strcmp(jl->rows[at - 1].task, task))
+            return &jl->index[i];
+    }
+}
+
+/* Keeps the index at most half full (a run can have 10^5 attempts). */
+static int index_grow(struct zerg_joblog *jl)
+{
+    if (2 * (jl->n + 1) <= jl->nindex)
+        return 0;
+    size_t n = jl->nindex ? 2 * jl->nindex : 256;
+    free(jl->index);
+    if (!(jl->index = calloc(n, sizeof *jl->index))) {
+        jl->nindex = 0;
+        return -1;
+    }
+    jl->nindex = n;
+    for (size_t i = 0; i < jl->n; i++)
+        if (!jl->rows[i].next)
+            *slot_of(jl, jl->rows[i].task) = i + 1;
+    return 0;
+}
+
 /* The row of (task, attempt); attempt 0: the task's latest.  NULL when
  * there is none. */
 static struct zerg_jl_row *find(struct zerg_joblog *jl, const char *task,
                                 int attempt)
 {
     struct zerg_jl_row *best = NULL;
-    for (size_t i = 0; task && i < jl->n; i++) {
-        struct zerg_jl_row *r = &jl->rows[i];
-        if (strcmp(r->task, task) != 0)
-            continue;
+    size_t at = task && jl->nindex ? *slot_of(jl, task) : 0;
+    for (; at; at = jl->rows[at - 1].prev) {
+        struct zerg_jl_row *r = &jl->rows[at - 1];
         if (attempt ? r->attempt == attempt
                     : !best || r->attempt > best->attempt)
             best = r;
@@ -76,10 +113,18 @@ static struct zerg_jl_row *add(struct zerg_joblog *jl, const char *task,
         jl->rows = rows;
         jl->cap = cap;
     }
+    if (index_grow(jl) < 0) {
+        jl->oom = 1;
+        return NULL;
+    }
+    size_t *slot = slot_of(jl, task);
     struct zerg_jl_row *r = &jl->rows[jl->n];
-    *r = (struct zerg_jl_row){.attempt = attempt, .worker = -1, .seq = jl->n};
+    *r = (struct zerg_jl_row){
+        .attempt = attempt, .worker = -1, .seq = jl->n, .prev = *slot};
     snprintf(r->task, sizeof r->task, "%s", task);
-    jl->n++;
+    if (*slot)
+        jl->rows[*slot - 1].next = jl->n + 1;
+    *slot = ++jl->n;
     return r;
 }
 
@@ -103,8 +148,11 @@ static void add_run(struct zerg_joblog *jl, const char *run_id)
 static void rush_start(struct zerg_joblog *jl, const zerg_json *data)
 {
     const zerg_json *resume = zerg_json_get(data, "resume");
-    if (!zerg_json_is(resume, ZERG_JSON_BOOL) || !resume->u.boolean)
+    if (!zerg_json_is(resume, ZERG_JSON_BOOL) || !resume->u.boolean) {
         jl->n = jl->nruns = 0;
+        if (jl->index)
+            memset(jl->index, 0, jl->nindex * sizeof *jl->index);
+    }
     add_run(jl, str_of(data, "run_id"));
 }
 

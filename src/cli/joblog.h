@@ -26,10 +26,11 @@ enum zerg_jl_end {
 struct zerg_jl_row {
     char task[ZERG_ID_MAX + 1];
     int attempt;
-    int worker;       /* -1: not known */
-    int64_t start_ns; /* wall: started, else claimed */
-    int64_t end_ns;   /* wall of the event that ended it, 0: none */
-    size_t seq;       /* order first seen, breaks ties of start */
+    int worker;        /* -1: not known */
+    int64_t start_ns;  /* wall: started, else claimed */
+    int64_t end_ns;    /* wall of the event that ended it, 0: none */
+    size_t seq;        /* order first seen, breaks ties of start */
+    size_t prev, next; /* 1 + index of the task's row before / after, 0 */
     enum zerg_jl_end end;
     char cls[16];                          /* failure class, "": none */
     int ev_exit, ev_signal, ev_exit_known; /* from the events */
@@ -40,6 +41,7 @@ struct zerg_jl_row {
 struct zerg_joblog {
     struct zerg_jl_row *rows;
     size_t n, cap;
+    size_t *index, nindex;         /* task -> 1 + its newest row */
     char (*runs)[ZERG_RUN_ID_MAX]; /* the run ids of the run's rushes */
     size_t nruns, runs_cap;
     int oom;
@@ -56,7 +58,8 @@ void zerg_joblog_event(struct zerg_joblog *jl, const zerg_json *rec);
  * it was written in one of the run's rushes; else ignored.  1 taken. */
 int zerg_joblog_result(struct zerg_joblog *jl, const struct zerg_result *r);
 
-/* Sorts the rows by start (then first seen). */
+/* Sorts the rows by start (then first seen); no event or result may
+ * follow. */
 void zerg_joblog_sort(struct zerg_joblog *jl);
 
 /* The outcome word of a row: complete, failed, crashed, reassigned,

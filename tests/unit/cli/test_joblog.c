@@ -186,6 +186,35 @@ static void cost_and_sanitized_class(void **state)
     zerg_joblog_close(&jl);
 }
 
+/* Thousands of tasks: each event still finds its own attempt. */
+static void many_tasks(void **state)
+{
+    (void)state;
+    struct zerg_joblog jl = {0};
+    char line[256];
+    ev(&jl, START("false", "run1"));
+    for (int a = 1; a <= 2; a++)
+        for (int i = 0; i < 3000; i++) {
+            snprintf(line, sizeof line,
+                     "{" T("01.000") ",\"event\":\"task_started\","
+                                     "\"worker\":%d,\"task\":\"T-%d\",\"data\":"
+                                     "{\"attempt\":%d}}",
+                     a, i, a);
+            ev(&jl, line);
+        }
+    snprintf(line, sizeof line,
+             "{" T("02.000") ",\"event\":\"task_complete\",\"worker\":2,"
+                             "\"task\":\"T-2999\",\"data\":{}}");
+    ev(&jl, line);
+    assert_int_equal(jl.n, 6000);
+    struct zerg_jl_row *r = find(&jl, "T-2999", 0);
+    assert_int_equal(r->attempt, 2);
+    assert_string_equal(zerg_jl_outcome(r), "complete");
+    assert_int_equal(find(&jl, "T-17", 1)->worker, 1);
+    assert_null(find(&jl, "T-3000", 0));
+    zerg_joblog_close(&jl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +223,7 @@ int main(void)
         cmocka_unit_test(runs_and_records),
         cmocka_unit_test(conflict_pause_fenced_and_order),
         cmocka_unit_test(cost_and_sanitized_class),
+        cmocka_unit_test(many_tasks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
