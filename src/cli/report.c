@@ -1,7 +1,8 @@
 /* report.c - `zerg report`: writes one self-contained HTML page about a
  * feature's run: a header (feature, run id, start, elapsed, counts,
  * recovery metrics), the SVG timeline of report_svg.c and a table of the
- * tasks.  Inline CSS and SVG only: no script, font or style is fetched,
+ * tasks, with the check that verified each (task_check.h, from the task
+ * graph).  Inline CSS and SVG only: no script, font or style is fetched,
  * so the page opens the same offline, attached to a bug report. */
 #include "cli.h"
 #include "report.h"
@@ -27,7 +28,9 @@ static const char usage[] =
     "feature's latest run: a timeline with one lane per worker slot and a\n"
     "bar per task attempt coloured by outcome, markers for crashes, stale\n"
     "kills, respawns and reassignments, level boundaries, and a table of\n"
-    "the tasks with their status, attempts, duration, cost and error.\n"
+    "the tasks with their status, attempts, duration, cost, the check\n"
+    "that verified each (its verification command, or its command's exit\n"
+    "code only) and error.\n"
     "\n"
     "Options:\n"
     "  -o FILE     write to FILE ('-' for stdout); default\n"
