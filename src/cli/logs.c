@@ -10,8 +10,12 @@
  * window or the last N events span a rotation.  --follow reads appended
  * data every 200 ms; a partial last line is held until its newline
  * arrives, and a file that shrinks or is replaced is read again from its
- * start. */
+ * start.
+ *
+ * --joblog (logs_joblog.c) reads every event, rotated files included,
+ * through zerg_logs_each, and prints a table instead. */
 #include "cli.h"
+#include "cli/logs.h"
 #include "cli/task_output.h"
 
 #include <errno.h>
@@ -41,6 +45,7 @@ static const char usage[] =
     "usage: zerg logs [--worker N] [--task ID [--attempt N]] [--event NAME]\n"
     "                 [--level L] [--since TIME] [--tail N] [--follow]\n"
     "                 [--json]\n"
+    "       zerg logs --joblog [--task ID] [--json]\n"
     "\n"
     "Prints the monitor log (.zerg/monitor.jsonl) as the lines of\n"
     "monitor.log, or as JSON.  Filters combine (all must match).  The log\n"
@@ -61,6 +66,12 @@ static const char usage[] =
     "                logs included)\n"
     "  --follow      keep printing new events until Ctrl-C\n"
     "  --json        print the JSON lines as stored\n"
+    "  --joblog      one tab-separated row per task attempt of the\n"
+    "                feature's last run, in start order, under a header:\n"
+    "                task attempt worker start runtime exit outcome\n"
+    "                class cost commit; outcome is complete, failed,\n"
+    "                crashed, reassigned, fenced or running (with --task\n"
+    "                only that task's; with --json the rows as JSON lines)\n"
     "  -C DIR        run as if started in DIR\n"
     "  -h, --help    show this help\n"
     "\n"
@@ -79,6 +90,9 @@ struct filter {
     int attempt;      /* --attempt N of --task's output, 0: the last */
     char **ring;      /* --tail: the last lines printed, in order */
     size_t nring, ring_at;
+    int joblog;              /* --joblog (logs_joblog.c) */
+    zerg_logs_each_fn *each; /* set: events go here, nothing is printed */
+    void *each_ctx;
 };
 
 struct reader {
@@ -226,7 +240,9 @@ static void handle_line(struct reader *r, const struct filter *f,
         if (!r->corrupt++)
             r->first_corrupt = r->lineno;
     } else if (matches(f, rec, level)) {
-        if (f->tail && !f->follow_live)
+        if (f->each)
+            f->each(f->each_ctx, rec);
+        else if (f->tail && !f->follow_live)
             keep_for_tail((struct filter *)f, rec, level, line, len);
         else if (f->json)
             printf("%.*s\n", (int)len, line);
@@ -412,6 +428,7 @@ static int parse(int argc, char **argv, struct filter *f)
         {"tail", required_argument, NULL, 'n'},
         {"attempt", required_argument, NULL, 'a'},
         {"json", no_argument, NULL, 'j'},
+        {"joblog", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -463,6 +480,9 @@ static int parse(int argc, char **argv, struct filter *f)
         case 'j':
             f->json = 1;
             break;
+        case 'J':
+            f->joblog = 1;
+            break;
         case 'h':
             fputs(usage, stdout);
             return ZERG_EXIT_OK;
@@ -475,6 +495,11 @@ static int parse(int argc, char **argv, struct filter *f)
                                     argv[optind]);
     if (f->attempt && !f->task)
         return zerg_cli_usage_error("logs", "--attempt needs --task");
+    if (f->joblog &&
+        (f->worker != -1 || f->events || f->follow || f->tail || f->since_ns ||
+         f->attempt || f->min_level != ZERG_LOG_DEBUG))
+        return zerg_cli_usage_error("logs", "--joblog combines with --task "
+                                            "and --json only");
     if (f->tail && !(f->ring = calloc(f->tail, sizeof *f->ring)))
         return zerg_cli_usage_error("logs", "out of memory");
     return -1;
@@ -547,6 +572,46 @@ static int read_rotated(const struct filter *f, const char *path)
     return 0;
 }
 
+/* The monitor log's path, or a usage error said. */
+static int log_path(struct zerg_cli *cli, char *path, size_t size)
+{
+    if (zerg_cli_path(cli, path, size, ".zerg/monitor.jsonl")) {
+        zerg_cli_error("logs", "the project path is too long");
+        return ZERG_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int zerg_logs_each(struct zerg_cli *cli, const char *feature,
+                   zerg_logs_each_fn *fn, void *ctx)
+{
+    struct filter f = {.feature = feature,
+                       .worker = -1,
+                       .min_level = ZERG_LOG_DEBUG,
+                       .each = fn,
+                       .each_ctx = ctx};
+    char path[PATH_MAX];
+    if (log_path(cli, path, sizeof path))
+        return ZERG_EXIT_USAGE;
+    struct zerg_err oerr = {0};
+    struct reader r = {.fd = open_log(path, &oerr)};
+    if (r.fd < 0) {
+        zerg_cli_error("logs", "%s%s", r.fd == -ENOENT ? path : oerr.msg,
+                       r.fd == -ENOENT ? ": no rush has run here yet" : "");
+        return r.fd == -ENOENT ? ZERG_EXIT_FAIL : ZERG_EXIT_USAGE;
+    }
+    int rc = read_rotated(&f, path);
+    if (!rc)
+        rc = read_available(&r, &f);
+    drain(&r, &f, 1);
+    if (rc)
+        zerg_cli_error("logs", "cannot read %s: %s", path, strerror(-rc));
+    report_corrupt(&r, path);
+    close(r.fd);
+    free(r.buf);
+    return rc ? ZERG_EXIT_FAIL : 0;
+}
+
 int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
 {
     struct filter f = {.feature = cli->feature_opt,
@@ -556,11 +621,11 @@ int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
     int rc = parse(argc, argv, &f);
     if (rc >= 0)
         return rc;
+    if (f.joblog)
+        return zerg_logs_joblog(cli, f.task, f.json);
     char path[PATH_MAX];
-    if (zerg_cli_path(cli, path, sizeof path, ".zerg/monitor.jsonl")) {
-        zerg_cli_error("logs", "the project path is too long");
+    if (log_path(cli, path, sizeof path))
         return ZERG_EXIT_USAGE;
-    }
     struct zerg_err oerr = {0};
     struct reader r = {.fd = open_log(path, &oerr)};
     if (r.fd == ZERG_ENOTREG || r.fd == ZERG_ESYMLINK || r.fd == -EISDIR) {

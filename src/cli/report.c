@@ -1,10 +1,12 @@
 /* report.c - `zerg report`: writes one self-contained HTML page about a
  * feature's run: a header (feature, run id, start, elapsed, counts,
  * recovery metrics), the SVG timeline of report_svg.c and a table of the
- * tasks.  Inline CSS and SVG only: no script, font or style is fetched,
+ * tasks, with the check that verified each (task_check.h, from the task
+ * graph).  Inline CSS and SVG only: no script, font or style is fetched,
  * so the page opens the same offline, attached to a bug report. */
 #include "cli.h"
 #include "report.h"
+#include "cli/task_check.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "zerg/fsio.h"
+#include "zerg/graph.h"
 
 /* The state of 2,000 tasks is about 1 MB and their log a few MB. */
 #define STATE_MAX (256u << 20)
@@ -25,7 +28,9 @@ static const char usage[] =
     "feature's latest run: a timeline with one lane per worker slot and a\n"
     "bar per task attempt coloured by outcome, markers for crashes, stale\n"
     "kills, respawns and reassignments, level boundaries, and a table of\n"
-    "the tasks with their status, attempts, duration, cost and error.\n"
+    "the tasks with their status, attempts, duration, cost, the check\n"
+    "that verified each (its verification command, or its command's exit\n"
+    "code only) and error.\n"
     "\n"
     "Options:\n"
     "  -o FILE     write to FILE ('-' for stdout); default\n"
@@ -135,7 +140,21 @@ static void cost_cell(struct zerg_rbuf *b, const zerg_json *t)
     zerg_rbuf_puts(b, "<td>—</td>");
 }
 
-static void task_row(struct zerg_rbuf *b, const char *id, const zerg_json *t)
+/* Which check passes the task (task_check.h); "—" without the graph. */
+static void check_cell(struct zerg_rbuf *b, const struct zerg_graph *g,
+                       const char *id)
+{
+    ssize_t i = g && id ? zerg_graph_find(g, id) : -1;
+    const char *text = "—";
+    enum zerg_check_kind k =
+        i >= 0 ? zerg_task_check(&g->tasks[i], &text) : ZERG_CHECK_NONE;
+    zerg_rbuf_puts(b, k == ZERG_CHECK_VERIFICATION ? "<td><code>" : "<td>");
+    zerg_rbuf_esc(b, text);
+    zerg_rbuf_puts(b, k == ZERG_CHECK_VERIFICATION ? "</code></td>" : "</td>");
+}
+
+static void task_row(struct zerg_rbuf *b, const struct zerg_graph *g,
+                     const char *id, const zerg_json *t)
 {
     const char *status = jstr(t, "status"), *err = jstr(t, "error");
     const char *reason = jstr(t, "reason");
@@ -157,6 +176,7 @@ static void task_row(struct zerg_rbuf *b, const char *id, const zerg_json *t)
                      zerg_json_as_num(zerg_json_get(t, "retry_count"), 0),
                      zerg_json_as_num(zerg_json_get(t, "crash_count"), 0), dur);
     cost_cell(b, t);
+    check_cell(b, g, id);
     zerg_rbuf_puts(b, "<td class=\"err\">");
     if (reason) {
         zerg_rbuf_esc(b, reason);
@@ -166,22 +186,23 @@ static void task_row(struct zerg_rbuf *b, const char *id, const zerg_json *t)
     zerg_rbuf_puts(b, "</td></tr>\n");
 }
 
-static void task_table(struct zerg_rbuf *b, const zerg_json *tasks)
+static void task_table(struct zerg_rbuf *b, const struct zerg_graph *g,
+                       const zerg_json *tasks)
 {
     zerg_rbuf_printf(b,
                      "<h2>Tasks (%zu)</h2>\n<table class=\"tasks\"><tr>"
                      "<th>id</th><th>level</th><th>status</th>"
                      "<th>attempts</th><th>retries</th><th>crashes</th>"
-                     "<th>duration</th><th>cost</th>"
+                     "<th>duration</th><th>cost</th><th>verified by</th>"
                      "<th>failure reason / error</th></tr>\n",
                      zerg_json_len(tasks));
     for (size_t i = 0; i < zerg_json_len(tasks); i++)
-        task_row(b, zerg_json_key_at(tasks, i), zerg_json_at(tasks, i));
+        task_row(b, g, zerg_json_key_at(tasks, i), zerg_json_at(tasks, i));
     zerg_rbuf_puts(b, "</table>\n");
 }
 
 static void page(struct zerg_rbuf *b, const char *feature, const zerg_json *st,
-                 const struct rp_model *m)
+                 const struct zerg_graph *g, const struct rp_model *m)
 {
     zerg_rbuf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head>"
                       "<meta charset=\"utf-8\"><title>zerg report: ");
@@ -190,7 +211,7 @@ static void page(struct zerg_rbuf *b, const char *feature, const zerg_json *st,
     header(b, feature, st, m);
     zerg_rbuf_puts(b, "<h2>Timeline</h2>\n");
     rp_svg_timeline(b, m);
-    task_table(b, zerg_json_get(st, "tasks"));
+    task_table(b, g, zerg_json_get(st, "tasks"));
     zerg_rbuf_puts(b, "</body></html>\n");
 }
 
@@ -284,6 +305,7 @@ static int run(struct zerg_cli *cli, const char *out)
     }
     struct rp_model m;
     struct zerg_rbuf b = {0};
+    struct zerg_graph *g = NULL;
     int rc = ZERG_EXIT_FAIL;
     if (rp_model_init(&m, feature))
         return ZERG_EXIT_FAIL;
@@ -297,12 +319,18 @@ static int run(struct zerg_cli *cli, const char *out)
         goto done;
     }
     state_lanes(&m, st);
-    page(&b, feature, st, &m);
+    /* The graph says which check verifies each task; without it (moved,
+     * broken) the page is still written, with "—" there. */
+    struct zerg_err gerr = {0};
+    if (zerg_cli_graph(cli, feature, &g, &gerr) < 0)
+        g = NULL;
+    page(&b, feature, st, g, &m);
     if (b.oom)
         zerg_cli_error("report", "out of memory");
     else if (write_out(cli, feature, out, &b) == 0)
         rc = ZERG_EXIT_OK;
 done:
+    zerg_graph_free(g);
     zerg_json_free(st);
     zerg_rbuf_close(&b);
     rp_model_close(&m);

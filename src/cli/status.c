@@ -11,6 +11,7 @@
  *   ok        none of the above */
 #include "status_view.h"
 #include "status_ws.h"
+#include "cli/task_check.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -38,12 +39,15 @@ static const char usage[] =
     "Shows where the feature's run stands: whether a rush is running, the\n"
     "current level, tasks by status, each worker with its task, step,\n"
     "progress and heartbeat age, the resilience counters, a health\n"
-    "verdict, every unfinished task (status, why, next retry) and every\n"
-    "failed one.  Reads .zerg/state/ only; never writes.\n"
+    "verdict, every unfinished task (status, why, next retry), every\n"
+    "failed one, and which check verifies each task (its verification\n"
+    "command, or its command's exit code only), tasks grouped by check.\n"
+    "Reads .zerg/state/ and the task graph only; never writes.\n"
     "\n"
     "Options:\n"
     "  --feature F  the feature (default: see 'zerg --help')\n"
-    "  --json       print one JSON object (summary, heartbeats, health)\n"
+    "  --json       print one JSON object (summary, heartbeats, health,\n"
+    "               checks)\n"
     "  --watch      redraw every second, fitted to the terminal, until\n"
     "               Ctrl-C (off a terminal: until the rush ends)\n"
     "  -C DIR       run as if started in DIR\n"
@@ -279,6 +283,35 @@ static void print_unfinished(FILE *out, const struct view *v)
         fprintf(out, "  +%zu more\n", n - UNFINISHED_MAX);
 }
 
+#define CHECKS_SHOWN 10 /* groups of tasks by check, then "+N more" */
+#define CHECK_IDS_SHOWN 5
+
+/* Which check passes each task: its verification command, or its exit
+ * code only, or nothing; tasks grouped by check. */
+static void print_checks(FILE *out, const struct view *v)
+{
+    struct zerg_check_groups gs;
+    if (zerg_check_groups(v->g, &gs) < 0 || !gs.n)
+        return;
+    fputs("Checks:\n", out);
+    for (size_t i = 0; i < gs.n && i < CHECKS_SHOWN; i++) {
+        const struct zerg_check_group *c = &gs.v[i];
+        fputs(c->kind == ZERG_CHECK_VERIFICATION ? "  verification: " : "  ",
+              out);
+        put_clean(out, c->text, 120);
+        fputs(" -- ", out);
+        for (size_t k = 0; k < c->n && k < CHECK_IDS_SHOWN; k++)
+            fprintf(out, "%s%s", k ? ", " : "", v->g->tasks[c->tasks[k]].id);
+        if (c->n > CHECK_IDS_SHOWN)
+            fprintf(out, " +%zu more", c->n - CHECK_IDS_SHOWN);
+        fputc('\n', out);
+    }
+    if (gs.n > CHECKS_SHOWN)
+        fprintf(out, "  +%zu more checks ('zerg status --json')\n",
+                gs.n - CHECKS_SHOWN);
+    zerg_check_groups_free(&gs);
+}
+
 static void print_text(FILE *out, const struct view *v, int color)
 {
     struct health h;
@@ -292,6 +325,7 @@ static void print_text(FILE *out, const struct view *v, int color)
     print_health(out, v, &h, color);
     print_unfinished(out, v);
     print_failed(out, v);
+    print_checks(out, v);
 }
 
 /* ---- the command -------------------------------------------------------- */

@@ -3,6 +3,7 @@
  * git, health). */
 #include "status_view.h"
 #include "status_ws.h"
+#include "cli/task_check.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,39 @@ static zerg_json *json_failed(const struct view *v)
     return arr;
 }
 
+static zerg_json *json_check(const struct view *v,
+                             const struct zerg_check_group *c)
+{
+    zerg_json *o = zerg_json_obj(), *ids = zerg_json_arr();
+    int bad = !o || !ids ||
+              zerg_json_set_str(o, "kind", zerg_check_kind_name(c->kind)) ||
+              zerg_json_set_str(o, "check", c->text) ||
+              zerg_json_set_num(o, "count", (double)c->n);
+    for (size_t k = 0; !bad && k < c->n; k++)
+        bad = zerg_json_push(ids, zerg_json_str(v->g->tasks[c->tasks[k]].id));
+    if (bad || zerg_json_set(o, "tasks", ids)) {
+        zerg_json_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Which check passes each task, tasks grouped by check (task_check.h). */
+static zerg_json *json_checks(const struct view *v)
+{
+    struct zerg_check_groups gs;
+    zerg_json *arr = zerg_check_groups(v->g, &gs) == 0 ? zerg_json_arr() : NULL;
+    for (size_t i = 0; arr && i < gs.n; i++) {
+        zerg_json *o = json_check(v, &gs.v[i]);
+        if (!o || zerg_json_push(arr, o)) {
+            zerg_json_free(arr);
+            arr = NULL;
+        }
+    }
+    zerg_check_groups_free(&gs);
+    return arr;
+}
+
 /* Every unfinished task: id, status, worker, reason, error, retry_at. */
 static zerg_json *json_unfinished(const struct view *v)
 {
@@ -200,6 +234,7 @@ static zerg_json *json_view(const struct view *v)
         zerg_json_set(o, "tasks", json_counts(v)) ||
         zerg_json_set(o, "failed", json_failed(v)) ||
         zerg_json_set(o, "unfinished", json_unfinished(v)) ||
+        zerg_json_set(o, "checks", json_checks(v)) ||
         zerg_json_set(o, "workers", json_workers(v, state)) ||
         zerg_json_set(o, "heartbeats", json_heartbeats(v)) ||
         zerg_json_set(o, "git",
