@@ -4,7 +4,7 @@
 Every entry below is a one-line mutation of the code that keeps one of
 zerg's promises (fencing, level completion, crash charging, backoff caps,
 retry ceilings, same-file serialization, containment of what a task
-starts, atomic replace).  For each, the
+starts, atomic replace, the spend cap).  For each, the
 script applies it to a scratch copy of the tree, builds that copy and runs
 the tests named; the mutation must make at least one of them fail.  A
 mutation that survives means the suite no longer guards that promise.
@@ -88,6 +88,13 @@ MUTATIONS = {
         "if (rc == 0 && (unlink(path), zerg_fsio_ops.rename(tmp, path)) < 0)",
         "unit.test_fsio",
         "a window in which the file does not exist",
+    ),
+    "spend-cap": (
+        "src/orch/orch_pool.c",
+        "if (cap <= 0 || o->budget_exhausted || spent < cap)",
+        "if (1)",
+        "unit.test_orch_budget|integration.test_agent_budget",
+        "rush.max_cost_usd never reached: claims go on past the cap",
     ),
 }
 
