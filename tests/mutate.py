@@ -4,7 +4,7 @@
 Every entry below is a one-line mutation of the code that keeps one of
 zerg's promises (fencing, level completion, crash charging, backoff caps,
 retry ceilings, same-file serialization, containment of what a task
-starts, atomic replace, the spend cap).  For each, the
+starts, atomic replace, the spend cap, checkpoints after the journal's sync).  For each, the
 script applies it to a scratch copy of the tree, builds that copy and runs
 the tests named; the mutation must make at least one of them fail.  A
 mutation that survives means the suite no longer guards that promise.
@@ -95,6 +95,13 @@ MUTATIONS = {
         "if (1)",
         "unit.test_orch_budget|integration.test_agent_budget",
         "rush.max_cost_usd never reached: claims go on past the cap",
+    ),
+    "checkpoint-wait": (
+        "src/orch/orch_intake.c",
+        "        sync_collect(o, force);",
+        "        sync_collect(o, 0);",
+        "unit.test_orch_durability",
+        "a checkpoint recording results whose batch sync is still in flight",
     ),
 }
 
