@@ -559,8 +559,8 @@ void result_commit(struct fx *x, int slot, uint64_t epoch, const char *task,
 void result_cost(struct fx *x, int slot, const char *task, int attempt,
                  double cost_usd)
 {
-    put_result_cost(x, slot, x->o->slots[slot].proc.epoch, task, attempt, 1,
-                    "", "", cost_usd);
+    put_result_cost(x, slot, x->o->slots[slot].proc.epoch, task, attempt, 1, "",
+                    "", cost_usd);
     tell_result(x, task, attempt);
 }
 

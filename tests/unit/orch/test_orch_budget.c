@@ -39,7 +39,7 @@ static int events_named(struct fx *x, const char *event)
     return n;
 }
 
-/* Two workers busy with A and B; C pending; the cap at $1. */
+/* Two workers busy with A and B, C pending, rush.max_cost_usd at cap. */
 static struct fx *two_running(double cap)
 {
     struct fx *x = fx_new(graph_abc, 2, 0);

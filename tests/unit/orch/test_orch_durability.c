@@ -406,10 +406,10 @@ static void test_checkpoint_waits_for_sync_in_flight(void **state)
     pthread_mutex_unlock(&gate);
     assert_int_equal(pthread_join(th, NULL), 0);
     zerg_offload_drain(x->o->offload);
-    assert_false(early);                     /* it waited for the sync */
-    assert_int_equal(complete_early, 0);     /* the state file not replaced */
-    assert_int_equal(results_early, 1);      /* the result not deleted */
-    assert_int_equal(rec.calls, 1);          /* that sync, no other */
+    assert_false(early);                 /* it waited for the sync */
+    assert_int_equal(complete_early, 0); /* the state file not replaced */
+    assert_int_equal(results_early, 1);  /* the result not deleted */
+    assert_int_equal(rec.calls, 1);      /* that sync, no other */
     assert_int_equal(rec.complete_on_disk, 0);
     assert_int_equal(complete_in_state_file(x), 1);
     assert_int_equal(results_on_disk(x), 0);
