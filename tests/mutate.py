@@ -4,10 +4,11 @@
 Every entry below is a one-line mutation of the code that keeps one of
 zerg's promises (fencing, level completion, crash charging, backoff caps,
 retry ceilings, same-file serialization, containment of what a task
-starts, atomic replace).  For each, the
-script applies it to a scratch copy of the tree, builds that copy and runs
-the tests named; the mutation must make at least one of them fail.  A
-mutation that survives means the suite no longer guards that promise.
+starts, atomic replace, the spend cap, checkpoints after the journal's
+sync, logs per feature).  For each, the script applies it to a scratch
+copy of the tree, builds that copy and runs the tests named; the
+mutation must make at least one of them fail.  A mutation that survives
+means the suite no longer guards that promise.
 
     tests/mutate.py                 every mutation
     tests/mutate.py fencing levels  only those named
@@ -88,6 +89,27 @@ MUTATIONS = {
         "if (rc == 0 && (unlink(path), zerg_fsio_ops.rename(tmp, path)) < 0)",
         "unit.test_fsio",
         "a window in which the file does not exist",
+    ),
+    "spend-cap": (
+        "src/orch/orch_pool.c",
+        "if (cap <= 0 || o->budget_exhausted || spent < cap)",
+        "if (1)",
+        "unit.test_orch_budget|integration.test_agent_budget",
+        "rush.max_cost_usd never reached: claims go on past the cap",
+    ),
+    "checkpoint-wait": (
+        "src/orch/orch_intake.c",
+        "        sync_collect(o, force);",
+        "        sync_collect(o, 0);",
+        "unit.test_orch_durability",
+        "a checkpoint recording results whose batch sync is still in flight",
+    ),
+    "logs-feature": (
+        "src/cli/logs.c",
+        "if (f->feature && (!feat || strcmp(feat, f->feature) != 0))",
+        "if (0 && f->feature && (!feat || strcmp(feat, f->feature) != 0))",
+        "integration.test_two_features",
+        "`zerg logs --feature F` showing other features' events",
     ),
 }
 

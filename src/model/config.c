@@ -107,8 +107,8 @@
       DURATION_RANGE,                                                          \
       "Upper bound on any task retry delay; must be at least the base.")       \
     X("workers.max_task_crashes", INT, max_task_crashes, 0, "3", "1..100",     \
-      "Worker crashes while running one task before that task fails as a "     \
-      "crash loop.")                                                           \
+      "Worker crashes under one task that are retried, uncharged; the next "  \
+      "one fails the task as a crash loop (with 2, the third crash).")         \
     X("workers.conflict_retry_attempts", INT, conflict_retry_attempts, 0, "2", \
       "0..100",                                                                \
       "Retries of a task whose commit conflicts with the integration branch " \

@@ -34,6 +34,9 @@ zerg rush --workers 1 > "$PROJ/out.txt" 2>&1 || rc=$?
 [ $rc -eq 1 ] || fail "expected exit 1, got $rc"
 [ "$(task_status K-L1-001)" = failed ] || fail "status $(task_status K-L1-001)"
 [ "$(task_status K-L1-001 reason)" = crash_loop ] || fail "reason $(task_status K-L1-001 reason)"
+# max_task_crashes 2: two crashes retried, the third fails the task.
+[ "$(task_status K-L1-001 attempt)" -eq 3 ] || fail "attempts $(task_status K-L1-001 attempt), want 3"
+[ "$(task_status K-L1-001 crash_count)" -eq 3 ] || fail "crashes $(task_status K-L1-001 crash_count), want 3"
 [ "$(task_status K-L1-002)" = complete ] || fail "other task did not run"
-pass "a task that crashes its worker again and again fails with crash_loop"
+pass "max_task_crashes 2: a task crashing its worker runs 3 times, the third crash is crash_loop"
 echo "$TESTS_PASSED passed, 0 failed"

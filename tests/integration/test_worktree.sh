@@ -110,21 +110,22 @@ new_project crash
 git_repo shared.txt=base README=readme
 graph <<'JSON'
 {"feature": "f", "tasks": [
- {"id": "K-L1-001", "level": 1, "command": "test ! -e half.txt || exit 9; echo half > half.txt; sleep 30; echo done > done.txt",
+ {"id": "K-L1-001", "level": 1, "command": "test ! -e half.txt || exit 9; echo \"half $ZERG_ATTEMPT\" > half.txt; sleep 30; echo done > done.txt",
   "verification": {"command": "test ! -e half.txt || rm half.txt"}}
 ]}
 JSON
 rush_bg --workers 1
-wait_for 20 task_running K-L1-001
-sleep 0.5
+wt="$PROJ/.zerg-worktrees/f/worker-0"
+# wrote ATTEMPT: the attempt got past its check and wrote half.txt.
+wrote() { [ "$(cat "$wt/half.txt" 2>/dev/null)" = "half $1" ]; }
+wait_for 20 wrote 1
 kill -9 "$(worker_pid 0)"
 wait_for 30 has_event task_reassigned
 wait_for 20 test -e "$PROJ/.zerg/logs/f/tasks/K-L1-001/attempt-1.patch"
 grep -q 'half.txt' "$PROJ/.zerg/logs/f/tasks/K-L1-001/attempt-1.patch" || fail "the patch lacks the half-written file"
 pass "a dead attempt's leftovers are saved as a patch"
-started() { [ "$(events task_started)" -ge 2 ]; }
-wait_for 30 started
-sleep 0.5
+retried() { wrote 2 || has_event task_failed; }
+wait_for 30 retried
 has_event task_failed && fail "the retry saw the dead attempt's half-written file"
 zerg stop > /dev/null 2>&1 || true
 rush_wait || true

@@ -504,11 +504,12 @@ void heartbeat(struct fx *x, int slot, const char *task, int attempt,
     zerg_orch_file_changed(x->o, name, x->now);
 }
 
-static void put_result(struct fx *x, int slot, uint64_t epoch, const char *task,
-                       int attempt, int ok, const char *base,
-                       const char *commit)
+static void put_result_cost(struct fx *x, int slot, uint64_t epoch,
+                            const char *task, int attempt, int ok,
+                            const char *base, const char *commit, double cost)
 {
     struct zerg_result r = {0};
+    r.cost_usd = cost;
     r.epoch = epoch;
     r.worker_id = slot;
     snprintf(r.task, sizeof r.task, "%s", task);
@@ -519,6 +520,13 @@ static void put_result(struct fx *x, int slot, uint64_t epoch, const char *task,
     snprintf(r.base, sizeof r.base, "%s", base);
     snprintf(r.commit, sizeof r.commit, "%s", commit);
     assert_int_equal(zerg_proto_write_result(x->run_dir, &r, NULL), 0);
+}
+
+static void put_result(struct fx *x, int slot, uint64_t epoch, const char *task,
+                       int attempt, int ok, const char *base,
+                       const char *commit)
+{
+    put_result_cost(x, slot, epoch, task, attempt, ok, base, commit, 0);
 }
 
 void write_result(struct fx *x, int slot, uint64_t epoch, const char *task,
@@ -545,6 +553,14 @@ void result_commit(struct fx *x, int slot, uint64_t epoch, const char *task,
                    int attempt, const char *base, const char *commit)
 {
     put_result(x, slot, epoch, task, attempt, 1, base, commit);
+    tell_result(x, task, attempt);
+}
+
+void result_cost(struct fx *x, int slot, const char *task, int attempt,
+                 double cost_usd)
+{
+    put_result_cost(x, slot, x->o->slots[slot].proc.epoch, task, attempt, 1, "",
+                    "", cost_usd);
     tell_result(x, task, attempt);
 }
 

@@ -172,6 +172,10 @@ void result(struct fx *x, int slot, uint64_t epoch, const char *task,
 /* A passing result with a commit made from base (either may be ""). */
 void result_commit(struct fx *x, int slot, uint64_t epoch, const char *task,
                    int attempt, const char *base, const char *commit);
+/* A passing result from slot's current epoch that spent cost_usd (what an
+ * agent executor reports). */
+void result_cost(struct fx *x, int slot, const char *task, int attempt,
+                 double cost_usd);
 void exited(struct fx *x, int slot, int wstatus);
 enum zerg_task_status status_of(struct fx *x, const char *id);
 struct zerg_task_state *task_of(struct fx *x, const char *id);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "orch_fixture.h"
@@ -340,6 +341,81 @@ static void test_offloaded_sync_does_not_hold_the_loop(void **state)
     stop(x);
 }
 
+/* A checkpoint run on a thread of its own, so that the test can watch
+ * it while the sync it must wait for is held at the gate. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct fx *x;
+    int done;
+} ckpt = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0};
+
+static void *checkpoint_thread(void *arg)
+{
+    (void)arg;
+    orch_checkpoint(ckpt.x->o, ckpt.x->now, 1);
+    pthread_mutex_lock(&ckpt.mu);
+    ckpt.done = 1;
+    pthread_cond_broadcast(&ckpt.cv);
+    pthread_mutex_unlock(&ckpt.mu);
+    return NULL;
+}
+
+/* 1 when the checkpoint finished within seconds. */
+static int checkpoint_done_within(double seconds)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)seconds;
+    until.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&ckpt.mu);
+    while (!ckpt.done &&
+           pthread_cond_timedwait(&ckpt.cv, &ckpt.mu, &until) == 0)
+        ;
+    int done = ckpt.done;
+    pthread_mutex_unlock(&ckpt.mu);
+    return done;
+}
+
+/* A checkpoint asked for while the batch sync is in flight waits for that
+ * sync: it neither records the batch as done nor deletes its results
+ * before the disk has them.  The checkpoint is given 2 s on its own
+ * thread; it cannot finish while the gate is shut, however slow the
+ * machine, and without the wait it finishes at once. */
+static void test_checkpoint_waits_for_sync_in_flight(void **state)
+{
+    (void)state;
+    struct fx *x = start_offloaded(syncfs_gated);
+    pthread_mutex_lock(&gate);
+    complete_slot(x, 0);
+    tick(x); /* the batch's sync is in flight, held at the gate */
+    assert_int_equal(x->o->syncs, 1);
+    assert_true(x->o->sync_ticket > 0);
+    assert_int_equal(rec.calls, 0);
+    ckpt.x = x;
+    ckpt.done = 0;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, checkpoint_thread, NULL), 0);
+    int early = checkpoint_done_within(2.0);
+    int complete_early = complete_in_state_file(x);
+    int results_early = results_on_disk(x);
+    pthread_mutex_unlock(&gate);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    zerg_offload_drain(x->o->offload);
+    assert_false(early);                 /* it waited for the sync */
+    assert_int_equal(complete_early, 0); /* the state file not replaced */
+    assert_int_equal(results_early, 1);  /* the result not deleted */
+    assert_int_equal(rec.calls, 1);      /* that sync, no other */
+    assert_int_equal(rec.complete_on_disk, 0);
+    assert_int_equal(complete_in_state_file(x), 1);
+    assert_int_equal(results_on_disk(x), 0);
+    stop(x);
+}
+
 /* syncfs failing (a writeback error somewhere on the filesystem): the
  * batch's own files are fsynced instead, and the run goes on quietly. */
 static int syncfs_eio(int fd)
@@ -426,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_kill_loses_nothing),
         cmocka_unit_test(test_power_loss_reruns_at_most_last_batch),
         cmocka_unit_test(test_offloaded_sync_does_not_hold_the_loop),
+        cmocka_unit_test(test_checkpoint_waits_for_sync_in_flight),
         cmocka_unit_test(test_syncfs_failure_falls_back),
         cmocka_unit_test(test_offloaded_syncfs_failure_falls_back),
         cmocka_unit_test(test_sync_failure_keeps_journal),
