@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "zerg/err.h"
@@ -162,4 +164,23 @@ void tu_policy_project_close(struct tu_policy_project *pp)
     zerg_log_close(pp->lg);
     pp->lg = NULL;
     tu_rmtree(pp->dir);
+}
+
+extern char **environ;
+
+void tu_git(const char *dir, const char *const *args)
+{
+    const char *argv[40] = {
+        "git", "-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"};
+    size_t n = 7;
+    for (size_t i = 0; args[i] && n < 39; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    pid_t pid;
+    int st;
+    assert_int_equal(
+        posix_spawnp(&pid, "git", NULL, NULL, (char *const *)argv, environ), 0);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st))
+        fail_msg("git %s failed", args[0]);
 }

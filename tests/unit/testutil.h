@@ -46,4 +46,10 @@ struct tu_policy_project {
 void tu_policy_project_open(struct tu_policy_project *pp);
 void tu_policy_project_close(struct tu_policy_project *pp);
 
+/* The plain git (not zerg's) in dir with a test identity, args
+ * NULL-terminated; fails the test unless it exits 0.  TU_GIT(dir, "add",
+ * "x") for short. */
+void tu_git(const char *dir, const char *const *args);
+#define TU_GIT(dir, ...) tu_git(dir, (const char *const[]){__VA_ARGS__, NULL})
+
 #endif

@@ -31,23 +31,7 @@ static struct zerg_git G;
 static struct zerg_err err;
 
 /* git from an argv (setup only), failing the test on a non-zero exit. */
-static void plain_git(const char *dir, const char *const *args)
-{
-    const char *argv[32] = {
-        "git", "-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"};
-    size_t n = 7;
-    for (size_t i = 0; args[i]; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    pid_t pid;
-    int st;
-    assert_int_equal(
-        posix_spawnp(&pid, "git", NULL, NULL, (char *const *)argv, environ), 0);
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st))
-        fail_msg("git %s failed", args[0]);
-}
-#define PLAIN(dir, ...) plain_git(dir, (const char *const[]){__VA_ARGS__, NULL})
+#define PLAIN TU_GIT
 
 /* zerg's git in dir (NULL = the repository): stdout, asserting success. */
 static char *zgit_in(const char *dir, const char *input,

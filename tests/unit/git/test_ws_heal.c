@@ -30,22 +30,7 @@ static struct zerg_err err;
 static struct zerg_workspace *W;
 static struct zerg_ws_prepared out;
 
-static void plain_git(const char *dir, const char *const *args)
-{
-    const char *argv[32] = {"git", "-C", dir};
-    size_t n = 3;
-    for (size_t i = 0; args[i]; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    pid_t pid;
-    int st;
-    assert_int_equal(
-        posix_spawnp(&pid, "git", NULL, NULL, (char *const *)argv, environ), 0);
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st))
-        fail_msg("git %s failed", args[0]);
-}
-#define PLAIN(dir, ...) plain_git(dir, (const char *const[]){__VA_ARGS__, NULL})
+#define PLAIN TU_GIT
 
 static int exists(const char *dir, const char *name)
 {
