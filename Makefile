@@ -27,6 +27,7 @@ demo: build
 
 check:
 	@scripts/install-deps.sh container
+	@scripts/check-format.sh
 	@cmake -S . -B build-check -DCMAKE_BUILD_TYPE=Debug -DZERG_SANITIZE=ON >/dev/null
 	@cmake --build build-check -j $(JOBS)
 	@build-check/zerg validate -C examples/demo --check-wiring
@@ -61,7 +62,7 @@ mutate:
 	@python3 tests/mutate.py $(MUTATIONS)
 
 format:
-	@clang-format -i $$(find src tests/unit -name "*.[ch]") include/zerg/*.h
+	@git ls-files '*.c' '*.h' | xargs clang-format -i
 
 clean:
 	rm -rf build build-check build-fuzz build-mutate

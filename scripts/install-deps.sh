@@ -9,7 +9,7 @@ set -eu
 build="build-essential cmake pkg-config git liblua5.4-dev libyajl-dev libyaml-dev libedit-dev"
 # libclang-rt-dev: libFuzzer and the sanitizer runtimes (clang only
 # recommends it, and recommends are not installed here).
-test="$build libcmocka-dev clang libclang-rt-dev python3 ninja-build procps util-linux chromium tmux nodejs npm slurm-wlm"
+test="$build libcmocka-dev clang clang-format libclang-rt-dev python3 ninja-build procps util-linux chromium tmux nodejs npm slurm-wlm"
 # Podman is installed with its recommends, as documented for these
 # machines (catatonit for `run --init`, netavark/iptables for the default
 # network, uidmap, fuse-overlayfs); the ones zerg relies on are also

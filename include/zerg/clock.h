@@ -48,7 +48,13 @@ char *zerg_clock_iso8601(int64_t wall_ns, char buf[ZERG_TS_MAX]);
  * 1677..2262 (what nanoseconds in an int64_t hold). */
 int zerg_clock_parse_iso8601(const char *s, int64_t *wall_ns);
 
-static inline double zerg_ns_to_s(int64_t ns) { return (double)ns / 1e9; }
-static inline int64_t zerg_s_to_ns(double s) { return (int64_t)(s * 1e9); }
+static inline double zerg_ns_to_s(int64_t ns)
+{
+    return (double)ns / 1e9;
+}
+static inline int64_t zerg_s_to_ns(double s)
+{
+    return (int64_t)(s * 1e9);
+}
 
 #endif

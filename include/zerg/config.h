@@ -28,13 +28,14 @@ enum zerg_mode {
 };
 /* state.watch: how the orchestrator notices the workers' files. */
 enum zerg_state_watch {
-    ZERG_WATCH_AUTO,    /* poll on network/FUSE filesystems, else inotify */
+    ZERG_WATCH_AUTO, /* poll on network/FUSE filesystems, else inotify */
     ZERG_WATCH_INOTIFY,
     ZERG_WATCH_POLL,
 };
 /* state.durability: when a result reaches the disk (DESIGN §16). */
 enum zerg_durability {
-    ZERG_DURABILITY_BATCH, /* the orchestrator syncs applied results in groups */
+    ZERG_DURABILITY_BATCH, /* the orchestrator syncs applied results in groups
+                            */
     ZERG_DURABILITY_FULL,  /* each worker fsyncs its result */
 };
 
@@ -79,74 +80,74 @@ struct zerg_config {
     size_t ngates;
 
     /* resilience: */
-    int resilience_enabled;             /* true */
-    int64_t reconcile_interval_ns;      /* 60 s */
+    int resilience_enabled;        /* true */
+    int64_t reconcile_interval_ns; /* 60 s */
 
     /* rush: */
-    int rush_isolation;                 /* enum zerg_isolation, AUTO */
-    char *rush_base;                    /* "" = HEAD at rush start */
-    double rush_max_cost_usd;           /* 0 = no cap */
-    int64_t rush_timeout_ns;            /* 0 = no wall budget */
-    int rush_schedule;                  /* enum zerg_schedule, LEVELS */
+    int rush_isolation;       /* enum zerg_isolation, AUTO */
+    char *rush_base;          /* "" = HEAD at rush start */
+    double rush_max_cost_usd; /* 0 = no cap */
+    int64_t rush_timeout_ns;  /* 0 = no wall budget */
+    int rush_schedule;        /* enum zerg_schedule, LEVELS */
 
     /* workers: */
-    int workers_max_concurrent;         /* 3: workers when --workers absent */
-    enum zerg_mode workers_mode;        /* subprocess */
-    int spawn_retry_attempts;           /* 3 (0..100) */
+    int workers_max_concurrent;  /* 3: workers when --workers absent */
+    enum zerg_mode workers_mode; /* subprocess */
+    int spawn_retry_attempts;    /* 3 (0..100) */
     enum zerg_backoff spawn_backoff_strategy; /* exponential */
-    int64_t spawn_backoff_base_ns;      /* 2 s */
-    int64_t spawn_backoff_max_ns;       /* 30 s */
-    int64_t spawn_ready_timeout_ns;     /* 30 s: start -> first heartbeat */
-    int64_t task_stale_timeout_ns;      /* 600 s */
-    int64_t heartbeat_interval_ns;      /* 30 s */
+    int64_t spawn_backoff_base_ns;            /* 2 s */
+    int64_t spawn_backoff_max_ns;             /* 30 s */
+    int64_t spawn_ready_timeout_ns;       /* 30 s: start -> first heartbeat */
+    int64_t task_stale_timeout_ns;        /* 600 s */
+    int64_t heartbeat_interval_ns;        /* 30 s */
     int64_t heartbeat_stale_threshold_ns; /* 120 s */
-    int auto_respawn;                   /* true */
-    int max_respawn_attempts;           /* 5 */
-    int retry_attempts;                 /* 3: task retries on failure */
-    enum zerg_backoff backoff_strategy; /* exponential */
-    int64_t backoff_base_ns;            /* 30 s */
-    int64_t backoff_max_ns;             /* 300 s */
-    int max_task_crashes;               /* 3: crashes before crash_loop */
-    int conflict_retry_attempts;        /* 2: merge-conflict retries */
-    int output_is_progress;             /* true */
-    struct zerg_argv launch_prefix;     /* [] */
-    struct zerg_argv executor;          /* claude --print
-                                           --dangerously-skip-permissions */
+    int auto_respawn;                     /* true */
+    int max_respawn_attempts;             /* 5 */
+    int retry_attempts;                   /* 3: task retries on failure */
+    enum zerg_backoff backoff_strategy;   /* exponential */
+    int64_t backoff_base_ns;              /* 30 s */
+    int64_t backoff_max_ns;               /* 300 s */
+    int max_task_crashes;                 /* 3: crashes before crash_loop */
+    int conflict_retry_attempts;          /* 2: merge-conflict retries */
+    int output_is_progress;               /* true */
+    struct zerg_argv launch_prefix;       /* [] */
+    struct zerg_argv executor;            /* claude --print
+                                             --dangerously-skip-permissions */
 
     /* executor: */
-    int executor_kind;                  /* enum zerg_executor_kind, CLAUDE */
-    char *executor_claude;              /* "claude" */
-    struct zerg_argv executor_args;     /* [] */
+    int executor_kind;              /* enum zerg_executor_kind, CLAUDE */
+    char *executor_claude;          /* "claude" */
+    struct zerg_argv executor_args; /* [] */
 
     /* container: */
-    char *container_runtime;            /* "auto" | docker | podman | PATH */
-    char *container_image;              /* "zerg-worker" */
-    struct zerg_argv container_run_args;/* [] */
-    char *container_memory;             /* "" = no limit, e.g. "2g" */
-    double container_cpus;              /* 0 = no limit */
-    int container_pids_limit;           /* 0 = no limit */
-    int gates_on_host;                  /* false: gates run where workers do */
+    char *container_runtime;             /* "auto" | docker | podman | PATH */
+    char *container_image;               /* "zerg-worker" */
+    struct zerg_argv container_run_args; /* [] */
+    char *container_memory;              /* "" = no limit, e.g. "2g" */
+    double container_cpus;               /* 0 = no limit */
+    int container_pids_limit;            /* 0 = no limit */
+    int gates_on_host;                   /* false: gates run where workers do */
 
     /* slurm: */
-    char *slurm_partition;              /* "" = the cluster's default */
-    char *slurm_account;                /* "" = the user's default */
-    char *slurm_time_limit;             /* "" = the partition's limit */
-    struct zerg_argv slurm_extra_args;  /* [] */
+    char *slurm_partition;             /* "" = the cluster's default */
+    char *slurm_account;               /* "" = the user's default */
+    char *slurm_time_limit;            /* "" = the partition's limit */
+    struct zerg_argv slurm_extra_args; /* [] */
 
     /* state: */
-    int state_watch;                    /* enum zerg_state_watch, auto */
-    int state_poll_interval_ms;         /* 100 (10..5000) */
-    int state_durability;               /* enum zerg_durability, batch */
+    int state_watch;            /* enum zerg_state_watch, auto */
+    int state_poll_interval_ms; /* 100 (10..5000) */
+    int state_durability;       /* enum zerg_durability, batch */
 
     /* policies: */
-    int64_t policy_instruction_budget;  /* 1,000,000 VM instructions/call */
-    int64_t policy_time_budget_ns;      /* 100 ms CPU per call */
-    int64_t policy_memory_bytes;        /* 32 MiB per VM */
+    int64_t policy_instruction_budget; /* 1,000,000 VM instructions/call */
+    int64_t policy_time_budget_ns;     /* 100 ms CPU per call */
+    int64_t policy_memory_bytes;       /* 32 MiB per VM */
 
     /* logging: */
-    int log_level;                      /* enum zerg_log_level, INFO */
-    int64_t log_max_size_bytes;         /* 50 MiB; 0 = never rotate */
-    int log_keep;                       /* 3 rotated files per log */
+    int log_level;              /* enum zerg_log_level, INFO */
+    int64_t log_max_size_bytes; /* 50 MiB; 0 = never rotate */
+    int log_keep;               /* 3 rotated files per log */
 };
 
 /* Fills every field with its default (allocates the default argvs). */
@@ -158,8 +159,8 @@ typedef void (*zerg_warn_fn)(void *ud, const char *msg);
 /* Loads path over the defaults.  A missing file is not an error (returns
  * 0, all defaults).  Returns ZERG_EINVAL_INPUT with err set on a bad file;
  * warnings (unknown keys) go to warn (may be NULL). */
-int zerg_config_load(struct zerg_config *c, const char *path,
-                     zerg_warn_fn warn, void *ud, struct zerg_err *err);
+int zerg_config_load(struct zerg_config *c, const char *path, zerg_warn_fn warn,
+                     void *ud, struct zerg_err *err);
 /* Same for text in memory; name is used in messages. */
 int zerg_config_load_string(struct zerg_config *c, const char *name,
                             const char *text, size_t len, zerg_warn_fn warn,

@@ -19,22 +19,23 @@ enum {
 
 /* Non-errno error codes (all below -4095 so they never clash with -errno). */
 enum {
-    ZERG_EINVAL_INPUT = -5000, /* user input (config, graph, state) is invalid */
-    ZERG_ECORRUPT = -5001,     /* a file exists but cannot be parsed */
-    ZERG_ELOCKED = -5002,      /* lock held by another process */
-    ZERG_ENOTFOUND = -5003,    /* a named thing does not exist */
-    ZERG_EPOLICY = -5004,      /* a policy failed (syntax, runtime, budget) */
-    ZERG_ESTALE = -5005,       /* a fenced message from a dead incarnation */
-    ZERG_ENOTREG = -5006,      /* a FIFO, socket or device where a file is due */
-    ZERG_ESYMLINK = -5007,     /* a symbolic link where zerg follows none */
-    ZERG_EOUTSIDE = -5008,     /* a path that resolves outside the project */
+    ZERG_EINVAL_INPUT =
+        -5000,              /* user input (config, graph, state) is invalid */
+    ZERG_ECORRUPT = -5001,  /* a file exists but cannot be parsed */
+    ZERG_ELOCKED = -5002,   /* lock held by another process */
+    ZERG_ENOTFOUND = -5003, /* a named thing does not exist */
+    ZERG_EPOLICY = -5004,   /* a policy failed (syntax, runtime, budget) */
+    ZERG_ESTALE = -5005,    /* a fenced message from a dead incarnation */
+    ZERG_ENOTREG = -5006,   /* a FIFO, socket or device where a file is due */
+    ZERG_ESYMLINK = -5007,  /* a symbolic link where zerg follows none */
+    ZERG_EOUTSIDE = -5008,  /* a path that resolves outside the project */
 };
 
 #define ZERG_ERR_MSG_MAX 2048
 
 struct zerg_err {
-    int code;                    /* last error code, 0 when none */
-    char msg[ZERG_ERR_MSG_MAX];  /* human sentence, "" when none */
+    int code;                   /* last error code, 0 when none */
+    char msg[ZERG_ERR_MSG_MAX]; /* human sentence, "" when none */
 };
 
 /* Records code and a printf-style message; returns code so callers can

@@ -32,8 +32,8 @@ extern struct zerg_fsio_ops zerg_fsio_ops;
 extern const struct zerg_fsio_ops zerg_fsio_ops_default;
 
 enum {
-    ZERG_FSIO_DURABLE = 0,   /* fsync file and directory (state, results) */
-    ZERG_FSIO_NOSYNC = 1,    /* atomic but not durable (heartbeats) */
+    ZERG_FSIO_DURABLE = 0, /* fsync file and directory (state, results) */
+    ZERG_FSIO_NOSYNC = 1,  /* atomic but not durable (heartbeats) */
 };
 
 /* Atomically replaces path with data.  Returns 0 or -errno with err set
@@ -122,8 +122,7 @@ int zerg_fsio_read_end(int fd, size_t max, char **text, size_t *len);
 /* The last `lines` lines of zerg's own file path (no link followed, at
  * most the last 64 KiB read) into buf, control bytes but newline and tab
  * shown as '?', cut to size.  0, or negative (buf "") when unreadable. */
-int zerg_fsio_read_tail(const char *path, size_t lines, char *buf,
-                        size_t size);
+int zerg_fsio_read_tail(const char *path, size_t lines, char *buf, size_t size);
 
 /* zerg_fsio_read_all with flags (ZERG_FSIO_NOFOLLOW, ZERG_FSIO_ANY_KIND). */
 int zerg_fsio_read_file(const char *path, size_t max, int flags, char **data,
@@ -144,8 +143,8 @@ int zerg_fsio_project_of(const char *path, char *root, size_t size);
  * and when path is in a project (zerg_fsio_project_of) the file opened,
  * symbolic links resolved, must lie inside that project: a link to
  * /etc/... is refused with ZERG_EOUTSIDE and err naming where it leads. */
-int zerg_fsio_read_input(const char *path, size_t max, char **data,
-                         size_t *len, struct zerg_err *err);
+int zerg_fsio_read_input(const char *path, size_t max, char **data, size_t *len,
+                         struct zerg_err *err);
 
 /* mkdir -p; returns 0 or -errno. */
 int zerg_fsio_mkdirs(const char *path, mode_t mode);

@@ -32,15 +32,15 @@ struct zerg_task {
     struct zerg_strlist deps; /* dependency ids as written */
     size_t *dep_idx;          /* same, as indexes into graph->tasks */
     struct zerg_strlist files_create, files_modify, files_read;
-    char *command;            /* zerg extension; NULL when absent */
-    char *verify_command;     /* NULL when absent */
-    int64_t verify_timeout_ns;/* default 30 s */
-    char *description;        /* "" when absent */
-    char *context;            /* "" when absent */
+    char *command;                  /* zerg extension; NULL when absent */
+    char *verify_command;           /* NULL when absent */
+    int64_t verify_timeout_ns;      /* default 30 s */
+    char *description;              /* "" when absent */
+    char *context;                  /* "" when absent */
     struct zerg_strlist acceptance; /* acceptance_criteria, for the prompt */
-    double estimate_minutes;  /* 0 when absent */
-    size_t *wgroups;          /* the write groups it is in, ascending */
-    size_t nwgroups;          /* 0: it shares no written path */
+    double estimate_minutes;        /* 0 when absent */
+    size_t *wgroups;                /* the write groups it is in, ascending */
+    size_t nwgroups;                /* 0: it shares no written path */
 };
 
 struct zerg_level {
@@ -49,19 +49,19 @@ struct zerg_level {
 };
 
 struct zerg_graph {
-    char *feature;            /* the `feature` field ("" when absent) */
-    struct zerg_task *tasks;  /* in file order */
+    char *feature;           /* the `feature` field ("" when absent) */
+    struct zerg_task *tasks; /* in file order */
     size_t ntasks;
-    int nlevels;              /* highest level */
-    struct zerg_level *levels;/* levels[1..nlevels]; [0] unused */
-    struct zerg_strlist warnings;  /* e.g. same-file conflicts */
-    size_t nwgroups;          /* write groups (see above) */
-    size_t *wgroup_start;     /* group k: wgroup_tasks[start[k]..start[k+1]) */
-    size_t *wgroup_tasks;     /* ascending within a group */
-    size_t *critical_path;    /* longest chain by estimate (or count) */
+    int nlevels;                  /* highest level */
+    struct zerg_level *levels;    /* levels[1..nlevels]; [0] unused */
+    struct zerg_strlist warnings; /* e.g. same-file conflicts */
+    size_t nwgroups;              /* write groups (see above) */
+    size_t *wgroup_start;  /* group k: wgroup_tasks[start[k]..start[k+1]) */
+    size_t *wgroup_tasks;  /* ascending within a group */
+    size_t *critical_path; /* longest chain by estimate (or count) */
     size_t ncritical;
     double critical_minutes;
-    void *index;              /* private id -> index hash */
+    void *index; /* private id -> index hash */
 };
 
 /* Loads and validates a graph file.  On error returns ZERG_EINVAL_INPUT (or

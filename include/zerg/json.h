@@ -85,10 +85,9 @@ zerg_json *zerg_json_parse(const char *text, size_t len, struct zerg_err *err);
  * negative code to stop: the parse then returns NULL and err is left as fn
  * set it.  A second `key` array in the same object is an error. */
 typedef int zerg_json_item_fn(void *ctx, size_t i, const zerg_json *item);
-zerg_json *zerg_json_parse_items(const char *text, size_t len,
-                                 const char *key, zerg_json_item_fn *fn,
-                                 void *ctx, size_t *nitems,
-                                 struct zerg_err *err);
+zerg_json *zerg_json_parse_items(const char *text, size_t len, const char *key,
+                                 zerg_json_item_fn *fn, void *ctx,
+                                 size_t *nitems, struct zerg_err *err);
 
 /* Encodes v compactly; returns a malloc'd NUL-terminated string (caller
  * frees) and its length in *len (may be NULL), or NULL with err set. */
@@ -103,7 +102,7 @@ char *zerg_json_encode(const zerg_json *v, size_t *len, struct zerg_err *err);
  * negative errno. */
 typedef int zerg_jw_sink(void *ctx, const char *data, size_t len);
 struct zerg_jw;
-struct zerg_jw *zerg_jw_new(zerg_jw_sink *sink, void *ctx); /* NULL: ENOMEM */
+struct zerg_jw *zerg_jw_new(zerg_jw_sink *sink, void *ctx);  /* NULL: ENOMEM */
 int zerg_jw_finish(struct zerg_jw *w, struct zerg_err *err); /* NULL w ok */
 int zerg_jw_failed(const struct zerg_jw *w); /* the first error, or 0 */
 void zerg_jw_fail(struct zerg_jw *w, int code, const char *msg);
@@ -131,7 +130,7 @@ void zerg_json_free(zerg_json *v); /* accepts NULL */
 zerg_json *zerg_json_null(void);
 zerg_json *zerg_json_bool(int b);
 zerg_json *zerg_json_num(double n);
-zerg_json *zerg_json_str(const char *s);            /* NULL s -> JSON null */
+zerg_json *zerg_json_str(const char *s); /* NULL s -> JSON null */
 zerg_json *zerg_json_strn(const char *s, size_t len);
 zerg_json *zerg_json_arr(void);
 zerg_json *zerg_json_obj(void);

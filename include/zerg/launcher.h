@@ -28,8 +28,8 @@ struct zerg_spawn_req {
     uint64_t epoch;
     const char *feature;
     const char *run_id;
-    const char *project;    /* absolute project root */
-    const char *zerg_bin;   /* absolute path of the zerg binary */
+    const char *project;  /* absolute project root */
+    const char *zerg_bin; /* absolute path of the zerg binary */
     /* Worktree isolation (DESIGN §13): the slot's worktree and the
      * directory tasks run in inside it; NULL = none (the project). */
     const char *workspace;
@@ -54,9 +54,9 @@ struct zerg_gate_req {
 };
 
 struct zerg_proc {
-    pid_t pid;              /* the child we wait for */
-    char name[96];          /* container or Slurm job name, "" in
-                               subprocess mode */
+    pid_t pid;     /* the child we wait for */
+    char name[96]; /* container or Slurm job name, "" in
+                      subprocess mode */
     int slot;
     uint64_t epoch;
     /* stdio_events: the read end (non-blocking, close-on-exec) of the pipe
@@ -68,11 +68,11 @@ struct zerg_proc {
 
 /* How a worker ended, as far as the launcher can tell. */
 struct zerg_exit_info {
-    int exit_code;          /* -1 when killed by a signal */
-    int signal;             /* 0 when it exited */
-    int oom_killed;         /* container mode: the kernel OOM killer */
-    int runtime_error;      /* the runtime itself failed (exit 125..127) */
-    char detail[160];       /* one line for the log, "" when none */
+    int exit_code;     /* -1 when killed by a signal */
+    int signal;        /* 0 when it exited */
+    int oom_killed;    /* container mode: the kernel OOM killer */
+    int runtime_error; /* the runtime itself failed (exit 125..127) */
+    char detail[160];  /* one line for the log, "" when none */
 };
 
 /* Spawn failure classes: a transient failure goes through spawn retry with
@@ -114,8 +114,7 @@ struct zerg_launcher_ops {
                  struct zerg_proc *out, int *cls, struct zerg_err *err);
     /* Ends the worker, with grace (enum zerg_cancel: its value is the
      * signal a local worker gets).  Never blocks for long. */
-    int (*cancel)(struct zerg_launcher *l, const struct zerg_proc *p,
-                  int how);
+    int (*cancel)(struct zerg_launcher *l, const struct zerg_proc *p, int how);
     /* Called once after the worker ended with its wait status (from the
      * reaped child, or from poll): fills info and releases what the
      * worker held (removes the container, its cgroup, its job). */
@@ -154,8 +153,9 @@ struct zerg_launcher {
 
 /* Subprocess mode: fork + exec of [launch_prefix...] zerg_bin worker ...,
  * in its own process group, PR_SET_PDEATHSIG(SIGTERM). */
-struct zerg_launcher *zerg_launcher_subprocess_new(
-    const struct zerg_config *cfg, struct zerg_log *log);
+struct zerg_launcher *
+zerg_launcher_subprocess_new(const struct zerg_config *cfg,
+                             struct zerg_log *log);
 
 /* The pipe a local launcher (subprocess, slurm) makes the worker's stdout:
  * fds[0] for zerg_proc.events_fd (non-blocking, never fd 0), fds[1] for
@@ -172,9 +172,9 @@ int zerg_subprocess_kill_leftovers(const char *project, const char *feature,
 
 /* Container mode through the docker/podman CLI (argv, never a shell).
  * Probes the runtime; NULL with err set if none works. */
-struct zerg_launcher *zerg_launcher_container_new(
-    const struct zerg_config *cfg, struct zerg_log *log,
-    struct zerg_err *err);
+struct zerg_launcher *zerg_launcher_container_new(const struct zerg_config *cfg,
+                                                  struct zerg_log *log,
+                                                  struct zerg_err *err);
 
 /* For --mode auto: 1 when a container runtime really works (probed, not
  * just found on PATH); why gets a sentence either way. */
@@ -220,8 +220,7 @@ int zerg_slurm_srun_argv(const struct zerg_config *cfg,
                          const struct zerg_spawn_req *req,
                          struct zerg_argv *out);
 /* zerg-{feature}-w{slot}, cut to size. */
-void zerg_slurm_job_name(char *buf, size_t size, const char *feature,
-                         int slot);
+void zerg_slurm_job_name(char *buf, size_t size, const char *feature, int slot);
 /* The job comment: "zerg-run=R zerg-project=HASH zerg-epoch=E". */
 void zerg_slurm_comment(char *buf, size_t size, const char *project,
                         const char *run_id, uint64_t epoch);
@@ -229,8 +228,7 @@ void zerg_slurm_comment(char *buf, size_t size, const char *project,
  * whose run is not run_id (any run when run_id is NULL or ""), with its
  * job id in *jobid; 0 otherwise. */
 int zerg_slurm_leftover(const char *line, const char *project,
-                        const char *feature, const char *run_id,
-                        long *jobid);
+                        const char *feature, const char *run_id, long *jobid);
 /* The ids of such jobs that squeue lists now, at most max; how many (0
  * when squeue cannot be run). */
 int zerg_slurm_leftover_ids(const char *project, const char *feature,
@@ -245,7 +243,6 @@ void zerg_slurm_exit_info(int wstatus, const char *log_tail,
  * stderr) means the request itself is wrong (no such partition or
  * account, bad option or time limit): 1 permanent, 0 transient. */
 int zerg_slurm_probe_permanent(int wstatus, const char *errout);
-
 
 /* Fills an exit_info from a wait status (shared by both launchers). */
 void zerg_exit_info_from_status(int wstatus, struct zerg_exit_info *info);
@@ -265,8 +262,8 @@ int zerg_worker_log_open(const struct zerg_spawn_req *req, const char *what,
 /* What the worker log holds since incarnation (slot, epoch)'s marker, at
  * most its last 16 KiB (malloc'd, or NULL): the launcher's or the
  * runtime's error for a failed start is its last line. */
-char *zerg_worker_log_since(const char *project, const char *feature,
-                            int slot, uint64_t epoch);
+char *zerg_worker_log_since(const char *project, const char *feature, int slot,
+                            uint64_t epoch);
 
 /* ---- Container mode building blocks (src/container_probe.c,
  * src/launcher_container.c), exposed for tests and diagnostics. ---- */
@@ -302,8 +299,7 @@ int zerg_container_resolve(const char *setting, struct zerg_container_rt *rt,
  * podman: build it with `make image` (or set container.image)"), negative
  * when the runtime did not answer; why gets a sentence either way. */
 int zerg_container_image_exists(const struct zerg_container_rt *rt,
-                                const char *image, char *why,
-                                size_t why_size);
+                                const char *image, char *why, size_t why_size);
 
 /* The container name zerg-{feature}-{run hash}-w{slot}-e{epoch}, cut to
  * fit struct zerg_proc.name (the feature part is shortened if needed). */
@@ -328,8 +324,8 @@ void zerg_container_argv_free(struct zerg_argv *a);
  * since this incarnation started; may be NULL), 128+n killed by signal n,
  * oom_killed as the runtime reported it (memory: container.memory, for the
  * hint when a SIGKILL may have been the OOM killer). */
-void zerg_container_exit_info(int wstatus, int oom_killed,
-                              const char *memory, const char *log_tail,
+void zerg_container_exit_info(int wstatus, int oom_killed, const char *memory,
+                              const char *log_tail,
                               struct zerg_exit_info *info);
 
 /* The project whose containers cleanup may remove (label zerg.project):

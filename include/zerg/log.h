@@ -50,8 +50,7 @@ void zerg_log_close(struct zerg_log *lg); /* accepts NULL */
 /* Events below min_level are dropped (default INFO; DEBUG with
  * ZERG_DEBUG=1). */
 void zerg_log_set_level(struct zerg_log *lg, enum zerg_log_level min_level);
-void zerg_log_set_observer(struct zerg_log *lg, zerg_log_observer fn,
-                           void *ud);
+void zerg_log_set_observer(struct zerg_log *lg, zerg_log_observer fn, void *ud);
 /* Every JSON event names this feature from now on ("feature"), so one
  * project's monitor.jsonl can be read per feature (`zerg logs --feature`).
  * NULL or "" leaves it out. */
@@ -59,10 +58,9 @@ void zerg_log_set_feature(struct zerg_log *lg, const char *feature);
 
 /* Writes one event.  data (may be NULL) is owned and freed by the call.
  * Never fails the caller: a write error is reported once on stderr. */
-void zerg_log_event(struct zerg_log *lg, int worker,
-                    enum zerg_log_level level, const char *event,
-                    const char *task, zerg_json *data, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
+void zerg_log_event(struct zerg_log *lg, int worker, enum zerg_log_level level,
+                    const char *event, const char *task, zerg_json *data,
+                    const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 /* Size-based rotation (logging.max_size_mb, logging.keep): a file of at
  * least max_bytes becomes NAME.1, NAME.1 becomes NAME.2 ... up to

@@ -43,7 +43,7 @@ enum zerg_halt_when {
 };
 struct zerg_halt {
     enum zerg_halt_when when;
-    int fail;    /* tasks, or a percentage when `percent` */
+    int fail; /* tasks, or a percentage when `percent` */
     int percent;
 };
 /* "never", "soon,fail=N", "now,fail=N", "soon,fail=N%", "now,fail=N%"
@@ -53,23 +53,23 @@ int zerg_halt_parse(const char *s, struct zerg_halt *out);
 int zerg_halt_format(const struct zerg_halt *h, char *buf, size_t size);
 
 struct zerg_orch_opts {
-    const char *project;       /* absolute project root */
+    const char *project; /* absolute project root */
     const char *feature;
-    const char *zerg_bin;      /* what workers run */
+    const char *zerg_bin; /* what workers run */
     const struct zerg_config *cfg;
     const struct zerg_graph *graph;
-    struct zerg_state *state;  /* fresh or loaded; owned by the caller */
+    struct zerg_state *state; /* fresh or loaded; owned by the caller */
     struct zerg_policy *policy;
     struct zerg_launcher *launcher;
     /* Worktree isolation (DESIGN §13): the run's workspace, NULL = none
      * (every worker in the project tree).  Owned by the caller. */
     struct zerg_workspace *workspace;
-    const char *prev_run_id;   /* resume: the run id the state had */
+    const char *prev_run_id; /* resume: the run id the state had */
     struct zerg_log *log;
     const struct zerg_clock *clock; /* required: wall time, costs */
-    int workers;               /* pool size */
-    int resume;                /* state came from disk */
-    int64_t checkpoint_ns;     /* min gap between state writes (50 ms) */
+    int workers;                    /* pool size */
+    int resume;                     /* state came from disk */
+    int64_t checkpoint_ns;          /* min gap between state writes (50 ms) */
     /* Optional: zerg_orch_run calls on_frame(frame_ctx, o, now) at least
      * every frame_ns while it runs (and after each batch of events), so a
      * live view can redraw while nothing happens.  NULL: no frames. */
@@ -98,8 +98,8 @@ struct zerg_orch;
 /* What a live view shows of one worker slot (zerg_orch_worker). */
 struct zerg_orch_worker {
     int slot;
-    const char *state;          /* "busy", "starting", ... (static) */
-    const char *task;           /* task id, NULL when idle (orch-owned) */
+    const char *state; /* "busy", "starting", ... (static) */
+    const char *task;  /* task id, NULL when idle (orch-owned) */
     int attempt;
     char step[24];              /* last step its heartbeat reported */
     int progress_pct;           /* -1 when unknown */
@@ -117,8 +117,7 @@ void zerg_orch_free(struct zerg_orch *o); /* accepts NULL */
 /* Events. */
 void zerg_orch_child_exited(struct zerg_orch *o, pid_t pid, int wstatus,
                             int64_t now);
-void zerg_orch_file_changed(struct zerg_orch *o, const char *name,
-                            int64_t now);
+void zerg_orch_file_changed(struct zerg_orch *o, const char *name, int64_t now);
 void zerg_orch_request_stop(struct zerg_orch *o, int force, int64_t now);
 
 /* Applies timers and dispatches; returns the next deadline (monotonic ns)

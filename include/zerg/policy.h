@@ -30,8 +30,7 @@ struct zerg_policy;
  * outlive the policy; log may be NULL. */
 struct zerg_policy *zerg_policy_new(const char *override_dir,
                                     const struct zerg_config *cfg,
-                                    struct zerg_log *log,
-                                    struct zerg_err *err);
+                                    struct zerg_log *log, struct zerg_err *err);
 void zerg_policy_free(struct zerg_policy *p); /* accepts NULL */
 
 /* Re-reads override files whose mtime/size changed.  A new version that
@@ -58,12 +57,12 @@ int64_t zerg_policy_backoff_ns(struct zerg_policy *p, const char *kind,
 /* respawn.decide(slot, opts) */
 struct zerg_respawn_in {
     int slot;
-    int respawn_count;   /* respawns of this slot so far */
-    int exit_code;       /* -1 when killed by a signal */
-    int signal;          /* 0 when exited */
+    int respawn_count; /* respawns of this slot so far */
+    int exit_code;     /* -1 when killed by a signal */
+    int signal;        /* 0 when exited */
     int64_t uptime_ns;
-    int was_ready;       /* reached its first heartbeat */
-    int work_left;       /* tasks still to run */
+    int was_ready; /* reached its first heartbeat */
+    int work_left; /* tasks still to run */
 };
 int zerg_policy_respawn(struct zerg_policy *p, const struct zerg_respawn_in *in,
                         zerg_json **why);
@@ -86,18 +85,18 @@ struct zerg_retry_in {
     int retry_count;
     int crash_count;
     int attempt;
-    const char *failure;  /* "exit" | "verification" | "timeout" |
-                             "crash" | "heartbeat_stale" | "scope" */
+    const char *failure;       /* "exit" | "verification" | "timeout" |
+                                  "crash" | "heartbeat_stale" | "scope" */
     const char *failure_class; /* DESIGN §14: "task" | "timeout" | "crash"
                                   | "conflict"; NULL = from the kind */
-    int exit_code;        /* -1 when none */
-    int signal;           /* 0 when none */
+    int exit_code;             /* -1 when none */
+    int signal;                /* 0 when none */
 };
 struct zerg_retry_out {
-    int retry;            /* requeue the task */
-    int64_t delay_ns;     /* before it may run again (clamped to [0, 1 h]) */
-    int charge;           /* counts against retry_attempts */
-    char reason[64];      /* reason when not retried, e.g. "crash_loop" */
+    int retry;        /* requeue the task */
+    int64_t delay_ns; /* before it may run again (clamped to [0, 1 h]) */
+    int charge;       /* counts against retry_attempts */
+    char reason[64];  /* reason when not retried, e.g. "crash_loop" */
 };
 void zerg_policy_retry(struct zerg_policy *p, const struct zerg_retry_in *in,
                        struct zerg_retry_out *out, zerg_json **why);
@@ -123,10 +122,10 @@ enum zerg_fix_kind {
                                 the integration branch */
 };
 struct zerg_fix {
-    char task[72];       /* "" when it is a level fix */
-    int level;           /* level fixed, or the new level for set_level */
+    char task[72]; /* "" when it is a level fix */
+    int level;     /* level fixed, or the new level for set_level */
     enum zerg_fix_kind kind;
-    char fix[32];        /* the kind's name, as the policy spelled it */
+    char fix[32]; /* the kind's name, as the policy spelled it */
     char reason[160];
 };
 int zerg_policy_reconcile(struct zerg_policy *p, const zerg_json *snapshot,
@@ -165,13 +164,11 @@ enum zerg_scope_hook {
     ZERG_SCOPE_CONFIG,
     ZERG_SCOPE_MISSING,
 };
-enum zerg_scope_verdict zerg_policy_scope_hook(struct zerg_policy *p,
-                                               enum zerg_scope_hook hook,
-                                               const struct zerg_task *task,
-                                               const char *const *paths,
-                                               size_t npaths, char *reason,
-                                               size_t reason_size,
-                                               zerg_json **why);
+enum zerg_scope_verdict
+zerg_policy_scope_hook(struct zerg_policy *p, enum zerg_scope_hook hook,
+                       const struct zerg_task *task, const char *const *paths,
+                       size_t npaths, char *reason, size_t reason_size,
+                       zerg_json **why);
 
 /* The hooks the core calls, "backoff.delay", ... (NULL-terminated); the
  * wiring check compares them with what the policies define. */

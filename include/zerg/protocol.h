@@ -42,31 +42,31 @@ struct zerg_assign {
     char run_id[ZERG_RUN_ID_MAX];
     char task[ZERG_ID_MAX + 1]; /* "" = stay idle */
     int attempt;
-    int stop;                   /* 1 = finish and exit */
-    char base[ZERG_OID_MAX];    /* worktree isolation: the integration tip
-                                   the attempt starts from, "" = none */
+    int stop;                /* 1 = finish and exit */
+    char base[ZERG_OID_MAX]; /* worktree isolation: the integration tip
+                                the attempt starts from, "" = none */
     /* A retry: what went wrong last time, for the prompt ("" = first
      * attempt or nothing known). */
-    char last_class[16];        /* failure class of the last attempt */
-    char last_error[256];       /* its one-line error */
-    char last_conflicts[400];   /* conflicting paths, space-separated */
+    char last_class[16];      /* failure class of the last attempt */
+    char last_error[256];     /* its one-line error */
+    char last_conflicts[400]; /* conflicting paths, space-separated */
 };
 
 struct zerg_heartbeat {
     int worker_id;
     uint64_t epoch;
     char run_id[ZERG_RUN_ID_MAX];
-    int64_t seq;                /* +1 per write */
-    int64_t timestamp_ns;       /* wall, informational only */
+    int64_t seq;                   /* +1 per write */
+    int64_t timestamp_ns;          /* wall, informational only */
     char task_id[ZERG_ID_MAX + 1]; /* "" when idle */
     int attempt;
-    char step[24];              /* "ready" | "idle" | "command" |
-                                   "verification" | "done" | "exiting" */
-    int progress_pct;           /* 0..100 */
-    int pid;                    /* worker pid in its pid namespace */
-    int task_pgid;              /* process group of the running task, 0 */
-    int64_t progress_seq;       /* +1 whenever the task's output grew (with
-                                   workers.output_is_progress) */
+    char step[24];        /* "ready" | "idle" | "command" |
+                             "verification" | "done" | "exiting" */
+    int progress_pct;     /* 0..100 */
+    int pid;              /* worker pid in its pid namespace */
+    int task_pgid;        /* process group of the running task, 0 */
+    int64_t progress_seq; /* +1 whenever the task's output grew (with
+                             workers.output_is_progress) */
 };
 
 /* A bounded list of paths (DESIGN §18): the first ZERG_PATHS_LISTED, as
@@ -74,9 +74,9 @@ struct zerg_heartbeat {
  * all.  Zero-initialised = empty. */
 #define ZERG_PATHS_LISTED 20
 struct zerg_path_list {
-    int total;                  /* paths there were, listed or not */
-    int n;                      /* paths in text */
-    size_t len;                 /* bytes of text used */
+    int total;  /* paths there were, listed or not */
+    int n;      /* paths in text */
+    size_t len; /* bytes of text used */
     char text[1024];
 };
 /* Counts path and lists it while there is room: 1 listed, 0 counted only
@@ -98,20 +98,20 @@ struct zerg_result {
     char task[ZERG_ID_MAX + 1];
     int attempt;
     enum zerg_outcome outcome;
-    char stage[16];             /* "command" | "verification" | "setup" */
-    int exit_code;              /* -1 when killed by a signal */
+    char stage[16]; /* "command" | "verification" | "setup" */
+    int exit_code;  /* -1 when killed by a signal */
     int signal;
-    int timed_out;              /* verification hit its timeout */
+    int timed_out; /* verification hit its timeout */
     int64_t duration_ms;
-    char error[256];            /* one line, "" when complete */
-    char base[ZERG_OID_MAX];    /* worktree isolation: the tip it started
-                                   from, "" = none */
-    char commit[ZERG_OID_MAX];  /* its commit, "" = it changed nothing */
-    char patch[160];            /* leftovers of an earlier attempt saved
-                                   here (relative to the project), "" */
+    char error[256];           /* one line, "" when complete */
+    char base[ZERG_OID_MAX];   /* worktree isolation: the tip it started
+                                  from, "" = none */
+    char commit[ZERG_OID_MAX]; /* its commit, "" = it changed nothing */
+    char patch[160];           /* leftovers of an earlier attempt saved
+                                  here (relative to the project), "" */
     /* Failed: the failure class (DESIGN §14) and, for environment, the
      * fix; rate_limit: when the limit resets (wall s, 0 = unknown). */
-    char cls[16];               /* "" = let the orchestrator decide */
+    char cls[16]; /* "" = let the orchestrator decide */
     char fix[256];
     int64_t reset_at_s;
     /* An agent executor's run (claude): "" / 0 when none. */
@@ -148,8 +148,7 @@ int zerg_proto_lease_path(char *buf, size_t n, const char *dir,
 int zerg_proto_write_assign(const char *dir, int slot,
                             const struct zerg_assign *a, struct zerg_err *err);
 int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a);
-int zerg_proto_write_heartbeat(const char *dir,
-                               const struct zerg_heartbeat *hb,
+int zerg_proto_write_heartbeat(const char *dir, const struct zerg_heartbeat *hb,
                                struct zerg_err *err);
 int zerg_proto_read_heartbeat(const char *path, struct zerg_heartbeat *hb);
 int zerg_proto_write_result(const char *dir, const struct zerg_result *r,
@@ -200,7 +199,7 @@ enum zerg_event_kind {
 struct zerg_event {
     enum zerg_event_kind kind;
     union {
-        struct zerg_heartbeat hb; /* ZERG_EVENT_HEARTBEAT */
+        struct zerg_heartbeat hb;  /* ZERG_EVENT_HEARTBEAT */
         struct zerg_result result; /* ZERG_EVENT_RESULT */
     };
 };

@@ -69,7 +69,6 @@ struct zerg_task_state {
     char session_id[64]; /* the last attempt's Claude Code session */
 };
 
-
 enum zerg_worker_status {
     ZERG_WORKER_STARTING, /* spawned, not ready */
     ZERG_WORKER_READY,    /* idle */
@@ -147,9 +146,9 @@ struct zerg_state {
                             base commit, "" = isolation none */
     char git_branch[96]; /* zerg/{feature}/integration, "" = none */
     struct zerg_state_refs git_refs; /* git.refs: what zerg created */
-    char *error;  /* run-level error, NULL = none */
-    char *status; /* "running" | "complete" | "failed" |
-                     "stopped" */
+    char *error;                     /* run-level error, NULL = none */
+    char *status;                    /* "running" | "complete" | "failed" |
+                                        "stopped" */
 };
 
 /* The run's agent spend: the sum of every task's cost_usd. */

@@ -19,8 +19,8 @@ void zerg_last_line(const char *text, char *buf, size_t size);
 /* Appends to buf at *off like snprintf, never past size (the text is cut,
  * still NUL-terminated); *off grows by what the whole text needed, so
  * *off >= size afterwards means it did not fit. */
-void zerg_text_append(char *buf, size_t size, size_t *off, const char *fmt,
-                      ...) __attribute__((format(printf, 4, 5)));
+void zerg_text_append(char *buf, size_t size, size_t *off, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Where the last `lines` lines of text[0..len) start (a final newline
  * does not count as a line of its own). */

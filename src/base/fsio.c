@@ -25,7 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 int zerg_fsio_path(char *buf, size_t size, const char *fmt, ...)
 {
     va_list ap;
@@ -473,7 +472,6 @@ int zerg_fsio_mkdirs_own(const char *root, const char *rel, mode_t mode,
     return mkdirs_below(root, rel, mode, 1, err);
 }
 
-
 static int remove_entry(const char *path, const struct stat *st, int kind,
                         struct FTW *ftw)
 {
@@ -542,8 +540,8 @@ int zerg_fsio_read_tail(const char *path, size_t lines, char *buf, size_t size)
     size_t k = 0;
     for (; i < end && k + 1 < size; i++) {
         unsigned char c = (unsigned char)text[i];
-        buf[k++] = c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f) ? (char)c
-                                                                      : '?';
+        buf[k++] =
+            c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f) ? (char)c : '?';
     }
     if (size)
         buf[k] = '\0';

@@ -116,8 +116,8 @@ static int temp_name(char *tmp, size_t size, const char *dir, const char *base,
 
 /* Creates dir/.BASE.tmp.PID.SEQ exclusively; returns the fd (name in
  * tmp) or -errno. */
-static int temp_create_at(int dfd, const char *dir, const char *base,
-                          char *tmp, size_t size)
+static int temp_create_at(int dfd, const char *dir, const char *base, char *tmp,
+                          size_t size)
 {
     for (int tries = 0; tries < 16; tries++) {
         int rc = temp_name(tmp, size, dir, base, tries);
@@ -292,8 +292,8 @@ int zerg_fsio_atomic_open(struct zerg_fsio_atomic *a, const char *path,
         rc = split_path(path, a->dir, sizeof a->dir, &base);
     if (rc == 0 && !(a->buf = malloc(STREAM_BUF)))
         rc = -ENOMEM;
-    if (rc == 0 && (a->fd = temp_create(a->dir, base, a->tmp,
-                                        sizeof a->tmp)) < 0)
+    if (rc == 0 &&
+        (a->fd = temp_create(a->dir, base, a->tmp, sizeof a->tmp)) < 0)
         rc = a->fd;
     if (rc < 0) {
         free(a->buf);
@@ -360,8 +360,8 @@ int zerg_fsio_atomic_commit(struct zerg_fsio_atomic *a, struct zerg_err *err)
                             zerg_strerror(rc));
     }
     if (!(a->flags & ZERG_FSIO_NOSYNC) && (rc = sync_dir(a->dir)) < 0)
-        return zerg_err_set(err, rc, "cannot sync directory of %s: %s",
-                            a->path, zerg_strerror(rc));
+        return zerg_err_set(err, rc, "cannot sync directory of %s: %s", a->path,
+                            zerg_strerror(rc));
     return 0;
 }
 
@@ -390,7 +390,6 @@ int zerg_fsio_sync_files(const char *dir, char *const *paths, size_t n)
     }
     return rc < 0 ? rc : sync_dir(dir);
 }
-
 
 int zerg_fsio_keep_copy(const char *path, const char *backup)
 {

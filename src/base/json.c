@@ -237,8 +237,8 @@ int zerg_json_sort_keys(zerg_json *obj)
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         size_t k = ix[i];
-        if (i + 1 < n && strcmp(obj->u.obj.keys[k],
-                                obj->u.obj.keys[ix[i + 1]]) == 0) {
+        if (i + 1 < n &&
+            strcmp(obj->u.obj.keys[k], obj->u.obj.keys[ix[i + 1]]) == 0) {
             free(obj->u.obj.keys[k]); /* a later value of this key wins */
             zerg_json_free(obj->u.obj.vals[k]);
             continue;

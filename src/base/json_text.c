@@ -10,10 +10,11 @@
  * its last value: the same text always yields the same tree, whatever the
  * writer's key order.  zerg_json_parse_items hands the items of one
  * top-level array to the caller one at a time and keeps none of them, so
- * a 100,000-task graph never exists as a tree.  "[]" becomes an empty object, as an empty Lua table
- * does, so a document reads the same from a file and from a policy (the
- * rule for readers is in zerg/json.h).  Nesting deeper than ZERG_JSON_MAX_DEPTH and keys
- * holding a NUL byte (tree keys are C strings) are errors.
+ * a 100,000-task graph never exists as a tree.  "[]" becomes an empty object,
+ * as an empty Lua table does, so a document reads the same from a file and from
+ * a policy (the rule for readers is in zerg/json.h).  Nesting deeper than
+ * ZERG_JSON_MAX_DEPTH and keys holding a NUL byte (tree keys are C strings) are
+ * errors.
  *
  * Encoding.  struct zerg_jw wraps a yajl generator whose output goes to a
  * sink (a memory buffer for zerg_json_encode, a file for the state
@@ -299,10 +300,9 @@ zerg_json *zerg_json_parse(const char *text, size_t len, struct zerg_err *err)
     return dec_run(&d, text, len, err);
 }
 
-zerg_json *zerg_json_parse_items(const char *text, size_t len,
-                                 const char *key, zerg_json_item_fn *fn,
-                                 void *ctx, size_t *nitems,
-                                 struct zerg_err *err)
+zerg_json *zerg_json_parse_items(const char *text, size_t len, const char *key,
+                                 zerg_json_item_fn *fn, void *ctx,
+                                 size_t *nitems, struct zerg_err *err)
 {
     struct dec d = {.items_key = key, .fn = fn, .ctx = ctx};
     zerg_json *root = dec_run(&d, text, len, err);

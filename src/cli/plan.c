@@ -68,9 +68,9 @@ static void print_task(FILE *out, const struct zerg_graph *g, size_t i,
     size_t partners[LIST_MAX];
     size_t np = zerg_graph_partners(g, i, partners, LIST_MAX);
     int more = t->estimate_minutes > 0 || t->deps.n || np;
-    fprintf(out, "  %s%c%s %-*s  %-*s", em(color, "\033[33m"),
-            np ? '*' : ' ', em(color, "\033[0m"), width, t->id,
-            more ? TITLE_COLS + 3 : 0, title);
+    fprintf(out, "  %s%c%s %-*s  %-*s", em(color, "\033[33m"), np ? '*' : ' ',
+            em(color, "\033[0m"), width, t->id, more ? TITLE_COLS + 3 : 0,
+            title);
     if (t->estimate_minutes > 0)
         fprintf(out, "  %4.0f min", t->estimate_minutes);
     print_list(out, "after", g, t->dep_idx, t->deps.n);

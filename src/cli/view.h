@@ -36,8 +36,7 @@ void zerg_view_free(struct zerg_view *v);
 
 /* The orchestrator's on_frame hook (ctx is the view): redraws the block
  * when a frame is due.  o must stay valid until the rush ends. */
-void zerg_view_frame(void *ctx, const struct zerg_orch *o,
-                     int64_t now_mono_ns);
+void zerg_view_frame(void *ctx, const struct zerg_orch *o, int64_t now_mono_ns);
 
 /* How often rush asks for a frame: about 6-7 redraws a second. */
 #define ZERG_VIEW_FRAME_NS (150 * INT64_C(1000000))

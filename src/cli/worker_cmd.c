@@ -118,8 +118,9 @@ static int parse_args(struct zerg_cli *cli, int argc, char **argv,
     }
     if ((wa->workspace && wa->workspace[0] != '/') ||
         (wa->workdir && (wa->workdir[0] != '/' || !wa->workspace))) {
-        zerg_cli_error("worker", "--workspace and --workdir take absolute "
-                                 "paths, and --workdir needs --workspace\n%s",
+        zerg_cli_error("worker",
+                       "--workspace and --workdir take absolute "
+                       "paths, and --workdir needs --workspace\n%s",
                        usage);
         return ZERG_WORKER_EXIT_USAGE;
     }

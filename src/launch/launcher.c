@@ -58,10 +58,10 @@ void zerg_worker_cmd_init(struct zerg_worker_cmd *c,
 {
     snprintf(c->slot, sizeof c->slot, "%d", req->slot);
     snprintf(c->epoch, sizeof c->epoch, "%" PRIu64, req->epoch);
-    const char *v[ZERG_WORKER_ARGC] = {
-        req->zerg_bin, "worker",    "-C",     req->project,
-        "--feature",   req->feature, "--slot", c->slot,
-        "--epoch",     c->epoch,    "--run-id", req->run_id};
+    const char *v[ZERG_WORKER_ARGC] = {req->zerg_bin, "worker",    "-C",
+                                       req->project,  "--feature", req->feature,
+                                       "--slot",      c->slot,     "--epoch",
+                                       c->epoch,      "--run-id",  req->run_id};
     size_t n = 12;
     if (req->workspace) {
         v[n++] = "--workspace";
@@ -105,8 +105,8 @@ int zerg_worker_log_open(const struct zerg_spawn_req *req, const char *what,
                          struct zerg_err *err)
 {
     char path[PATH_MAX], line[512];
-    int rc = zerg_worker_log_path(path, sizeof path, req->project,
-                                  req->feature, req->slot, err);
+    int rc = zerg_worker_log_path(path, sizeof path, req->project, req->feature,
+                                  req->slot, err);
     if (rc < 0)
         return rc;
     /* Never through a link: the logs directory is writable by tasks. */
@@ -145,12 +145,12 @@ static char *log_tail(const char *path)
     return buf;
 }
 
-char *zerg_worker_log_since(const char *project, const char *feature,
-                            int slot, uint64_t epoch)
+char *zerg_worker_log_since(const char *project, const char *feature, int slot,
+                            uint64_t epoch)
 {
     char path[PATH_MAX], mark[96];
-    if (zerg_worker_log_path(path, sizeof path, project, feature, slot,
-                             NULL) < 0)
+    if (zerg_worker_log_path(path, sizeof path, project, feature, slot, NULL) <
+        0)
         return NULL;
     char *buf = log_tail(path);
     if (!buf)

@@ -77,8 +77,7 @@ static uint32_t fnv1a(const char *s)
     return h;
 }
 
-void zerg_slurm_job_name(char *buf, size_t size, const char *feature,
-                         int slot)
+void zerg_slurm_job_name(char *buf, size_t size, const char *feature, int slot)
 {
     char tail[24];
     snprintf(tail, sizeof tail, "-w%d", slot);
@@ -89,8 +88,8 @@ void zerg_slurm_job_name(char *buf, size_t size, const char *feature,
 void zerg_slurm_comment(char *buf, size_t size, const char *project,
                         const char *run_id, uint64_t epoch)
 {
-    snprintf(buf, size, "zerg-run=%s zerg-project=%08" PRIx32
-                        " zerg-epoch=%" PRIu64,
+    snprintf(buf, size,
+             "zerg-run=%s zerg-project=%08" PRIx32 " zerg-epoch=%" PRIu64,
              run_id, fnv1a(project), epoch);
 }
 
@@ -213,9 +212,13 @@ int zerg_slurm_probe_permanent(int wstatus, const char *errout)
 {
     if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 255)
         return 1; /* srun refused its command line */
-    static const char *const wrong[] = {
-        "nvalid", "not exist", "unrecognized", "not valid",
-        "Requested time limit", "not permitted", "specification"};
+    static const char *const wrong[] = {"nvalid",
+                                        "not exist",
+                                        "unrecognized",
+                                        "not valid",
+                                        "Requested time limit",
+                                        "not permitted",
+                                        "specification"};
     for (size_t i = 0; errout && i < sizeof wrong / sizeof *wrong; i++)
         if (strstr(errout, wrong[i]))
             return 1;
@@ -278,8 +281,8 @@ static int probe(struct slurm *s, const struct zerg_spawn_req *req, int *cls,
  * cancels its step), stdout to the events pipe (evfd), stderr to the
  * worker log, the worker's environment without an orchestrator pid
  * (srun passes our environment on to the step). */
-static void child_exec(const struct zerg_spawn_req *req, char **argv,
-                       int logfd, int evfd, int report, pid_t parent)
+static void child_exec(const struct zerg_spawn_req *req, char **argv, int logfd,
+                       int evfd, int report, pid_t parent)
 {
     sigset_t none;
     setpgid(0, 0);
@@ -392,8 +395,8 @@ static int sl_spawn(struct zerg_launcher *l, const struct zerg_spawn_req *req,
 static int call(char *const *argv, char *out, size_t size)
 {
     int st = 0;
-    int rc = zerg_container_exec(argv, CALL_TIMEOUT_NS, out, size, NULL, 0,
-                                 &st);
+    int rc =
+        zerg_container_exec(argv, CALL_TIMEOUT_NS, out, size, NULL, 0, &st);
     if (rc < 0)
         return rc;
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
@@ -460,9 +463,8 @@ static int sl_cancel(struct zerg_launcher *l, const struct zerg_proc *p,
      * allocation, or already ending. */
     if (p->pid <= 0)
         return -ESRCH;
-    return kill(p->pid, how == ZERG_CANCEL_NOW ? SIGKILL : SIGTERM) < 0
-               ? -errno
-               : 0;
+    return kill(p->pid, how == ZERG_CANCEL_NOW ? SIGKILL : SIGTERM) < 0 ? -errno
+                                                                        : 0;
 }
 
 /* ---- exits ----------------------------------------------------------- */
@@ -519,10 +521,10 @@ static void sl_reaped(struct zerg_launcher *l, const struct zerg_proc *p,
                       int wstatus, struct zerg_exit_info *info)
 {
     struct slurm *s = sm(l);
-    char *tail = s->project[0] && s->feature[0]
-                     ? zerg_worker_log_since(s->project, s->feature, p->slot,
-                                             p->epoch)
-                     : NULL;
+    char *tail =
+        s->project[0] && s->feature[0]
+            ? zerg_worker_log_since(s->project, s->feature, p->slot, p->epoch)
+            : NULL;
     zerg_slurm_exit_info(wstatus, tail, info);
     free(tail);
     /* srun gone, job still listed (srun was killed, or the node is being

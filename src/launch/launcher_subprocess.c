@@ -315,8 +315,7 @@ static void note_run(struct subprocess *s, const struct zerg_spawn_req *req)
 /* fork + exec; the parent also moves the child into its cgroup (whichever
  * runs first wins, as with setpgid).  The child's pid, or -errno. */
 static pid_t fork_worker(struct subprocess *s, const struct zerg_spawn_req *req,
-                         char **argv, const char *logpath, int fds[2],
-                         int evfd)
+                         char **argv, const char *logpath, int fds[2], int evfd)
 {
     int cgfd = cg_open_procs(s, req);
     pid_t pid = fork();

@@ -371,7 +371,8 @@ void zerg_lua_intkeys(lua_State *L, int idx)
     lua_pushnil(L);
     while (lua_next(L, idx)) { /* copy key value */
         lua_Integer i;
-        if (lua_type(L, -2) == LUA_TSTRING && zerg_lua_int_text(lua_tostring(L, -2), &i))
+        if (lua_type(L, -2) == LUA_TSTRING &&
+            zerg_lua_int_text(lua_tostring(L, -2), &i))
             lua_pushinteger(L, i);
         else
             lua_pushvalue(L, -2);

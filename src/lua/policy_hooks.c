@@ -370,7 +370,6 @@ struct retry_call {
     int clamped;
 };
 
-
 /* The failure class the retry policy sees (DESIGN §14): as the worker
  * classified it, else from the kind. */
 static const char *retry_class(const struct zerg_retry_in *in)

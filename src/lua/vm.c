@@ -5,8 +5,9 @@
  * in the state's real globals, and every chunk runs with the sandbox's
  * _ENV, a table that reads through to the built-ins listed below (kept in
  * a table of their own, so no chunk can replace one for the others).  The
- * real globals are never reachable from a chunk.  Reading a name the sandbox does not hold raises
- * "unknown global 'foo'"; in policy mode writing one raises too.
+ * real globals are never reachable from a chunk.  Reading a name the sandbox
+ * does not hold raises "unknown global 'foo'"; in policy mode writing one
+ * raises too.
  *
  * Budgets (as HAProxy does): a count hook runs every ZERG_VM_HOOK_EVERY
  * instructions and checks the instruction count, this thread's CPU time

@@ -34,18 +34,17 @@
       "How often the state document is checked against the tasks and "         \
       "workers and divergences are repaired.")                                 \
     X("rush.isolation", ENUM, rush_isolation, 0, "auto", "auto|worktree|none", \
-      "worktree: each worker in its own git worktree, a commit per task, "    \
+      "worktree: each worker in its own git worktree, a commit per task, "     \
       "merged into zerg/{feature}/integration; none: every worker in the "     \
       "project tree; auto: worktree in a git repository with a commit.")       \
-    X("rush.base", STRING, rush_base, 0, "\"\"", "\"\" or a git revision",   \
-      "Where the integration branch starts on a fresh run; empty means HEAD " \
+    X("rush.base", STRING, rush_base, 0, "\"\"", "\"\" or a git revision",     \
+      "Where the integration branch starts on a fresh run; empty means HEAD "  \
       "when the rush starts.")                                                 \
     X("rush.max_cost_usd", NUMBER, rush_max_cost_usd, 0, "0", "0..1000000",    \
-      "Stop claiming new tasks once the run's recorded agent spend reaches "  \
-      "this many US dollars (running tasks finish); 0 means no cap.")         \
-    X("rush.timeout_seconds", DURATION, rush_timeout_ns, 0, "0",               \
-      "0..604800",                                                             \
-      "Wall-clock budget of one zerg rush: when it runs out the running "     \
+      "Stop claiming new tasks once the run's recorded agent spend reaches "   \
+      "this many US dollars (running tasks finish); 0 means no cap.")          \
+    X("rush.timeout_seconds", DURATION, rush_timeout_ns, 0, "0", "0..604800",  \
+      "Wall-clock budget of one zerg rush: when it runs out the running "      \
       "tasks are stopped, the state is saved and the rush exits 1 (finish "    \
       "with zerg rush --resume); 0 means no limit.")                           \
     X("rush.schedule", ENUM, rush_schedule, 0, "levels", "levels|dag",         \
@@ -62,7 +61,7 @@
       "slurm).")                                                               \
     X("workers.spawn_retry_attempts", INT, spawn_retry_attempts, 0, "3",       \
       "0..100",                                                                \
-      "Retries after a failed worker spawn before the slot is retired "       \
+      "Retries after a failed worker spawn before the slot is retired "        \
       "(attempts = retries + 1); the rush fails only when no worker is "       \
       "left.")                                                                 \
     X("workers.spawn_backoff_strategy", ENUM, spawn_backoff_strategy, 0,       \
@@ -80,7 +79,7 @@
       "spawn counts as failed.")                                               \
     X("workers.task_stale_timeout_seconds", DURATION, task_stale_timeout_ns,   \
       0, "600", DURATION_RANGE,                                                \
-      "An in_progress task without progress for this long is stale: its "     \
+      "An in_progress task without progress for this long is stale: its "      \
       "worker is killed and the failure (a timeout) is charged to the "        \
       "task's retries.")                                                       \
     X("workers.heartbeat_interval_seconds", DURATION, heartbeat_interval_ns,   \
@@ -107,15 +106,15 @@
       DURATION_RANGE,                                                          \
       "Upper bound on any task retry delay; must be at least the base.")       \
     X("workers.max_task_crashes", INT, max_task_crashes, 0, "3", "1..100",     \
-      "Worker crashes under one task that are retried, uncharged; the next "  \
+      "Worker crashes under one task that are retried, uncharged; the next "   \
       "one fails the task as a crash loop (with 2, the third crash).")         \
     X("workers.conflict_retry_attempts", INT, conflict_retry_attempts, 0, "2", \
       "0..100",                                                                \
-      "Retries of a task whose commit conflicts with the integration branch " \
-      "(worktree isolation), counted apart from retry_attempts.")             \
+      "Retries of a task whose commit conflicts with the integration branch "  \
+      "(worktree isolation), counted apart from retry_attempts.")              \
     X("workers.output_is_progress", BOOL, output_is_progress, 0, "true",       \
       "true|false",                                                            \
-      "A task that keeps writing output is making progress: it is not "       \
+      "A task that keeps writing output is making progress: it is not "        \
       "stale while its output grows.")                                         \
     X("workers.launch_prefix", ARGV, launch_prefix, 0, "[]",                   \
       "list of strings",                                                       \
@@ -127,14 +126,15 @@
       "Command run for a task without a command field; the task prompt is "    \
       "appended as its last argument.")                                        \
     X("executor.kind", ENUM, executor_kind, 0, "claude", "claude|command",     \
-      "How a task without a command runs: claude drives the Claude Code CLI " \
-      "(stream-json progress, cost, failure classes); command runs "          \
-      "workers.executor with the prompt appended.")                           \
+      "How a task without a command runs: claude drives the Claude Code CLI "  \
+      "(stream-json progress, cost, failure classes); command runs "           \
+      "workers.executor with the prompt appended.")                            \
     X("executor.claude", STRING, executor_claude, F_NONEMPTY, "claude",        \
-      "command name or path", "The Claude Code CLI to run (executor.kind: "   \
+      "command name or path",                                                  \
+      "The Claude Code CLI to run (executor.kind: "                            \
       "claude).")                                                              \
     X("executor.args", ARGV, executor_args, 0, "[]", "list of strings",        \
-      "Extra arguments for the Claude Code CLI, e.g. [--model, sonnet], put " \
+      "Extra arguments for the Claude Code CLI, e.g. [--model, sonnet], put "  \
       "before the prompt.")                                                    \
     X("container.runtime", STRING, container_runtime, F_NONEMPTY, "auto",      \
       "auto|docker|podman|PATH",                                               \
@@ -161,16 +161,16 @@
       "runs what tasks wrote (a Makefile, a test script) with your rights "    \
       "on the host; by default container mode runs each gate in a "            \
       "container of the workers' image and runtime.")                          \
-    X("slurm.partition", STRING, slurm_partition, 0, "\"\"",                 \
-      "\"\" or a partition name",                                             \
+    X("slurm.partition", STRING, slurm_partition, 0, "\"\"",                   \
+      "\"\" or a partition name",                                              \
       "Partition of the worker jobs in slurm mode (srun --partition); "        \
       "empty means the cluster's default.")                                    \
-    X("slurm.account", STRING, slurm_account, 0, "\"\"",                     \
-      "\"\" or an account name",                                              \
+    X("slurm.account", STRING, slurm_account, 0, "\"\"",                       \
+      "\"\" or an account name",                                               \
       "Account the worker jobs are charged to (srun --account); empty "        \
       "means the user's default.")                                             \
-    X("slurm.time_limit", STRING, slurm_time_limit, F_NOSPACE, "\"\"",       \
-      "\"\" or a Slurm time: MM, HH:MM:SS, D-HH",                             \
+    X("slurm.time_limit", STRING, slurm_time_limit, F_NOSPACE, "\"\"",         \
+      "\"\" or a Slurm time: MM, HH:MM:SS, D-HH",                              \
       "Time limit of each worker job (srun --time); a worker that reaches "    \
       "it is ended by Slurm and replaced like a crashed one.")                 \
     X("slurm.extra_args", ARGV, slurm_extra_args, 0, "[]", "list of strings",  \
@@ -184,10 +184,10 @@
     X("state.poll_interval_ms", INT, state_poll_interval_ms, 0, "100",         \
       "10..5000", "How often the state directory is scanned when polling.")    \
     X("state.durability", ENUM, state_durability, 0, "batch", "batch|full",    \
-      "batch: workers write results without fsync and the orchestrator "     \
-      "makes each batch durable with one sync (at most every 10 ms) "         \
-      "before deleting them; a power loss can lose the last batch, which "   \
-      "--resume runs again. full: every result is fsynced as it is "          \
+      "batch: workers write results without fsync and the orchestrator "       \
+      "makes each batch durable with one sync (at most every 10 ms) "          \
+      "before deleting them; a power loss can lose the last batch, which "     \
+      "--resume runs again. full: every result is fsynced as it is "           \
       "written.")                                                              \
     X("policies.instruction_budget", INT64, policy_instruction_budget, 0,      \
       "1000000", "1000..1000000000",                                           \
@@ -246,7 +246,7 @@ CONFIG_KEYS(CHECK_ROW)
 
 static const char *const backoff_names[] = {"exponential", "linear", "fixed"};
 static const char *const mode_names[] = {"subprocess", "container", "auto",
-                                          "slurm"};
+                                         "slurm"};
 
 const char *zerg_backoff_name(enum zerg_backoff b)
 {

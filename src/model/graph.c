@@ -631,11 +631,10 @@ int zerg_graph_parse(struct zerg_graph **out, const char *name,
     }
     doc = zerg_json_parse_items(text, len, "tasks", on_task, &c, &n, &jerr);
     if (!doc) {
-        rc = jerr.code == 0 ? -ENOMEM /* on_task stopped it, err is set */
-                            : zerg_err_set(err, ZERG_EINVAL_INPUT,
-                                           "%s: invalid JSON: %s", c.name,
-                                           jerr.msg[0] ? jerr.msg
-                                                       : "parse error");
+        rc = jerr.code == 0
+                 ? -ENOMEM /* on_task stopped it, err is set */
+                 : zerg_err_set(err, ZERG_EINVAL_INPUT, "%s: invalid JSON: %s",
+                                c.name, jerr.msg[0] ? jerr.msg : "parse error");
         goto out;
     }
     if ((rc = parse_doc(&c, doc, n)) < 0)

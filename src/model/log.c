@@ -69,7 +69,7 @@ struct zerg_log {
     enum zerg_log_level min_level;
     zerg_log_observer observer;
     void *observer_ud;
-    int write_failed; /* reported on stderr once */
+    int write_failed;              /* reported on stderr once */
     char feature[ZERG_ID_MAX + 1]; /* "" until set: not in the events */
 };
 
@@ -97,8 +97,8 @@ int zerg_log_level_parse(const char *s, enum zerg_log_level *out)
     return -EINVAL;
 }
 
-static int file_path(char *buf, size_t size, const char *dir,
-                     const char *name, int k)
+static int file_path(char *buf, size_t size, const char *dir, const char *name,
+                     int k)
 {
     if (k == 0)
         return zerg_fsio_path(buf, size, "%s/%s", dir, name);
@@ -107,8 +107,7 @@ static int file_path(char *buf, size_t size, const char *dir,
 
 /* Opens f->name in dir and records its inode; the previous fd (if any) is
  * closed only once the new one is open.  0 or negative with err set. */
-static int file_open(struct log_file *f, const char *dir,
-                     struct zerg_err *err)
+static int file_open(struct log_file *f, const char *dir, struct zerg_err *err)
 {
     char path[PATH_MAX];
     struct stat st;

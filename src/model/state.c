@@ -50,8 +50,8 @@ const char *const state_task_names[] = {
     "failed",  "waiting_retry", "blocked",
 };
 const char *const state_worker_names[] = {
-    "starting", "ready",   "busy",     "backoff",
-    "stopped",  "crashed", "retired",  "stopping",
+    "starting", "ready",   "busy",    "backoff",
+    "stopped",  "crashed", "retired", "stopping",
 };
 _Static_assert(sizeof state_worker_names / sizeof *state_worker_names ==
                    ZERG_WORKER_STOPPING + 1,
@@ -162,7 +162,7 @@ int zerg_state_init(struct zerg_state *s, const struct zerg_graph *g,
              (unsigned)getpid());
     s->started_at_wall_ns = now_wall_ns;
     s->updated_at_wall_ns = now_wall_ns;
-    s->next_epoch = 1; /* 0 means "no incarnation" in task and worker */
+    s->next_epoch = 1;     /* 0 means "no incarnation" in task and worker */
     s->git_refs.known = 1; /* a run of this zerg records its refs */
     return 0;
 }

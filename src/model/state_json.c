@@ -47,8 +47,7 @@ static void put_ts(struct zerg_jw *w, const char *key, int64_t ns)
 }
 
 /* An integer, or null when it equals none. */
-static void put_int(struct zerg_jw *w, const char *key, int64_t v,
-                    int64_t none)
+static void put_int(struct zerg_jw *w, const char *key, int64_t v, int64_t none)
 {
     zerg_jw_str(w, key);
     if (v == none)

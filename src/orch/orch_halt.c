@@ -80,8 +80,7 @@ size_t orch_halt_threshold(const struct zerg_halt *h, size_t ntasks)
 
 enum orch_halt_verdict orch_halt_decide(const struct zerg_halt *h,
                                         size_t failed, size_t ntasks,
-                                        int64_t elapsed_ns,
-                                        int64_t timeout_ns)
+                                        int64_t elapsed_ns, int64_t timeout_ns)
 {
     if (timeout_ns > 0 && elapsed_ns >= timeout_ns)
         return ORCH_HALT_TIMEOUT;
@@ -134,13 +133,14 @@ static void log_verdict(struct zerg_orch *o, enum orch_halt_verdict v,
     zerg_json_set_str(data, "policy", spec);
     zerg_json_set_num(data, "failed", (double)o->halt_failed);
     zerg_json_set_num(data, "threshold", (double)threshold);
-    zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "rush_halt", NULL,
-                   data, "Halting (--halt %s): %zu task%s failed, threshold "
-                   "%zu; %s", spec, o->halt_failed,
-                   o->halt_failed == 1 ? "" : "s", threshold,
-                   v == ORCH_HALT_NOW ? "killing the running tasks"
-                                      : "no new task starts, running ones "
-                                        "finish");
+    zerg_log_event(
+        o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "rush_halt", NULL, data,
+        "Halting (--halt %s): %zu task%s failed, threshold "
+        "%zu; %s",
+        spec, o->halt_failed, o->halt_failed == 1 ? "" : "s", threshold,
+        v == ORCH_HALT_NOW ? "killing the running tasks"
+                           : "no new task starts, running ones "
+                             "finish");
 }
 
 static int task_running(const struct zerg_orch *o)
@@ -156,9 +156,8 @@ int orch_halt_tick(struct zerg_orch *o, int64_t now, int64_t *wake)
     int64_t elapsed = now - o->started_mono_ns;
     if (o->o.halt.when == ZERG_HALT_NEVER && o->o.timeout_ns <= 0)
         return 0;
-    enum orch_halt_verdict v =
-        orch_halt_decide(&o->o.halt, failed_in_run(o), o->g->ntasks, elapsed,
-                         o->o.timeout_ns);
+    enum orch_halt_verdict v = orch_halt_decide(
+        &o->o.halt, failed_in_run(o), o->g->ntasks, elapsed, o->o.timeout_ns);
     if (v > (enum orch_halt_verdict)o->halt_verdict) {
         if (v != ORCH_HALT_TIMEOUT)
             o->halt_failed = failed_in_run(o);

@@ -141,19 +141,19 @@ struct zerg_orch {
     struct slot *slots;
     int nslots;
 
-    int64_t *retry_at_mono_ns; /* when a requeued task may run again */
-    int *applied_attempt;      /* per task: the attempt whose result was
-                                  applied last (0 = none) */
-    size_t *level_cursor;      /* per level: first maybe-unfinished index */
-    int *wgroup_running;       /* per write group: running tasks in it */
+    int64_t *retry_at_mono_ns;    /* when a requeued task may run again */
+    int *applied_attempt;         /* per task: the attempt whose result was
+                                     applied last (0 = none) */
+    size_t *level_cursor;         /* per level: first maybe-unfinished index */
+    int *wgroup_running;          /* per write group: running tasks in it */
     struct zerg_offload *offload; /* opts.offload_io; NULL: inline */
-    char **pending_unlink;     /* applied results to delete after a save */
+    char **pending_unlink;        /* applied results to delete after a save */
     size_t nunlink, unlink_cap;
-    size_t nsynced;            /* pending_unlink[0..nsynced) are durable */
+    size_t nsynced; /* pending_unlink[0..nsynced) are durable */
     int64_t last_sync_mono_ns, sync_cost_ns; /* state.durability: batch */
-    int syncs;                 /* batch syncs done (the power-loss hook) */
-    uint64_t sync_ticket;      /* the offloaded sync in flight, or 0 */
-    size_t sync_upto;          /* ... which makes [0..sync_upto) durable */
+    int syncs;            /* batch syncs done (the power-loss hook) */
+    uint64_t sync_ticket; /* the offloaded sync in flight, or 0 */
+    size_t sync_upto;     /* ... which makes [0..sync_upto) durable */
 
     int dirty;
     int replaying; /* applying the journal on --resume */
@@ -179,11 +179,11 @@ struct zerg_orch {
     double spent_usd;          /* the run's agent spend; < 0 = not summed */
     int rate_limits;           /* rate limits seen (the backoff grows) */
     int64_t pool_paused_until_mono_ns; /* 0 = not paused */
-    pid_t gate_pid;            /* the running quality gate, 0 = none */
-    char gate_handle[160];     /* its container's name, "" on the host */
-    size_t gate_idx;           /* next gate of gate_level to run */
+    pid_t gate_pid;                    /* the running quality gate, 0 = none */
+    char gate_handle[160]; /* its container's name, "" on the host */
+    size_t gate_idx;       /* next gate of gate_level to run */
     int gate_level;
-    int gate_failed;           /* a required gate failed: the run ends */
+    int gate_failed; /* a required gate failed: the run ends */
     int64_t gate_started_mono_ns, gate_deadline_mono_ns;
 
     /* orch_halt.c: --halt and rush.timeout_seconds */
@@ -328,8 +328,7 @@ int orch_pool_closed(struct zerg_orch *o, int64_t now, int64_t *wake);
 /* 1 when level lvl's gates all passed (or there are none); 0 while one
  * runs (wake lowered to poll it) or after a required one failed (the run
  * is stopping). */
-int orch_gates_passed(struct zerg_orch *o, int lvl, int64_t now,
-                      int64_t *wake);
+int orch_gates_passed(struct zerg_orch *o, int lvl, int64_t now, int64_t *wake);
 /* Kills a running gate (the rush is stopping). */
 void orch_gate_abort(struct zerg_orch *o);
 
@@ -387,8 +386,7 @@ size_t orch_halt_threshold(const struct zerg_halt *h, size_t ntasks);
  * it began, timeout_ns 0 = none. */
 enum orch_halt_verdict orch_halt_decide(const struct zerg_halt *h,
                                         size_t failed, size_t ntasks,
-                                        int64_t elapsed_ns,
-                                        int64_t timeout_ns);
+                                        int64_t elapsed_ns, int64_t timeout_ns);
 /* Called by the tick before dispatch: applies the decision (logs
  * rush_halt / rush_timeout, stops through zerg_orch_request_stop) and
  * lowers *wake to the timeout.  1 when no task may be claimed now. */
@@ -420,7 +418,6 @@ void orch_dag_settle(struct zerg_orch *o);
 int orch_dag_conflict(const struct zerg_orch *o, size_t t);
 /* Tasks in the set (some may be stale until popped). */
 size_t orch_dag_ready(const struct zerg_orch *o);
-
 
 /* ---- orch_intake.c: the same intake for lines from a worker's stdout -- */
 

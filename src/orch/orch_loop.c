@@ -291,9 +291,8 @@ int zerg_orch_run(struct zerg_orch *o, const struct zerg_clock *clock)
     int64_t poll_ns = (int64_t)o->cfg->state_poll_interval_ms * ZERG_NS_PER_MS;
     if (polling)
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "state_watch",
-                       NULL, NULL,
-                       "Polling %s every %d ms (state.watch %s)", o->run_dir,
-                       o->cfg->state_poll_interval_ms,
+                       NULL, NULL, "Polling %s every %d ms (state.watch %s)",
+                       o->run_dir, o->cfg->state_poll_interval_ms,
                        o->cfg->state_watch == ZERG_WATCH_POLL
                            ? "poll"
                            : "auto: a network or FUSE filesystem");

@@ -80,8 +80,8 @@ static void environment_stop(struct zerg_orch *o, size_t t,
 static void pool_pause(struct zerg_orch *o, const struct zerg_result *r,
                        int64_t now)
 {
-    int64_t wait = RATE_BACKOFF_FIRST_NS << (o->rate_limits < 5 ? o->rate_limits
-                                                                : 5);
+    int64_t wait = RATE_BACKOFF_FIRST_NS
+                   << (o->rate_limits < 5 ? o->rate_limits : 5);
     if (wait > RATE_BACKOFF_MAX_NS)
         wait = RATE_BACKOFF_MAX_NS;
     int64_t wall_s = orch_wall_ns(o) / ZERG_NS_PER_S;

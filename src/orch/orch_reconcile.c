@@ -6,8 +6,9 @@
  * it.  Light checks run every resilience.reconcile_interval_seconds and
  * look only at what can drift (running tasks, null levels, level marks);
  * thorough ones run before every level transition and on --resume and see
- * every task a fix can concern (in_snapshot says which).  A fix the policy names is parsed into enum zerg_fix_kind
- * by the Lua layer; here it is only checked against the live state.
+ * every task a fix can concern (in_snapshot says which).  A fix the policy
+ * names is parsed into enum zerg_fix_kind by the Lua layer; here it is only
+ * checked against the live state.
  *
  * Under worktree isolation a thorough check also reads the integration
  * branch back (DESIGN §13 "Resume"): one merged() call lists the task

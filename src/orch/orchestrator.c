@@ -51,8 +51,8 @@ static int64_t checkpoint_gap(const struct zerg_orch *o)
 void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
 {
     struct zerg_err err = {0};
-    int save = force || (o->dirty &&
-                         now - o->last_save_mono_ns >= checkpoint_gap(o));
+    int save =
+        force || (o->dirty && now - o->last_save_mono_ns >= checkpoint_gap(o));
 
     /* The journal before the checkpoint (state.durability: batch): the
      * results applied so far are made durable, in one sync per batch,
@@ -522,7 +522,7 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
         return now;
     }
     if (!orch_halt_tick(o, now, &wake) && /* --halt, rush.timeout_seconds */
-        !orch_pool_closed(o, now, &wake))  /* rate limit, spend cap */
+        !orch_pool_closed(o, now, &wake)) /* rate limit, spend cap */
         dispatch(o, now, &wake);
     else if (o->budget_exhausted && !orch_running_tasks(o))
         budget_stop(o, now);

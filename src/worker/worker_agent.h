@@ -11,8 +11,7 @@
 char *wk_agent_prompt(const struct worker *w, const struct zerg_task *t,
                       const struct zerg_assign *a, const char *log_dir);
 /* Saves it as log_dir/attempt-{n}.prompt (best effort). */
-void wk_agent_save_prompt(const char *log_dir, int attempt,
-                          const char *prompt);
+void wk_agent_save_prompt(const char *log_dir, int attempt, const char *prompt);
 /* The executor's argv for prompt by executor.kind (free with
  * zerg_worker_argv_free), NULL on out-of-memory or an empty executor. */
 char **wk_agent_argv(const struct worker *w, const char *prompt);

@@ -148,8 +148,10 @@ oom:
  * event (partial messages too, so a long answer streaming in is progress)
  * and no permission prompts (nobody is there to answer them). */
 static const char *const claude_fixed[] = {
-    "--print",        "--output-format",
-    "stream-json",    "--verbose",
+    "--print",
+    "--output-format",
+    "stream-json",
+    "--verbose",
     "--include-partial-messages",
     "--dangerously-skip-permissions",
 };
@@ -162,8 +164,8 @@ char **zerg_worker_claude_argv(const struct zerg_config *cfg,
     char **v = calloc(CLAUDE_FIXED_N + extra + 3, sizeof *v);
     if (!v || !prompt)
         goto oom;
-    if (!(v[n++] = strdup(cfg->executor_claude ? cfg->executor_claude
-                                               : "claude")))
+    if (!(v[n++] =
+              strdup(cfg->executor_claude ? cfg->executor_claude : "claude")))
         goto oom;
     for (size_t i = 0; i < CLAUDE_FIXED_N; i++)
         if (!(v[n++] = strdup(claude_fixed[i])))

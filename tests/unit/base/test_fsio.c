@@ -183,9 +183,8 @@ static void test_default_replace(void **state)
 
     char fresh[PATH_MAX + 32], sub[PATH_MAX + 32];
     snprintf(fresh, sizeof fresh, "%s/fresh.json", dir);
-    assert_int_equal(zerg_fsio_write_atomic(fresh, "1", 1, ZERG_FSIO_DURABLE,
-                                            NULL),
-                     0);
+    assert_int_equal(
+        zerg_fsio_write_atomic(fresh, "1", 1, ZERG_FSIO_DURABLE, NULL), 0);
     got = tu_read(fresh);
     assert_string_equal(got, "1");
     free(got);

@@ -561,8 +561,8 @@ static void test_parse_items(void **state)
      * leaked (ASan), the item being built included. */
     struct items stop = {.stop_at = 1};
     struct zerg_err none = {0};
-    assert_null(zerg_json_parse_items(doc, strlen(doc), "tasks", on_item,
-                                      &stop, NULL, &none));
+    assert_null(zerg_json_parse_items(doc, strlen(doc), "tasks", on_item, &stop,
+                                      NULL, &none));
     assert_int_equal(none.code, 0);
     assert_int_equal(stop.calls, 1);
 
@@ -584,8 +584,8 @@ static void test_parse_items(void **state)
      * syntax error follows it: each one delivered or freed (ASan). */
     const char *empty = "{\"tasks\":[[],{\"a\":[]},[]]}";
     struct items it5 = {0};
-    v = zerg_json_parse_items(empty, strlen(empty), "tasks", on_item, &it5,
-                              &n, &err);
+    v = zerg_json_parse_items(empty, strlen(empty), "tasks", on_item, &it5, &n,
+                              &err);
     assert_non_null(v);
     assert_int_equal(n, 3);
     assert_string_equal(it5.seen, "{};{\"a\":{}};{};");

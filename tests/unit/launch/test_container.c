@@ -291,8 +291,8 @@ static void test_argv_git_dir_from_host(void **state)
 static void test_gate_argv(void **state)
 {
     struct fx *f = *state;
-    struct container c = {.rt = {.path = "podman", .name = "podman",
-                                 .podman = 1}};
+    struct container c = {
+        .rt = {.path = "podman", .name = "podman", .podman = 1}};
     char *extra[] = {"--network", "none", NULL};
     struct zerg_argv a;
     struct zerg_err err = {0};
@@ -313,18 +313,25 @@ static void test_gate_argv(void **state)
         .git_dir = "/srv/worktrees/p/.git",
         .command = "make test; echo $HOME",
     };
-    assert_int_equal(
-        ct_gate_argv(&c.base, &r, &a, handle, sizeof handle, &err), 0);
+    assert_int_equal(ct_gate_argv(&c.base, &r, &a, handle, sizeof handle, &err),
+                     0);
     assert_string_equal(a.v[0], "podman");
     assert_string_equal(a.v[1], "run");
     const char *must[] = {
-        "--rm", "--init", "--label=zerg.feature=auth",
-        "--label=zerg.run=20260203T054155Z-4242", "--label=zerg.gate=tests",
+        "--rm",
+        "--init",
+        "--label=zerg.feature=auth",
+        "--label=zerg.run=20260203T054155Z-4242",
+        "--label=zerg.gate=tests",
         "--label=zerg.project=/srv/worktrees/p",
         "--volume=/srv/worktrees/p/.zerg-worktrees/auth/gate:/workspace",
         "--volume=/srv/worktrees/p/.git:/srv/worktrees/p/.git:ro",
-        "--workdir=/workspace/sub", "--env=ZERG_GATE=tests",
-        "--env=ZERG_LEVEL=2", "--memory=1g", "--network", "zw:1"};
+        "--workdir=/workspace/sub",
+        "--env=ZERG_GATE=tests",
+        "--env=ZERG_LEVEL=2",
+        "--memory=1g",
+        "--network",
+        "zw:1"};
     for (size_t i = 0; i < sizeof must / sizeof *must; i++)
         assert_true(find_arg(&a, must[i]) > 0);
     assert_string_equal(a.v[a.n - 3], "/bin/sh");

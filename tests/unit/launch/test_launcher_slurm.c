@@ -39,16 +39,26 @@ static void test_srun_argv_defaults(void **state)
     struct zerg_argv a;
     zerg_config_defaults(&cfg);
     assert_int_equal(zerg_slurm_srun_argv(&cfg, &REQ, &a), 0);
-    const char *want[] = {"srun",       "--unbuffered",
-                          "--job-name", "zerg-feat-w2",
-                          "--comment",  "zerg-run=R1 zerg-project=",
-                          "-N1",        "-n1",
-                          "/usr/bin/zerg", "worker",
-                          "-C",         "/p/proj",
-                          "--feature",  "feat",
-                          "--slot",     "2",
-                          "--epoch",    "17",
-                          "--run-id",   "R1"};
+    const char *want[] = {"srun",
+                          "--unbuffered",
+                          "--job-name",
+                          "zerg-feat-w2",
+                          "--comment",
+                          "zerg-run=R1 zerg-project=",
+                          "-N1",
+                          "-n1",
+                          "/usr/bin/zerg",
+                          "worker",
+                          "-C",
+                          "/p/proj",
+                          "--feature",
+                          "feat",
+                          "--slot",
+                          "2",
+                          "--epoch",
+                          "17",
+                          "--run-id",
+                          "R1"};
     assert_int_equal(a.n, sizeof want / sizeof *want);
     for (size_t i = 0; i < a.n; i++)
         if (i == 5) /* the comment: its prefix, then the epoch */
@@ -117,13 +127,14 @@ static void test_leftover_lines(void **state)
                      0);
     assert_int_equal(zerg_slurm_leftover(line, "/p/other", "feat", "NEW", &id),
                      0);
-    assert_int_equal(zerg_slurm_leftover(line, "/p/proj", "fea", "NEW", &id), 0);
+    assert_int_equal(zerg_slurm_leftover(line, "/p/proj", "fea", "NEW", &id),
+                     0);
     snprintf(line, sizeof line, "42|zerg-feat-w0x|%s", comment);
     assert_int_equal(zerg_slurm_leftover(line, "/p/proj", "feat", "NEW", &id),
                      0);
-    assert_int_equal(
-        zerg_slurm_leftover("43|zerg-feat-w1|(null)", "/p/proj", "feat", "", &id),
-        0);
+    assert_int_equal(zerg_slurm_leftover("43|zerg-feat-w1|(null)", "/p/proj",
+                                         "feat", "", &id),
+                     0);
     /* "" or NULL: every run of the project's feature. */
     snprintf(line, sizeof line, "44|zerg-feat-w12|%s", comment);
     assert_int_equal(zerg_slurm_leftover(line, "/p/proj", "feat", "", &id), 1);
@@ -136,8 +147,9 @@ static void test_exit_signals_and_causes(void **state)
 {
     (void)state;
     struct zerg_exit_info info;
-    zerg_slurm_exit_info(EXITED(143), "slurmstepd: error: *** STEP 5.0 ON vm "
-                                      "CANCELLED AT 2026 ***\n",
+    zerg_slurm_exit_info(EXITED(143),
+                         "slurmstepd: error: *** STEP 5.0 ON vm "
+                         "CANCELLED AT 2026 ***\n",
                          &info);
     assert_int_equal(info.exit_code, -1);
     assert_int_equal(info.signal, SIGTERM);
@@ -162,10 +174,10 @@ static void test_exit_signals_and_causes(void **state)
 static void test_probe_classes(void **state)
 {
     (void)state;
-    assert_int_equal(zerg_slurm_probe_permanent(
-                         EXITED(1), "srun: error: invalid partition "
-                                    "specified: nope\n"),
-                     1);
+    assert_int_equal(
+        zerg_slurm_probe_permanent(EXITED(1), "srun: error: invalid partition "
+                                              "specified: nope\n"),
+        1);
     assert_int_equal(zerg_slurm_probe_permanent(
                          EXITED(255), "srun: unrecognized option '--x'\n"),
                      1);

@@ -533,17 +533,15 @@ static void test_refused_rotation(void **state)
     zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "abc");
     long j = file_size(jsonl_path); /* one JSON line */
     assert_true(j > 2 * 41);
-    struct zerg_log_rotation rot = {.max_bytes = 32 * j, .keep = 3,
-                                    .may_rotate = refuse};
+    struct zerg_log_rotation rot = {
+        .max_bytes = 32 * j, .keep = 3, .may_rotate = refuse};
     zerg_log_set_rotation(lg, &rot);
     refusals = 0;
     for (int i = 1; i < 32; i++)
-        zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL,
-                       "abc");
+        zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "abc");
     assert_int_equal(refusals, 1); /* line 32 reached the size */
     for (int i = 32; i < 34; i++)
-        zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL,
-                       "abc");
+        zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "abc");
     assert_int_equal(refusals, 1); /* 34 lines < 32 + 2 + 1 byte */
     zerg_log_event(lg, 0, ZERG_LOG_INFO, "task_claimed", NULL, NULL, "abc");
     assert_int_equal(refusals, 2);

@@ -102,8 +102,10 @@ static void assert_state_eq(const struct zerg_state *a,
     assert_int_equal(a->nlevels, b->nlevels);
     for (int n = 1; n <= a->nlevels; n++) {
         assert_int_equal(a->levels[n].status, b->levels[n].status);
-        assert_int_equal(a->levels[n].started_at_wall_ns, b->levels[n].started_at_wall_ns);
-        assert_int_equal(a->levels[n].completed_at_wall_ns, b->levels[n].completed_at_wall_ns);
+        assert_int_equal(a->levels[n].started_at_wall_ns,
+                         b->levels[n].started_at_wall_ns);
+        assert_int_equal(a->levels[n].completed_at_wall_ns,
+                         b->levels[n].completed_at_wall_ns);
     }
     assert_memory_equal(&a->metrics, &b->metrics, sizeof a->metrics);
     assert_int_equal(a->next_epoch, b->next_epoch);

@@ -222,8 +222,8 @@ static int w_merge(struct zerg_workspace *zw, const struct zerg_merge_req *req,
     }
     fake_ws_oid(out->tip, w->tip_n);
     if (kind == FAKE_MERGE_DONE && w->nmerges <= FAKE_WS_MAX)
-        snprintf(w->merges[w->nmerges - 1].landed,
-                 sizeof w->merges[0].landed, "%s", out->tip);
+        snprintf(w->merges[w->nmerges - 1].landed, sizeof w->merges[0].landed,
+                 "%s", out->tip);
     return 0;
 }
 
@@ -654,9 +654,8 @@ void fx_hb_line(struct fx *x, int slot, uint64_t epoch, const char *task,
     fx_hb_line_group(x, slot, epoch, task, attempt, step, 0);
 }
 
-void fx_hb_line_group(struct fx *x, int slot, uint64_t epoch,
-                      const char *task, int attempt, const char *step,
-                      int task_pgid)
+void fx_hb_line_group(struct fx *x, int slot, uint64_t epoch, const char *task,
+                      int attempt, const char *step, int task_pgid)
 {
     struct zerg_heartbeat hb = {.worker_id = slot,
                                 .epoch = epoch,

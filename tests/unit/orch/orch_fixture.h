@@ -198,9 +198,8 @@ extern int64_t fx_line_seq;
 void fx_hb_line(struct fx *x, int slot, uint64_t epoch, const char *task,
                 int attempt, const char *step);
 /* The same, naming the stage's process group. */
-void fx_hb_line_group(struct fx *x, int slot, uint64_t epoch,
-                      const char *task, int attempt, const char *step,
-                      int task_pgid);
+void fx_hb_line_group(struct fx *x, int slot, uint64_t epoch, const char *task,
+                      int attempt, const char *step, int task_pgid);
 void fx_result_line(struct fx *x, int slot, uint64_t epoch, const char *task,
                     int attempt);
 

@@ -9,7 +9,7 @@
 
 #include "orch/orch_internal.h"
 
-#define S(n) ((int64_t)(n) * ZERG_NS_PER_S)
+#define S(n) ((int64_t)(n)*ZERG_NS_PER_S)
 
 static struct zerg_halt parsed(const char *s)
 {
@@ -43,11 +43,25 @@ static void test_parse_rejects_and_leaves_out_alone(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "",          "now",          "soon",         "later,fail=1",
-        "now,fail=", "now,fail=0",   "now,fail=-1",  "now,fail=x",
-        "now,fail=1x", "now,fail=0%", "now,fail=101%", "now,fail=5%%",
-        "now,success=1", "now fail=1", "NOW,fail=1",  "now,fail=1,",
-        "never,fail=1", " now,fail=1", "now,fail= 1",
+        "",
+        "now",
+        "soon",
+        "later,fail=1",
+        "now,fail=",
+        "now,fail=0",
+        "now,fail=-1",
+        "now,fail=x",
+        "now,fail=1x",
+        "now,fail=0%",
+        "now,fail=101%",
+        "now,fail=5%%",
+        "now,success=1",
+        "now fail=1",
+        "NOW,fail=1",
+        "now,fail=1,",
+        "never,fail=1",
+        " now,fail=1",
+        "now,fail= 1",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         struct zerg_halt h = {.when = ZERG_HALT_SOON, .fail = 7};
@@ -82,11 +96,11 @@ static void test_threshold(void **state)
         const char *spec;
         size_t ntasks, want;
     } rows[] = {
-        {"never", 10, 0},         {"now,fail=1", 10, 1},
-        {"soon,fail=3", 2, 3},    {"now,fail=50%", 4, 2},
-        {"now,fail=50%", 5, 3},   {"now,fail=50%", 1, 1},
+        {"never", 10, 0},          {"now,fail=1", 10, 1},
+        {"soon,fail=3", 2, 3},     {"now,fail=50%", 4, 2},
+        {"now,fail=50%", 5, 3},    {"now,fail=50%", 1, 1},
         {"now,fail=1%", 1000, 10}, {"now,fail=1%", 150, 2},
-        {"now,fail=1%", 3, 1},    {"soon,fail=100%", 7, 7},
+        {"now,fail=1%", 3, 1},     {"soon,fail=100%", 7, 7},
         {"now,fail=10%", 0, 1},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
@@ -125,8 +139,7 @@ static void test_decide_timeout(void **state)
                      ORCH_HALT_TIMEOUT);
     assert_int_equal(orch_halt_decide(&soon, 1, 4, S(3), S(2)),
                      ORCH_HALT_TIMEOUT);
-    assert_int_equal(orch_halt_decide(&never, 0, 4, S(86400), 0),
-                     ORCH_HALT_GO);
+    assert_int_equal(orch_halt_decide(&never, 0, 4, S(86400), 0), ORCH_HALT_GO);
     /* A later verdict overrides an earlier one in the tick. */
     assert_true(ORCH_HALT_GO < ORCH_HALT_SOON);
     assert_true(ORCH_HALT_SOON < ORCH_HALT_NOW);

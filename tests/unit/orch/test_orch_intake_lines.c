@@ -75,7 +75,7 @@ static void test_line_first_skips_the_file_event(void **state)
     snprintf(aside, sizeof aside, ".invalid-%s", name);
 
     write_result(x, 0, epoch, id, attempt, 1); /* the file first */
-    fx_result_line(x, 0, epoch, id, attempt);     /* then its line */
+    fx_result_line(x, 0, epoch, id, attempt);  /* then its line */
     assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
     /* A read would find this unreadable and move it aside. */
     tu_write(x->run_dir, name, "garbage{");

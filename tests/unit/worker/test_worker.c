@@ -846,9 +846,9 @@ static void test_lease_stale_lock_held_waits(void **state)
     char msg[512], dir[PATH_MAX];
     write_graph(f, "true", NULL, NULL, NULL);
     pid_t holder = hold_lock(f);
-    assert_int_equal(zerg_proto_write_lease(f->state, "feat", (int)holder,
-                                            "run-1", 1, &err),
-                     0);
+    assert_int_equal(
+        zerg_proto_write_lease(f->state, "feat", (int)holder, "run-1", 1, &err),
+        0);
     struct zerg_worker_opts o = fx_opts(f);
     o.orch_pid = 0; /* container mode: no pid to check */
     o.lease_stale_ns = 200 * ZERG_NS_PER_MS;
