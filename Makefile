@@ -28,6 +28,7 @@ demo: build
 check:
 	@scripts/install-deps.sh container
 	@scripts/check-format.sh
+	@python3 scripts/check-layers.py
 	@cmake -S . -B build-check -DCMAKE_BUILD_TYPE=Debug -DZERG_SANITIZE=ON >/dev/null
 	@cmake --build build-check -j $(JOBS)
 	@build-check/zerg validate -C examples/demo --check-wiring
