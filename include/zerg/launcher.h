@@ -289,7 +289,7 @@ int zerg_container_exec(char *const argv[], int64_t timeout_ns, char *out,
 
 /* Resolves container.runtime ("auto" or NULL tries podman then docker;
  * "docker", "podman" or a path tries that one) to a runtime whose `info`
- * answers within 5 s.  0 (why says which), or ZERG_ENOTFOUND with why
+ * answers within 20 s.  0 (why says which), or ZERG_ENOTFOUND with why
  * saying what each candidate lacked ("docker: client found but no daemon
  * (Cannot connect to the Docker daemon ...)"). */
 int zerg_container_resolve(const char *setting, struct zerg_container_rt *rt,

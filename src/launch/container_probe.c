@@ -26,9 +26,12 @@
 #include "zerg/launcher.h"
 #include "zerg/text.h"
 
-/* `info` of a local podman takes ~0.35 s; 5 s leaves room for a loaded
- * machine while keeping `--mode auto` quick when a daemon hangs. */
-#define PROBE_TIMEOUT_NS (5 * ZERG_NS_PER_S)
+/* `info` of a local podman takes ~0.35 s idle, but several seconds on a
+ * loaded 2-core machine (measured past 5 s while a build and the test
+ * suite ran): 20 s tells a slow engine from a hung one without failing a
+ * busy run, and only a daemon that hangs makes `--mode auto` wait that
+ * long.  A timeout is reported as slowness, not as a broken engine. */
+#define PROBE_TIMEOUT_NS (20 * ZERG_NS_PER_S)
 #define IMAGE_TIMEOUT_NS (10 * ZERG_NS_PER_S)
 
 /* ---- running one command ---- */
@@ -223,7 +226,10 @@ static void failure_text(int rc, int st, const char *errout, int64_t tmo_ns,
 {
     char line[512];
     if (rc == -ETIMEDOUT) {
-        snprintf(buf, size, "no answer within %g s", zerg_ns_to_s(tmo_ns));
+        snprintf(buf, size,
+                 "no answer within %g s: the engine is hung or the machine "
+                 "is very loaded; try again",
+                 zerg_ns_to_s(tmo_ns));
         return;
     }
     if (rc < 0) {
