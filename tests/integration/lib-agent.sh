@@ -32,3 +32,42 @@ agent_stop_server() {
     (exit $rc)
     on_exit
 }
+
+# agent_offline_env: what the CLI needs to stay offline and fast
+# (docs/wiki/Agents.md), against the server agent_server started; the
+# workers inherit it.  No retries of its own: zerg's handling is tested.
+# ROOT is 1 when the tests run as root (the CLI then needs IS_SANDBOX).
+agent_offline_env() {
+    export ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY=test
+    export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1
+    export DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1
+    export CLAUDE_CODE_MAX_RETRIES=0 API_TIMEOUT_MS=60000
+    ROOT=0
+    if [ "$(id -u)" -eq 0 ]; then ROOT=1; export IS_SANDBOX=1; fi
+}
+
+# agent_project NAME [ISOLATION [RUSH_KEY...]]: a project whose executor is
+# the real CLI, with its own empty HOME; each RUSH_KEY ("max_cost_usd: 1")
+# goes in the rush section, config_append adds workers keys.
+agent_project() {
+    local name=$1 isolation=${2:-none} key
+    shift $(($# < 2 ? $# : 2))
+    new_project "$name"
+    mkdir -p "$PROJ/home"
+    {
+        printf 'resilience:\n  reconcile_interval_seconds: 0.5\nrush:\n'
+        printf '  isolation: %s\n' "$isolation"
+        for key in "$@"; do printf '  %s\n' "$key"; done
+        printf 'executor:\n  claude: %s\nworkers:\n' "$CLAUDE"
+        printf '  heartbeat_interval_seconds: 0.1\n  heartbeat_stale_threshold: 1\n'
+        printf '  spawn_backoff_base_seconds: 0.1\n  spawn_backoff_max_seconds: 0.5\n'
+        printf '  spawn_ready_timeout_seconds: 10\n'
+        printf '  backoff_base_seconds: 0.1\n  backoff_max_seconds: 0.5\n'
+    } > "$PROJ/.zerg/config.yaml"
+}
+
+# zrush ARGS: a rush with the project's HOME, output in rush.out, RC.
+zrush() {
+    RC=0
+    HOME="$PROJ/home" "$ZERG" -C "$PROJ" rush --no-progress "$@" > "$PROJ/rush.out" 2>&1 || RC=$?
+}

@@ -30,30 +30,10 @@ print(json.dumps({
 PY
 agent_server "$TEST_ROOT/scenario.json"
 
-# What the CLI needs to stay offline and fast (docs/wiki/Agents.md).
-export ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY=test
-export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1
-export DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1
-export CLAUDE_CODE_MAX_RETRIES=0 API_TIMEOUT_MS=60000
-[ "$(id -u)" -eq 0 ] && export IS_SANDBOX=1
+agent_offline_env
 
-new_project budget
-mkdir -p "$PROJ/home"
-cat > "$PROJ/.zerg/config.yaml" <<YAML
-resilience:
-  reconcile_interval_seconds: 0.5
-rush:
-  max_cost_usd: 0.001
-executor:
-  claude: $CLAUDE
-workers:
-  heartbeat_interval_seconds: 0.1
-  heartbeat_stale_threshold: 1
-  spawn_backoff_base_seconds: 0.1
-  spawn_backoff_max_seconds: 0.5
-  spawn_ready_timeout_seconds: 10
-  retry_attempts: 0
-YAML
+agent_project budget none "max_cost_usd: 0.001"
+config_append "  retry_attempts: 0"
 graph <<'JSON'
 {"feature": "f", "tasks": [
  {"id": "B-L1-001", "title": "spends first", "level": 1},
@@ -61,8 +41,7 @@ graph <<'JSON'
  {"id": "B-L2-001", "title": "never claimed", "level": 2, "dependencies": ["B-L1-001"]}
 ]}
 JSON
-RC=0
-HOME="$PROJ/home" "$ZERG" -C "$PROJ" rush --no-progress --workers 2 > "$PROJ/rush.out" 2>&1 || RC=$?
+zrush --workers 2
 [ "$RC" -eq 1 ] || fail "over the cap: exit $RC, want 1: $(tail -20 "$PROJ/rush.out")"
 [ "$(events budget_exhausted)" -eq 1 ] || fail "$(events budget_exhausted) budget_exhausted events, want 1"
 grep '"event":"budget_exhausted"' "$PROJ/.zerg/monitor.jsonl" | grep -q '"max_cost_usd":0.001' ||
@@ -78,8 +57,7 @@ grep -q 'rush.max_cost_usd (\$0\.00) reached: \$0\.[0-9]* spent; raise it and co
 pass "the spend passes rush.max_cost_usd: budget_exhausted, the running task finishes, no new claim, exit 1"
 
 sed -i 's/max_cost_usd: 0.001/max_cost_usd: 100/' "$PROJ/.zerg/config.yaml"
-RC=0
-HOME="$PROJ/home" "$ZERG" -C "$PROJ" rush --no-progress --resume > "$PROJ/rush.out" 2>&1 || RC=$?
+zrush --resume
 [ "$RC" -eq 0 ] || fail "resume with the cap raised: exit $RC: $(tail -20 "$PROJ/rush.out")"
 [ "$(task_status B-L2-001)" = complete ] || fail "B-L2-001 after resume: $(task_status B-L2-001)"
 pass "the cap raised, --resume runs the rest"

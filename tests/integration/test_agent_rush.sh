@@ -39,42 +39,8 @@ cat > "$TEST_ROOT/scenario.json" <<'JSON'
 JSON
 agent_server "$TEST_ROOT/scenario.json"
 
-# What the CLI needs to stay offline and fast (docs/wiki/Agents.md); the
-# workers inherit it.  No retries of its own: zerg's handling is tested.
-export ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY=test
-export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1
-export DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1
-export CLAUDE_CODE_MAX_RETRIES=0 API_TIMEOUT_MS=60000
-ROOT=0
-[ "$(id -u)" -eq 0 ] && ROOT=1 && export IS_SANDBOX=1
+agent_offline_env
 
-# agent_project NAME [ISOLATION]: a project whose executor is the real
-# CLI, with its own empty HOME; config_append adds workers keys.
-agent_project() {
-    new_project "$1"
-    mkdir -p "$PROJ/home"
-    cat > "$PROJ/.zerg/config.yaml" <<YAML
-resilience:
-  reconcile_interval_seconds: 0.5
-rush:
-  isolation: ${2:-none}
-executor:
-  claude: $CLAUDE
-workers:
-  heartbeat_interval_seconds: 0.1
-  heartbeat_stale_threshold: 1
-  spawn_backoff_base_seconds: 0.1
-  spawn_backoff_max_seconds: 0.5
-  spawn_ready_timeout_seconds: 10
-  backoff_base_seconds: 0.1
-  backoff_max_seconds: 0.5
-YAML
-}
-# zrush ARGS: a rush with the project's HOME, output in rush.out, RC.
-zrush() {
-    RC=0
-    HOME="$PROJ/home" "$ZERG" -C "$PROJ" rush --no-progress "$@" > "$PROJ/rush.out" 2>&1 || RC=$?
-}
 # requests_with TEXT...: the recorded Messages requests holding every TEXT.
 requests_with() {
     local f t hit
