@@ -15,6 +15,7 @@
 #include "preflight.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,8 +64,19 @@ static int cmp_order(const void *a, const void *b)
 static int parses(const struct shell_text *v, size_t lo, size_t hi, char *err,
                   size_t errn)
 {
-    char path[] = "/tmp/zerg-sh-XXXXXX";
-    int fd = mkstemp(path);
+    /* The user's temporary directory, as sh and git use it; /tmp when it
+     * is unset or unusable. */
+    const char *tmp = getenv("TMPDIR");
+    char path[PATH_MAX];
+    int fd = -1;
+    if (tmp && *tmp == '/' &&
+        snprintf(path, sizeof path, "%s/zerg-sh-XXXXXX", tmp) <
+            (int)sizeof path)
+        fd = mkstemp(path);
+    if (fd < 0) {
+        snprintf(path, sizeof path, "/tmp/zerg-sh-XXXXXX");
+        fd = mkstemp(path);
+    }
     if (fd < 0)
         return -errno;
     FILE *f = fdopen(fd, "w");
