@@ -203,19 +203,8 @@ def classic(a, rng, root, proj, ntasks):
                               "orch_kill": 1 if a.kill_orchestrator else 0},
                          {"orch_kill": ORCH_KILLS_MAX})
     rush = cl.Rush(a.zerg, proj, "f", a.workers, root)
-    rush.start(False)
-    deadline = time.monotonic() + a.seconds
-    done = False
-    while time.monotonic() < deadline and not done:
-        time.sleep(rng.uniform(0.05, 0.4))
-        if not rush.running():
-            done = rush.check_if_ended()
-            continue
-        kind = inj.pick()
-        if inject(kind, proj, rng, rush):
-            inj.performed(kind)
-    if not done:
-        rush.finish(180)
+    cl.drive(rush, inj, a.seconds, rng, (0.05, 0.4),
+             lambda kind: inject(kind, proj, rng, rush), 180)
     cl.scan_worker_logs(proj)
     problems = check(proj, ntasks)
     if a.spawn_failures:

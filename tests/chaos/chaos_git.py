@@ -266,19 +266,8 @@ def run(a, rng, root, report):
                         {"orch_git": ORCH_KILLS_MAX})
     hits, methods = collections.Counter(), collections.Counter()
     rush = GitRush(a.zerg, proj, "f", a.workers, root)
-    rush.start(False)
-    deadline = time.monotonic() + a.seconds
-    done = False
-    while time.monotonic() < deadline and not done:
-        time.sleep(rng.uniform(0.1, 0.5))
-        if not rush.running():
-            done = rush.check_if_ended()
-            continue
-        kind = inj.pick()
-        if inject(kind, rush, hits, methods):
-            inj.performed(kind)
-    if not done:
-        rush.finish(240)
+    cl.drive(rush, inj, a.seconds, rng, (0.1, 0.5),
+             lambda kind: inject(kind, rush, hits, methods), 240)
     cl.scan_worker_logs(proj)
     problems = ["a rush ended by itself with a failure: " + u
                 for u in rush.unforced]

@@ -337,3 +337,23 @@ def describe(pids):
         except OSError:
             out.append("%d: (gone)" % pid)
     return out
+
+
+def drive(rush, inj, seconds, rng, pause, inject_one, finish_s):
+    """Starts rush and injects faults until it ends or seconds pass: a
+    pause drawn from pause (min, max), then inj's next kind, which
+    inject_one(kind) performs (True when it did); then waits up to
+    finish_s for the rush to end."""
+    rush.start(False)
+    deadline = time.monotonic() + seconds
+    done = False
+    while time.monotonic() < deadline and not done:
+        time.sleep(rng.uniform(*pause))
+        if not rush.running():
+            done = rush.check_if_ended()
+            continue
+        kind = inj.pick()
+        if inject_one(kind):
+            inj.performed(kind)
+    if not done:
+        rush.finish(finish_s)
