@@ -44,6 +44,11 @@ struct zerg_worker_opts {
      * worktree. */
     const char *workspace;
     const char *workdir;
+    /* Container mode (DESIGN §19): the workspace holds a repository of
+     * its own borrowing the host's objects in this directory (mounted
+     * read-only), and each commit is also written as a bundle; NULL = the
+     * workspace is a linked worktree of the host repository. */
+    const char *objects;
     /* The orchestrator's pid when it can be checked (the CLI passes
      * $ZERG_ORCH_PID), 0 when not (container mode). */
     pid_t orch_pid;

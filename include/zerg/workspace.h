@@ -104,6 +104,11 @@ struct zerg_workspace_ops {
      * (detached); fills buf with the directory to run them in. */
     int (*gate_tree)(struct zerg_workspace *w, char *buf, size_t n,
                      struct zerg_err *err);
+    /* Container workers (DESIGN §19): takes the attempt's commit in from
+     * the bundle its worker wrote and moves the slot's worker branch
+     * there.  NULL, or 0 at once, when workers share the repository. */
+    int (*import)(struct zerg_workspace *w, int slot, const char *task,
+                  int attempt, const char *commit, struct zerg_err *err);
     void (*free)(struct zerg_workspace *w);
 };
 
@@ -127,7 +132,11 @@ struct zerg_ws_opts {
     const char *recorded_base; /* state's git.base on resume, else NULL */
     int fresh;                 /* a new run (not --resume) */
     int nslots;                /* worktrees made up front */
-    struct zerg_log *log;      /* worktree_ready, ... ; may be NULL */
+    /* Container workers: each slot holds a repository of its own that
+     * its worker makes (borrowing the objects), not a worktree of this
+     * repository; commits come in as bundles (DESIGN §19). */
+    int own_repos;
+    struct zerg_log *log; /* worktree_ready, ... ; may be NULL */
     /* Called with every ref the workspace creates, moves or takes into
      * use (full name, the oid it points at after), for git.refs in the
      * run's state: `zerg cleanup` deletes only those.  May be NULL. */
@@ -245,6 +254,37 @@ int zerg_ws_slot_prepare(const struct zerg_git *g, const char *worktree,
                          const char *branch, const char *base,
                          const char *logs_dir, const char *task, int attempt,
                          struct zerg_ws_prepared *out, struct zerg_err *err);
+
+/* ---- a container worker's own repository (DESIGN §19) ---------------
+ * In container mode a slot's worktree holds a repository of its own that
+ * borrows the host's objects (objects: their directory, mounted read-only
+ * at the same path) instead of a worktree of the host repository; the
+ * host takes each commit from the attempt's bundle.  src/git/ws_own.c. */
+
+/* Makes worktree/.git that repository, HEAD on branch, or mends it: a
+ * .git that is a link, a file or another repository's (commondir) is
+ * made again, the broken one kept inside as .git/replaced-{timestamp}
+ * (the worktree is a mount of its own: nothing crosses file systems), a
+ * rewritten alternates or HEAD is put back (out->repaired, out->saved say
+ * so).  A link on the path itself is refused (ZERG_ESYMLINK).  1 when
+ * made or mended, 0 when sound, negative on error. */
+int zerg_ws_own_ensure(const char *worktree, const char *objects,
+                       const char *branch, struct zerg_ws_prepared *out,
+                       struct zerg_err *err);
+/* zerg_ws_slot_prepare for such a slot: the repository ensured first. */
+int zerg_ws_own_prepare(const struct zerg_git *g, const char *worktree,
+                        const char *objects, const char *branch,
+                        const char *base, const char *logs_dir,
+                        const char *task, int attempt,
+                        struct zerg_ws_prepared *out, struct zerg_err *err);
+/* After the attempt's commit: writes branch's commits since base as
+ * logs_dir/tasks/{task}/attempt-{n}.bundle (an older one of the same
+ * attempt is kept as attempt-{n}-{k}.bundle), once branch's tip is
+ * checked to be commit. */
+int zerg_ws_own_bundle(const struct zerg_git *g, const char *worktree,
+                       const char *branch, const char *base, const char *commit,
+                       const char *logs_dir, const char *task, int attempt,
+                       struct zerg_err *err);
 
 /* What an attempt's commit takes (DESIGN §18, src/git/ws_outputs.c):
  * the task's declared files (files.create and files.modify, relative to

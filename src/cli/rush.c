@@ -103,6 +103,7 @@ struct rush {
     int replaced_run; /* a finished or --fresh run's state is replaced */
     struct zerg_workspace *ws; /* worktree isolation, NULL = none */
     char prev_run_id[40];      /* the state's run id before this one */
+    enum zerg_mode mode;       /* workers.mode with auto decided */
 };
 
 /* prepare_state: every task is complete, nothing runs (exit 0). */
@@ -546,21 +547,28 @@ static int open_run(struct rush *r)
     return 0;
 }
 
+/* workers.mode (or --mode) with auto decided once, before the workspace
+ * opens: container workers get repositories of their own there. */
+static int pick_mode(struct rush *r)
+{
+    char why[512];
+    r->mode = r->ro.mode_set ? r->ro.mode : r->cfg.workers_mode;
+    if (r->mode == ZERG_MODE_AUTO) {
+        int ok = zerg_container_available(&r->cfg, why, sizeof why);
+        zerg_log_event(r->log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "mode_selected",
+                       NULL, NULL, "Mode auto: using %s (%s)",
+                       ok ? "container" : "subprocess", why);
+        r->mode = ok ? ZERG_MODE_CONTAINER : ZERG_MODE_SUBPROCESS;
+    }
+    return 0;
+}
+
 static struct zerg_launcher *make_launcher(const struct zerg_config *cfg,
                                            enum zerg_mode mode,
                                            struct zerg_log *log,
                                            const char *project)
 {
     struct zerg_err err = {0};
-    char why[512];
-
-    if (mode == ZERG_MODE_AUTO) {
-        int ok = zerg_container_available(cfg, why, sizeof why);
-        zerg_log_event(log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "mode_selected", NULL,
-                       NULL, "Mode auto: using %s (%s)",
-                       ok ? "container" : "subprocess", why);
-        mode = ok ? ZERG_MODE_CONTAINER : ZERG_MODE_SUBPROCESS;
-    }
     if (mode == ZERG_MODE_SUBPROCESS)
         return zerg_launcher_subprocess_new(cfg, log);
     if (mode == ZERG_MODE_SLURM) {
@@ -699,8 +707,6 @@ static int run(struct rush *r)
     char self[PATH_MAX] = "zerg";
     int workers = useful_workers(
         r, r->ro.workers ? r->ro.workers : r->cfg.workers_max_concurrent);
-    enum zerg_mode mode = r->ro.mode_set ? r->ro.mode : r->cfg.workers_mode;
-
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0)
         self[n] = '\0';
@@ -709,7 +715,7 @@ static int run(struct rush *r)
     if (r->ro.executor)
         setenv("ZERG_EXECUTOR", r->ro.executor, 1);
     struct zerg_launcher *l =
-        make_launcher(&r->cfg, mode, r->log, r->cli->project);
+        make_launcher(&r->cfg, r->mode, r->log, r->cli->project);
     if (!l)
         return ZERG_EXIT_FAIL;
     cleanup_leftovers(r->cli, r->feature, &r->s, l, r->log);
@@ -734,9 +740,10 @@ static int rush(struct rush *r)
                                   r->ro.mode_set ? r->ro.mode
                                                  : r->cfg.workers_mode,
                                   r->ro.executor)) ||
-        (rc = open_run(r)) ||
-        (rc = zerg_rush_ws_open(r->cli, &r->cfg, r->feature, &r->s,
-                                r->ro.resume, r->log, &r->ws)))
+        (rc = open_run(r)) || (rc = pick_mode(r)) ||
+        (rc =
+             zerg_rush_ws_open(r->cli, &r->cfg, r->feature, &r->s, r->ro.resume,
+                               r->mode == ZERG_MODE_CONTAINER, r->log, &r->ws)))
         return rc == RUSH_NOTHING_TO_DO ? ZERG_EXIT_OK : rc;
     return run(r);
 }

@@ -75,7 +75,8 @@ static void note_ref(void *ud, const char *ref, const char *oid)
 
 int zerg_rush_ws_open(const struct zerg_cli *cli, const struct zerg_config *cfg,
                       const char *feature, struct zerg_state *s, int resume,
-                      struct zerg_log *log, struct zerg_workspace **out)
+                      int own_repos, struct zerg_log *log,
+                      struct zerg_workspace **out)
 {
     *out = NULL;
     if (isolation_of(cli, cfg, resume && !s->git_base[0]) ==
@@ -94,6 +95,7 @@ int zerg_rush_ws_open(const struct zerg_cli *cli, const struct zerg_config *cfg,
         .base = cfg->rush_base,
         .recorded_base = resume && s->git_base[0] ? s->git_base : NULL,
         .fresh = !resume,
+        .own_repos = own_repos,
         .log = log,
         .on_ref = note_ref,
         .ref_ud = s,

@@ -11,12 +11,14 @@ struct zerg_log;
 struct zerg_workspace;
 
 /* Decides the isolation and, for worktree, opens the workspace into *out
- * and records git.base/branch in s (NULL and cleared for none).  0, or an
- * exit code after printing why (2 for what the user must fix in the
- * repository or config, 1 for git failing). */
+ * and records git.base/branch in s (NULL and cleared for none);
+ * own_repos: container workers, whose slots hold repositories of their
+ * own (DESIGN §19).  0, or an exit code after printing why (2 for what
+ * the user must fix in the repository or config, 1 for git failing). */
 int zerg_rush_ws_open(const struct zerg_cli *cli, const struct zerg_config *cfg,
                       const char *feature, struct zerg_state *s, int resume,
-                      struct zerg_log *log, struct zerg_workspace **out);
+                      int own_repos, struct zerg_log *log,
+                      struct zerg_workspace **out);
 /* --resume of a complete worktree run: 1 when a complete task's work is
  * no longer on the integration branch (it says so), so the resume must
  * run and its reconciliation reruns those tasks. */

@@ -20,11 +20,15 @@
 
 static const char usage[] =
     "usage: zerg worker --slot N --epoch E --run-id R [--feature F]\n"
-    "                   [--workspace WORKTREE [--workdir DIR]]\n"
+    "                   [--workspace WORKTREE [--workdir DIR] [--objects "
+    "DIR]]\n"
     "\n"
     "Runs one worker of a `zerg rush` (started by the orchestrator).\n"
     "With --workspace, each attempt runs in that git worktree (in DIR\n"
     "inside it), reset to the assignment's base first and committed after.\n"
+    "With --objects (container mode), WORKTREE holds a repository of its\n"
+    "own borrowing the objects in DIR, and each commit is also written as\n"
+    "a bundle under the feature's logs for the host to take.\n"
     "Exit codes: 0 stopped, 1 runtime error, 2 usage, 3 config or task\n"
     "graph unreadable, 4 orchestrator gone.\n";
 
@@ -32,7 +36,7 @@ struct worker_args {
     long long slot;
     uint64_t epoch;
     const char *run_id;
-    const char *workspace, *workdir;
+    const char *workspace, *workdir, *objects;
     int have_slot, have_epoch;
 };
 
@@ -103,6 +107,8 @@ static int parse_args(struct zerg_cli *cli, int argc, char **argv,
             wa->workspace = v;
         } else if ((v = opt_value(argv, argc, &i, "--workdir", &missing))) {
             wa->workdir = v;
+        } else if ((v = opt_value(argv, argc, &i, "--objects", &missing))) {
+            wa->objects = v;
         } else {
             zerg_cli_error("worker",
                            missing ? "%s needs a value\n%s"
@@ -117,10 +123,12 @@ static int parse_args(struct zerg_cli *cli, int argc, char **argv,
         return ZERG_WORKER_EXIT_USAGE;
     }
     if ((wa->workspace && wa->workspace[0] != '/') ||
-        (wa->workdir && (wa->workdir[0] != '/' || !wa->workspace))) {
+        (wa->workdir && (wa->workdir[0] != '/' || !wa->workspace)) ||
+        (wa->objects && (wa->objects[0] != '/' || !wa->workspace))) {
         zerg_cli_error("worker",
-                       "--workspace and --workdir take absolute "
-                       "paths, and --workdir needs --workspace\n%s",
+                       "--workspace, --workdir and --objects take absolute "
+                       "paths, and --workdir and --objects need "
+                       "--workspace\n%s",
                        usage);
         return ZERG_WORKER_EXIT_USAGE;
     }
@@ -170,6 +178,7 @@ int zerg_cmd_worker(struct zerg_cli *cli, int argc, char **argv)
         .run_id = wa.run_id,
         .workspace = wa.workspace,
         .workdir = wa.workdir,
+        .objects = wa.objects,
         .orch_pid = orch_pid_from_env(),
     };
     rc = zerg_worker_run(&o, &err);

@@ -19,11 +19,13 @@
 #include "zerg/fsio.h"
 #include "zerg/state.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct cleanup {
@@ -165,6 +167,88 @@ static int remove_tree(struct cleanup *c, const char *path,
     return 0;
 }
 
+/* A container worker's slot (DESIGN §19), a repository of its own, not a
+ * worktree git lists: its uncommitted work saved as a patch when the
+ * repository is one zerg made (checked on the files, before any git runs
+ * there), else the whole slot moved under the logs; then removed. */
+static int remove_own(struct cleanup *c, const char *path, const char *name,
+                      struct zerg_err *err)
+{
+    char objects[PATH_MAX + 16], rel[PATH_MAX], file[2 * PATH_MAX];
+    char *data = NULL;
+    size_t len = 0;
+    struct zerg_git box;
+    if (c->o->dry_run) {
+        say(c, "Would remove worktree %s (saving uncommitted work first)",
+            path);
+        return 0;
+    }
+    snprintf(objects, sizeof objects, "%s/objects", c->g.common_dir);
+    int rc = ws_own_sound(path, objects) ? 0 : ZERG_EGIT_NOREPO;
+    if (rc)
+        zerg_err_set(err, rc, "its .git is not a repository zerg made");
+    if (!rc)
+        rc = zerg_git_open(&box, path, NULL, err);
+    if (!rc)
+        rc = ws_patch_make(&box, path, NULL, &data, &len, err);
+    if (rc < 0) {
+        free(data);
+        return (rc = move_tree(c, path, name, err)) < 0 ? rc : 0;
+    }
+    if (len) {
+        char gitdir[PATH_MAX + 8], pname[128];
+        snprintf(gitdir, sizeof gitdir, "%s/.git", path);
+        /* The recorded attempt's place, else (taken) a timestamped one. */
+        for (int pass = 0; !rc && pass < 2; pass++) {
+            if (ws_leftover_place(pass ? NULL : gitdir, path, rel, sizeof rel,
+                                  pname, sizeof pname) ||
+                zerg_fsio_path(file, sizeof file, "%s/%s/%s", c->o->logs_dir,
+                               rel, pname))
+                rc = zerg_err_set(err, -ENAMETOOLONG, "patch path too long");
+            else if (access(file, F_OK))
+                break;
+        }
+        if (!rc)
+            rc = zerg_fsio_mkdirs_own(c->o->logs_dir, rel, 0755, err);
+        if (!rc)
+            rc =
+                zerg_fsio_write_atomic(file, data, len, ZERG_FSIO_DURABLE, err);
+        if (!rc)
+            say(c, "Saved the uncommitted work of %s to %s", path, file);
+    }
+    free(data);
+    if (!rc && (rc = zerg_fsio_remove_tree(path)))
+        zerg_err_set(err, rc, "cannot remove %s: %s", path, strerror(-rc));
+    if (!rc)
+        say(c, "Removed worktree %s", path);
+    return rc;
+}
+
+/* The feature's slots that are no worktree git lists: container slots. */
+static int remove_own_slots(struct cleanup *c, const char *dir,
+                            struct zerg_err *err)
+{
+    DIR *d = opendir(dir);
+    int rc = 0;
+    for (struct dirent *e; d && !rc && (e = readdir(d));) {
+        char path[PATH_MAX], dotgit[PATH_MAX + 8];
+        struct stat st;
+        int listed = 0;
+        if (strncmp(e->d_name, "worker-", 7) ||
+            zerg_fsio_path(path, sizeof path, "%s%s", dir, e->d_name))
+            continue;
+        for (size_t i = 0; i < c->nwts; i++)
+            listed |= !strcmp(c->wts[i].path, path);
+        snprintf(dotgit, sizeof dotgit, "%s/.git", path);
+        if (!listed && !lstat(path, &st) && S_ISDIR(st.st_mode) &&
+            !lstat(dotgit, &st) && S_ISDIR(st.st_mode))
+            rc = remove_own(c, path, e->d_name, err);
+    }
+    if (d)
+        closedir(d);
+    return rc;
+}
+
 static int remove_trees(struct cleanup *c, struct zerg_err *err)
 {
     char dir[PATH_MAX];
@@ -174,6 +258,8 @@ static int remove_trees(struct cleanup *c, struct zerg_err *err)
     for (size_t i = 0; !rc && i < c->nwts; i++)
         if (!strncmp(c->wts[i].path, dir, strlen(dir)))
             rc = remove_tree(c, c->wts[i].path, err);
+    if (!rc)
+        rc = remove_own_slots(c, dir, err);
     if (rc || c->o->dry_run)
         return rc;
     const char *prune[] = {"worktree", "prune", NULL};

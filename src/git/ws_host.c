@@ -101,6 +101,12 @@ static int slot_tree(struct ws_host *h, int slot, char *path, size_t n,
         zerg_ws_worker_branch(branch, sizeof branch, h->feature, slot))
         return zerg_err_set(err, ZERG_EINVAL_INPUT, "no worktree for slot %d",
                             slot);
+    if (h->own) { /* the worker makes and heals its repository itself */
+        int made = ws_own_slot(h, slot, path, err);
+        if (made == 1)
+            log_ready(h, slot, path, branch);
+        return made < 0 ? made : 0;
+    }
     int rc = 0, linked = ws_path_check(path, &sub) == ZERG_ESYMLINK;
     if (linked) {
         /* ws_ensure_worktree removes the link (never what it leads to)
@@ -188,6 +194,7 @@ static const struct zerg_workspace_ops HOST_OPS = {
     .merged = ws_op_merged,
     .worker_head = ws_op_worker_head,
     .gate_tree = op_gate_tree,
+    .import = ws_op_import,
     .free = op_free,
 };
 
@@ -260,6 +267,7 @@ struct zerg_workspace *zerg_ws_open(const struct zerg_ws_opts *o,
     }
     h->pub.ops = &HOST_OPS;
     h->nslots = o->nslots;
+    h->own = o->own_repos;
     h->log = o->log;
     h->on_ref = o->on_ref;
     h->ref_ud = o->ref_ud;

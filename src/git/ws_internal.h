@@ -29,6 +29,7 @@ struct ws_host {
     char run_id[128];
     char ref[PATH_MAX + 16]; /* refs/heads/zerg/{feature}/integration */
     int nslots;
+    int own; /* container workers: slots hold repositories of their own */
     char logs[PATH_MAX]; /* <project>/.zerg/logs/{feature}: what is saved */
     struct zerg_log *log;
     void (*on_ref)(void *ud, const char *ref, const char *oid);
@@ -196,5 +197,28 @@ int ws_move_aside(const char *what, const char *logs_dir, const char *base,
  * (out->why says which), 0 when none or held, -errno. */
 int ws_heal_lock(const char *gitdir, const char *common, const char *branch,
                  const char *worktree, struct ws_heal *out);
+
+/* ws_own.c: 1 when top/.git is a repository zerg made for a container
+ * slot and still sound (a real directory, no commondir, its alternates
+ * exactly objects, no http-alternates), so that zerg's own git may run
+ * there (`zerg cleanup`): checked on the files, before any git runs. */
+int ws_own_sound(const char *top, const char *objects);
+/* ws_own.c: 1 when the worktree at top holds a file git would take, what
+ * is mounted into it aside; 0, or negative. */
+int ws_own_has_files(const struct zerg_git *g, const char *top,
+                     struct zerg_err *err);
+
+/* ws_own_host.c: a container worker's slot (DESIGN §19).  The slot's
+ * directory made (1), or kept (0); a worktree of the repository there is
+ * moved under the logs first. */
+int ws_own_slot(struct ws_host *h, int slot, const char *path,
+                struct zerg_err *err);
+/* The import op: the attempt's bundle taken in, the worker branch moved
+ * to commit.  0 (also without own repositories), ZERG_ENOTFOUND, or
+ * negative. */
+int ws_op_import(struct zerg_workspace *w, int slot, const char *task,
+                 int attempt, const char *commit, struct zerg_err *err);
+/* Resume: the bundle of the attempt the slot's repository recorded. */
+void ws_own_take_recorded(struct ws_host *h, int slot);
 
 #endif

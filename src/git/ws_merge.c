@@ -254,6 +254,7 @@ int ws_op_worker_head(struct zerg_workspace *w, int slot, zerg_ws_found_fn fn,
 {
     struct ws_host *h = host(w);
     char branch[PATH_MAX], ref[PATH_MAX + 16];
+    ws_own_take_recorded(h, slot);
     zerg_ws_worker_branch(branch, sizeof branch, h->feature, slot);
     snprintf(ref, sizeof ref, "refs/heads/%s", branch);
     int rc = ws_ref_exists(&h->g, ref, err);

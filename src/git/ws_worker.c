@@ -24,8 +24,9 @@
 #define ATTEMPT_FILE WS_ATTEMPT_FILE
 
 /* The worktree at top is a linked worktree of the worker's own
- * repository whose HEAD is branch (refs/heads/...), or with branch NULL
- * some zerg/ branch: never the main worktree, never the user's branch. */
+ * repository (or, in a container, that repository itself, made for the
+ * slot) whose HEAD is branch (refs/heads/...), or with branch NULL some
+ * zerg/ branch: never the main worktree, never the user's branch. */
 static int check_identity(const struct zerg_git *g, const char *top,
                           const char *branch, struct zerg_err *err)
 {
@@ -48,7 +49,14 @@ static int check_identity(const struct zerg_git *g, const char *top,
     const char *want = branch ? branch : "zerg/";
     int same_repo = nl && realpath(nl, common) &&
                     realpath(g->common_dir, mine) && !strcmp(common, mine);
-    int linked = nl && strcmp(dirs, nl);
+    /* A container worker's own repository (ws_own.c) is not linked: its
+     * git dir is its common dir, the one zerg opened, at the top. */
+    char own[PATH_MAX + 8], real_top[PATH_MAX];
+    int is_own = nl && !strcmp(dirs, nl) && same_repo &&
+                 realpath(top, real_top) &&
+                 !zerg_fsio_path(own, sizeof own, "%s/.git", real_top) &&
+                 !strcmp(own, mine);
+    int linked = nl && (strcmp(dirs, nl) || is_own);
     int on_branch = !strncmp(head, "refs/heads/", 11) &&
                     (branch ? !strcmp(head + 11, want)
                             : !strncmp(head + 11, want, strlen(want)));
@@ -239,6 +247,52 @@ int zerg_ws_slot_prepare(const struct zerg_git *g, const char *worktree,
     if (!rc && ws_heal_lock(gitdir, g->common_dir, branch, top, &lock) == 1)
         snprintf(out->lock, sizeof out->lock, "%s", lock.why);
     if (!rc)
+        rc = save_leftovers(g, top, gitdir, logs_dir, out, err);
+    if (!rc)
+        rc = reset_to(g, top, base, err);
+    if (!rc)
+        rc = write_record(gitdir, task, attempt, err);
+    return rc;
+}
+
+/* A container worker's slot (ws_own.c): the repository checked and
+ * mended first; a branch not born yet (a repository just made) has no
+ * leftovers to save unless the worktree holds files, which are then
+ * saved against the base. */
+int zerg_ws_own_prepare(const struct zerg_git *g, const char *worktree,
+                        const char *objects, const char *branch,
+                        const char *base, const char *logs_dir,
+                        const char *task, int attempt,
+                        struct zerg_ws_prepared *out, struct zerg_err *err)
+{
+    char top[PATH_MAX], gitdir[PATH_MAX], ref[PATH_MAX + 16];
+    char head[ZERG_GIT_OID_MAX];
+    struct ws_heal lock = {0};
+    struct zerg_err unborn = {0};
+    memset(out, 0, sizeof *out);
+    int rc = ws_check_name("task id", task, err);
+    if (!rc)
+        rc = zerg_ws_own_ensure(worktree, objects, branch, out, err);
+    if (rc < 0)
+        return rc;
+    rc = worktree_top(g, worktree, top, sizeof top, err);
+    if (!rc)
+        rc = ws_git_dir(g, top, gitdir, sizeof gitdir, err);
+    if (!rc && ws_heal_lock(gitdir, g->common_dir, branch, top, &lock) == 1)
+        snprintf(out->lock, sizeof out->lock, "%s", lock.why);
+    snprintf(ref, sizeof ref, "refs/heads/%s", branch);
+    int born = !rc && !zerg_git_resolve(g, top, ref, head, &unborn);
+    int files = !rc && !born ? ws_own_has_files(g, top, err) : 0;
+    if (files < 0)
+        return files;
+    if (files) {
+        const char *set[] = {"update-ref", ref, base, NULL};
+        struct zerg_git_call call = {.dir = top, .retries = WS_RETRIES};
+        rc = zerg_git_run(g, &call, set, NULL, err);
+        born = rc >= 0;
+        rc = rc < 0 ? rc : 0;
+    }
+    if (!rc && born)
         rc = save_leftovers(g, top, gitdir, logs_dir, out, err);
     if (!rc)
         rc = reset_to(g, top, base, err);

@@ -114,6 +114,17 @@ static void inner_project(const struct zerg_spawn_req *r, char *buf, size_t n)
     snprintf(buf, n, "/workspace%s", sub);
 }
 
+/* Without worktrees the project's own .git is in /workspace: read-only,
+ * so a task can read history but not plant config, hooks or refs. */
+static void push_dotgit(struct argv_buf *b, const char *project)
+{
+    char dotgit[PATH_MAX];
+    struct stat st;
+    if (!zerg_fsio_path(dotgit, sizeof dotgit, "%s/.git", project) &&
+        !lstat(dotgit, &st) && S_ISDIR(st.st_mode))
+        ct_pushf(b, "--volume=%s:/workspace/.git:ro", dotgit);
+}
+
 static void push_mounts(struct argv_buf *b, const struct zerg_spawn_req *r)
 {
     const char *p = r->project, *f = r->feature;
@@ -124,11 +135,16 @@ static void push_mounts(struct argv_buf *b, const struct zerg_spawn_req *r)
      * control files read-only, and inside those only what the worker
      * itself writes. */
     ct_pushf(b, "--volume=%s:/workspace", r->workspace ? r->workspace : p);
-    /* The common git dir, so git works inside, mounted at the path the
-     * worktree's .git file names.  The host found it, not the task: a
+    /* The worktree holds a repository of its own (src/git/ws_own.c)
+     * that borrows the host's objects, mounted read-only at the path its
+     * alternates names: nothing the container writes reaches the host's
+     * config, hooks or refs.  The host found the path, not the task: a
      * rewritten /workspace/.git chooses no mount (DESIGN §19). */
     if (r->workspace && r->git_dir && r->git_dir[0] == '/')
-        ct_pushf(b, "--volume=%s:%s:rw", r->git_dir, r->git_dir);
+        ct_pushf(b, "--volume=%s/objects:%s/objects:ro", r->git_dir,
+                 r->git_dir);
+    else if (!r->workspace)
+        push_dotgit(b, p);
     ct_pushf(b, "--volume=%s/.zerg:%s/.zerg:ro", p, in);
     ct_pushf(b, "--volume=%s/.zerg/state/%s:%s/.zerg/state/%s:rw", p, f, in, f);
     ct_pushf(b, "--volume=%s/.zerg/logs:%s/.zerg/logs:rw", p, in);
@@ -174,6 +190,10 @@ static void push_command(struct argv_buf *b, const struct zerg_config *cfg,
     if (r->workspace) {
         ct_push_pair(b, "--workspace", "/workspace");
         ct_push_pair(b, "--workdir", in);
+        if (r->git_dir && r->git_dir[0] == '/') {
+            ct_push(b, "--objects");
+            ct_pushf(b, "%s/objects", r->git_dir);
+        }
     }
 }
 

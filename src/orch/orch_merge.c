@@ -245,11 +245,38 @@ static void merge_held(struct zerg_orch *o, size_t t,
     zerg_orch_request_stop(o, 0, now);
 }
 
+/* Container workers: the commit is taken from the attempt's bundle
+ * first (DESIGN §19).  One the host cannot take is the attempt's fault
+ * (its worker wrote no usable bundle): a charged failure, retried. */
+static int took_commit(struct zerg_orch *o, size_t t,
+                       const struct zerg_result *r, int64_t now)
+{
+    struct zerg_err err = {0};
+    if (!ws(o)->ops->import ||
+        ws(o)->ops->import(ws(o), r->worker_id, r->task, r->attempt, r->commit,
+                           &err) >= 0)
+        return 1;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_str(data, "commit", r->commit);
+    zerg_json_set_num(data, "attempt", r->attempt);
+    zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_ERROR, "commit_not_taken",
+                   r->task, data,
+                   "Task %s: its commit %.12s cannot be taken from its "
+                   "worker: %s",
+                   r->task, r->commit, err.msg);
+    char e[400];
+    snprintf(e, sizeof e, "its commit cannot be taken: %.340s", err.msg);
+    orch_task_failure(o, t, "commit", 0, 0, e, now);
+    return 0;
+}
+
 int orch_merge_result(struct zerg_orch *o, size_t t,
                       const struct zerg_result *r, int64_t now)
 {
     if (!ws(o) || !r->commit[0])
         return 1; /* isolation none, or a task that changed nothing */
+    if (!took_commit(o, t, r, now))
+        return 0;
     char *paths = changed_paths(o, r);
     int ok = orch_outputs_config(o, t, r, paths, now) &&
              scope_check(o, t, r, paths, now);

@@ -25,9 +25,23 @@ int wk_ws_setup(struct worker *w)
     if (!o->workspace)
         return 0;
     struct zerg_err e = {0};
+    int rc = 0;
+    if (o->objects) {
+        /* The slot's own repository, made before git can open it; what
+         * was mended is said by the first prepare, which checks again. */
+        char branch[PATH_MAX];
+        struct zerg_ws_prepared *p = calloc(1, sizeof *p);
+        zerg_ws_worker_branch(branch, sizeof branch, o->feature, o->slot);
+        rc = p ? zerg_ws_own_ensure(o->workspace, o->objects, branch, p, &e)
+               : zerg_err_set(&e, -ENOMEM, "out of memory");
+        free(p);
+        if (rc < 0)
+            return zerg_err_set(w->err, rc, "worktree %s: %s", o->workspace,
+                                e.msg);
+    }
     /* NULL: core.hooksPath=/dev/null for our own git calls; no hook can
      * exist below a non-directory, whatever the shared .git holds. */
-    int rc = zerg_git_open(&w->git, o->workspace, NULL, &e);
+    rc = zerg_git_open(&w->git, o->workspace, NULL, &e);
     if (rc < 0)
         return zerg_err_set(w->err, rc, "worktree %s: %s", o->workspace, e.msg);
     w->have_git = 1;
@@ -124,7 +138,11 @@ int wk_ws_before(struct worker *w, const struct zerg_assign *a,
     }
     int rc =
         zerg_ws_worker_branch(branch, sizeof branch, w->o->feature, w->o->slot);
-    if (!rc)
+    if (!rc && w->o->objects)
+        rc =
+            zerg_ws_own_prepare(&w->git, w->o->workspace, w->o->objects, branch,
+                                a->base, logs, a->task, a->attempt, p, &e);
+    else if (!rc)
         rc = zerg_ws_slot_prepare(&w->git, w->o->workspace, branch, a->base,
                                   logs, a->task, a->attempt, p, &e);
     log_prepared(w, a, p, r);
@@ -158,6 +176,28 @@ static void warn_run_files(struct worker *w, const struct zerg_task *t)
         }
 }
 
+/* Container mode: the commit also as a bundle the host takes it from
+ * (DESIGN §19); without it the host could not merge, so the attempt
+ * fails as its commit would have. */
+static int own_bundle(struct worker *w, const struct zerg_task *t, int attempt,
+                      struct zerg_result *r)
+{
+    char logs[PATH_MAX], branch[PATH_MAX];
+    struct zerg_err e = {0};
+    logs_dir(w, logs, sizeof logs);
+    zerg_ws_worker_branch(branch, sizeof branch, w->o->feature, w->o->slot);
+    int rc = zerg_ws_own_bundle(&w->git, w->o->workspace, branch, r->base,
+                                r->commit, logs, t->id, attempt, &e);
+    if (rc < 0) {
+        snprintf(r->stage, sizeof r->stage, "commit");
+        snprintf(r->error, sizeof r->error,
+                 "cannot write the task's commit as a bundle: %.200s", e.msg);
+        r->commit[0] = '\0';
+        git_killed(rc, r);
+    }
+    return rc;
+}
+
 int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
                 struct zerg_result *r)
 {
@@ -188,6 +228,10 @@ int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
         git_killed(rc, r);
         return rc;
     }
+    if (r->commit[0] && w->o->objects)
+        rc = own_bundle(w, t, attempt, r);
+    if (rc < 0)
+        return rc;
     if (r->commit[0]) {
         zerg_json *data = zerg_json_obj();
         zerg_json_set_str(data, "commit", r->commit);

@@ -257,10 +257,12 @@ static int has_arg_prefix(const struct zerg_argv *a, const char *prefix)
     return 0;
 }
 
-/* Worktree isolation: the git dir mounted is the one the host found, in
- * a project below a directory named "worktrees" too; a worktree whose
- * .git file a task rewrote to name another host directory chooses no
- * mount (DESIGN §19). */
+/* Worktree isolation: the worker's worktree holds a repository of its
+ * own, so of the host's git dir only the objects are mounted, read-only,
+ * at the path the host found (in a project below a directory named
+ * "worktrees" too), and the worker is told where they are; nothing
+ * mounts the git dir itself writable; a worktree whose .git a task
+ * rewrote to name another host directory chooses no mount (DESIGN §19). */
 static void test_argv_git_dir_from_host(void **state)
 {
     struct fx *f = *state;
@@ -276,12 +278,41 @@ static void test_argv_git_dir_from_host(void **state)
     r.git_dir = "/srv/worktrees/proj/.git";
     assert_int_equal(
         zerg_container_run_argv(&f->cfg, &rt, &r, 1000, 1001, &a, &err), 0);
-    assert_true(find_arg(&a, "--volume=/srv/worktrees/proj/.git:"
-                             "/srv/worktrees/proj/.git:rw") > 0);
-    for (size_t i = 0; i < a.n; i++)
+    assert_true(find_arg(&a, "--volume=/srv/worktrees/proj/.git/objects:"
+                             "/srv/worktrees/proj/.git/objects:ro") > 0);
+    ssize_t at = find_arg(&a, "--objects");
+    assert_true(at > 0);
+    assert_string_equal(a.v[at + 1], "/srv/worktrees/proj/.git/objects");
+    for (size_t i = 0; i < a.n; i++) {
         assert_null(strstr(a.v[i], "/etc"));
+        assert_null(strstr(a.v[i], "/srv/worktrees/proj/.git:"));
+    }
     zerg_container_argv_free(&a);
     tu_rmtree(wt);
+}
+
+/* Without worktrees the project's own .git is in /workspace: mounted
+ * over it read-only (DESIGN §19). */
+static void test_argv_dotgit_read_only(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_container_rt rt = {
+        .path = "/usr/bin/podman", .name = "podman", .podman = 1};
+    struct zerg_argv a;
+    struct zerg_err err = {0};
+    char proj[PATH_MAX], want[2 * PATH_MAX], top[2 * PATH_MAX];
+    snprintf(proj, sizeof proj, "%s", tu_mkdtemp());
+    tu_write(proj, ".git/HEAD", "ref: refs/heads/main\n");
+    struct zerg_spawn_req r = req_for(proj, "auth");
+    assert_int_equal(
+        zerg_container_run_argv(&f->cfg, &rt, &r, 1000, 1001, &a, &err), 0);
+    snprintf(want, sizeof want, "--volume=%s/.git:/workspace/.git:ro", proj);
+    snprintf(top, sizeof top, "--volume=%s:/workspace", proj);
+    ssize_t at = find_arg(&a, want), ws = find_arg(&a, top);
+    assert_true(at > 0);
+    assert_true(ws > 0 && ws < at); /* over the project's mount */
+    zerg_container_argv_free(&a);
+    tu_rmtree(proj);
 }
 
 /* A gate's container (DESIGN §19): the gate worktree at /workspace, the
@@ -925,6 +956,8 @@ int main(void)
         cmocka_unit_test(test_last_line),
         cmocka_unit_test_setup_teardown(test_argv_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gate_argv, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_argv_dotgit_read_only, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_argv_git_dir_from_host, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_argv_defaults_docker_root, setup,
