@@ -10,11 +10,17 @@
  *     -v P/.zerg/state/F:/workspace/.zerg/state/F:rw
  *     -v P/.zerg/logs:/workspace/.zerg/logs:rw
  *     -v P/.zerg/monitor.log:/workspace/.zerg/monitor.log:rw (and .jsonl)
- *     -v P/.gsd:/workspace/.gsd:ro -w /workspace
+ *     -v P/.gsd:/workspace/.gsd:ro [-v P/.git:/workspace/.git:ro] -w /workspace
  *     -e ZERG_FEATURE=F -e ZERG_WORKER_ID=N -e ZERG_EPOCH=E -e ZERG_RUN_ID=R
  *     [--memory M] [--cpus C] [--pids-limit P] [container.run_args...]
  *     IMAGE zerg worker -C /workspace --feature F --slot N --epoch E
  *     --run-id R
+ *
+ * Under worktree isolation /workspace is the slot's worktree, which holds
+ * a repository of its own (src/git/ws_own.c): of the host's git dir G only
+ * G/objects is mounted, read-only, and the worker gets --workspace
+ * /workspace --objects G/objects; without worktrees the project's .git is
+ * mounted read-only (DESIGN §19).
  *
  * Attached, the client's exit is the container's exit, so the orchestrator
  * sees a worker end as a child exit in both modes and never polls the
