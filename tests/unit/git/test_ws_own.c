@@ -3,9 +3,10 @@
  * host makes the slot's directory and runs no git there, the worker makes
  * the repository (borrowing the host's objects), resets, commits and
  * writes the bundle, the host takes the commit from the bundle and merges
- * it; what a task plants in its repository (config, a ref named main, a
- * .git turned into a file) never reaches the host's; a bundle reached
- * through a link, or not holding the commit, is refused. */
+ * it (on resume too, from the attempt the slot recorded); what a task plants in
+ * its repository (config, a ref named main, a .git turned into a file) never
+ * reaches the host's; a bundle reached through a link, or not holding the
+ * commit, is refused. */
 #include "testutil.h"
 
 #include <limits.h>
@@ -254,6 +255,28 @@ static void test_bundle_without_the_commit_refused(void **state)
     assert_int_equal(W->ops->import(W, 0, "T9", 1, oid, &err), ZERG_ENOTFOUND);
 }
 
+static void on_found(void *ud, const struct zerg_ws_found *f)
+{
+    snprintf(ud, ZERG_GIT_OID_MAX, "%s", f->oid);
+    assert_string_equal(f->task_id, "T1");
+    assert_int_equal(f->attempt, 1);
+}
+
+/* Resume: the orchestrator died after the worker committed, before the
+ * result was applied; the slot's recorded attempt leads to its bundle,
+ * and the commit is found at the worker branch's head. */
+static void test_resume_finds_the_recorded_bundle(void **state)
+{
+    char oid[ZERG_GIT_OID_MAX], found[ZERG_GIT_OID_MAX] = "";
+    assert_int_equal(prepare("T1", 1), 0);
+    tu_write(wt, "f.txt", "six\n");
+    commit_and_bundle("T1", 1, oid);
+    assert_false(has_object(oid));
+    assert_int_equal(W->ops->worker_head(W, 0, on_found, found, &err), 0);
+    assert_string_equal(found, oid);
+    assert_true(has_object(oid));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +291,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bundle_through_a_link_refused,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_bundle_without_the_commit_refused,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resume_finds_the_recorded_bundle,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
