@@ -538,6 +538,60 @@ static int describe_trees(const struct zerg_git *g, const char *feature,
     return rc;
 }
 
+/* A container slot's head read from its files, its repository checked
+ * first (zerg's git never runs in it for a status): "" when unknown. */
+static void own_head(const struct zerg_git *g, const char *path, char *head,
+                     size_t n)
+{
+    char objects[PATH_MAX + 16], file[PATH_MAX + 64], *text = NULL;
+    size_t len = 0;
+    struct zerg_err ignored = {0};
+    head[0] = '\0';
+    snprintf(objects, sizeof objects, "%s/objects", g->common_dir);
+    snprintf(file, sizeof file, "%s/.git/HEAD", path);
+    if (!ws_own_sound(path, objects) ||
+        zerg_fsio_read_file(file, 4096, ZERG_FSIO_NOFOLLOW, &text, &len,
+                            &ignored))
+        return;
+    text[strcspn(text, "\n")] = '\0';
+    int ok = !strncmp(text, "ref: refs/heads/zerg/", 21) &&
+             !strstr(text, "..") &&
+             !zerg_fsio_path(file, sizeof file, "%s/.git/%s", path, text + 5);
+    free(text);
+    text = NULL;
+    if (ok && !zerg_fsio_read_file(file, 4096, ZERG_FSIO_NOFOLLOW, &text, &len,
+                                   &ignored))
+        snprintf(head, n, "%.*s", (int)strcspn(text, "\n"), text);
+    free(text);
+}
+
+/* The feature's container slots (no worktree git lists), after the
+ * worktrees in out. */
+static void describe_own(const struct zerg_git *g, const char *dir,
+                         struct zerg_ws_info *out)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && out->nworktrees < 64 && (e = readdir(d));) {
+        char path[PATH_MAX], dotgit[PATH_MAX + 8];
+        struct stat st;
+        int listed = 0;
+        if (strncmp(e->d_name, "worker-", 7) ||
+            zerg_fsio_path(path, sizeof path, "%s%s", dir, e->d_name))
+            continue;
+        for (int i = 0; i < out->nworktrees; i++)
+            listed |= !strcmp(out->wt[i].path, path);
+        snprintf(dotgit, sizeof dotgit, "%s/.git", path);
+        if (listed || lstat(dotgit, &st) || !S_ISDIR(st.st_mode))
+            continue;
+        int k = out->nworktrees++;
+        out->wt[k].slot = atoi(e->d_name + 7);
+        snprintf(out->wt[k].path, sizeof out->wt[k].path, "%s", path);
+        own_head(g, path, out->wt[k].head, sizeof out->wt[k].head);
+    }
+    if (d)
+        closedir(d);
+}
+
 int zerg_ws_describe(const char *project, const char *feature, const char *base,
                      struct zerg_ws_info *out, struct zerg_err *err)
 {
@@ -565,7 +619,12 @@ int zerg_ws_describe(const char *project, const char *feature, const char *base,
             return rc;
         out->commits = atoi(count);
     }
-    return describe_trees(&g, feature, out, err);
+    rc = describe_trees(&g, feature, out, err);
+    char dir[PATH_MAX];
+    if (!rc &&
+        !zerg_fsio_path(dir, sizeof dir, "%s/" WS_DIR "/%s/", g.top, feature))
+        describe_own(&g, dir, out);
+    return rc;
 }
 
 int zerg_ws_auto_applies(const char *dir)

@@ -78,6 +78,11 @@ log=$(cat "$PROJ/.zerg/logs/f/tasks/P-L1-001/"*.log 2>/dev/null)
     zc_fail "the planting task's work did not land"
 pass "a container cannot write the host's config, hooks, objects or main; git works inside [$ZC_RUNTIME]"
 
+zerg status > "$PROJ/status.txt" 2>&1 || true
+grep -Eq 'worker 0  .*/worker-0  [0-9a-f]{12}' "$PROJ/status.txt" ||
+    zc_fail "zerg status does not list the container slot and its head: $(cat "$PROJ/status.txt")"
+pass "zerg status lists a container slot with its head, read from its files [$ZC_RUNTIME]"
+
 ls "$PROJ/.zerg/logs/f/tasks/P-L1-001/attempt-1.bundle" > /dev/null 2>&1 ||
     zc_fail "no bundle kept for P-L1-001's commit"
 G bundle verify -q "$PROJ/.zerg/logs/f/tasks/P-L1-001/attempt-1.bundle" 2>/dev/null ||
