@@ -27,9 +27,10 @@
 /* ---- stream-json events ------------------------------------------- */
 
 /* Lines longer than this are not parsed (they are ZERG_AGENT_EV_OTHER).
- * The measured lines are 0.3-7 KB; a user event echoing a large file the
- * agent wrote can be far longer and carries nothing this layer reads. */
-#define ZERG_AGENT_LINE_MAX (1024 * 1024)
+ * The measured lines are 0.3-7 KB; a result whose answer is long (the
+ * agent's final message) can take megabytes and carries the cost, so the
+ * limit is generous. */
+#define ZERG_AGENT_LINE_MAX (16 * 1024 * 1024)
 /* Longest text kept from a result or an assistant error message. */
 #define ZERG_AGENT_TEXT_MAX 4096
 
@@ -40,6 +41,8 @@ enum zerg_agent_event_type {
     ZERG_AGENT_EV_USER,       /* tool results going back to the model */
     ZERG_AGENT_EV_RESULT,     /* the last line of a run */
     ZERG_AGENT_EV_RATE_LIMIT, /* "rate_limit_event" (subscription limits) */
+    ZERG_AGENT_EV_STREAM,     /* "stream_event": a partial message
+                                 (--include-partial-messages) */
 };
 
 struct zerg_agent_usage {
@@ -55,6 +58,12 @@ struct zerg_agent_event {
     char subtype[32];    /* system: "init", "api_retry"; result: "success",
                             "error_max_turns", ... (see is_error) */
     char session_id[64]; /* every event of the CLI carries it */
+    char model[64];      /* system init, assistant (not "<synthetic>"),
+                            stream message_start */
+    char message_id[64]; /* assistant, stream message_start: the model
+                            message this event belongs to */
+    int usage_delta;     /* stream message_delta: usage.output_tokens is
+                            the message's output so far */
     /* result.  Note: a failed run says subtype "success" with is_error
      * true (measured: not logged in, 429, 529), so read is_error. */
     int is_error;
@@ -71,6 +80,7 @@ struct zerg_agent_event {
      * "server_error"); system api_retry: its "error" ("rate_limit",
      * "overloaded", "unknown"). */
     char error[48];
+    /* result, assistant, stream message_start/delta: see usage above. */
     /* system api_retry: the CLI's own retry of one API request. */
     int retry_attempt;
     int retry_max;
@@ -112,9 +122,20 @@ struct zerg_agent_summary {
      * seconds, 0 when none: the CLI's "You've hit your 5-hour limit ·
      * resets 12:13pm (UTC)" comes with resetsAt in this event. */
     int64_t resets_at_s;
+    char model[64]; /* the first model named */
+    /* What the model messages cost as they streamed: the messages done,
+     * and the one streaming (its id, its usage so far).  A run killed
+     * before its result keeps these. */
+    struct zerg_agent_usage done;
+    struct zerg_agent_usage cur;
+    char cur_id[64];
 };
 
 void zerg_agent_summary_init(struct zerg_agent_summary *s);
+/* The run's tokens: the result's usage when it has one, else what the
+ * messages streamed so far add up to. */
+void zerg_agent_summary_usage(const struct zerg_agent_summary *s,
+                              struct zerg_agent_usage *out);
 /* Parses one line and folds it in; returns its event type, so a caller
  * can count every known event as progress. */
 enum zerg_agent_event_type zerg_agent_summary_feed(struct zerg_agent_summary *s,

@@ -117,6 +117,7 @@ struct zerg_config {
     /* executor: */
     int executor_kind;              /* enum zerg_executor_kind, CLAUDE */
     char *executor_claude;          /* "claude" */
+    int64_t executor_exit_grace_ns; /* 5 s: after the terminal event */
     struct zerg_argv executor_args; /* [] */
 
     /* container: */

@@ -67,6 +67,10 @@ struct zerg_heartbeat {
     int task_pgid;        /* process group of the running task, 0 */
     int64_t progress_seq; /* +1 whenever the task's output grew (with
                              workers.output_is_progress) */
+    /* An agent attempt's spend so far, as its events streamed (DESIGN
+     * §20): what a killed attempt is charged, its result never coming. */
+    int64_t input_tokens, output_tokens, cache_read_tokens, cache_write_tokens;
+    double cost_usd;
 };
 
 /* A bounded list of paths (DESIGN §18): the first ZERG_PATHS_LISTED, as
@@ -118,6 +122,8 @@ struct zerg_result {
     char session_id[64];
     double cost_usd;
     int64_t input_tokens, output_tokens;
+    int64_t cache_read_tokens, cache_write_tokens; /* prompt cache */
+    char model[64];
     int64_t num_turns;
     /* What the attempt produced beyond its exit status (DESIGN §18), for
      * the orchestrator to judge: files.create paths that did not exist

@@ -66,7 +66,9 @@ struct zerg_task_state {
     /* Agent executors (DESIGN §14), summed over its attempts: */
     double cost_usd;
     int64_t input_tokens, output_tokens;
+    int64_t cache_read_tokens, cache_write_tokens; /* prompt cache */
     char session_id[64]; /* the last attempt's Claude Code session */
+    char model[64];      /* the last attempt's model */
 };
 
 enum zerg_worker_status {

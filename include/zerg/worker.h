@@ -107,8 +107,9 @@ char *zerg_worker_prompt(const struct zerg_task *t, const char *feature,
                          const struct zerg_prompt_retry *retry);
 /* The argv of the Claude Code CLI for prompt (executor.kind: claude):
  * CLAUDE --print --output-format stream-json --verbose
- * --include-partial-messages --dangerously-skip-permissions ARGS... PROMPT.
- * Copies, free with zerg_worker_argv_free; NULL on out-of-memory. */
+ * --include-partial-messages --dangerously-skip-permissions ARGS... PROMPT
+ * (prompt NULL: none, the CLI reads it on stdin, which has no length
+ * limit).  Copies, free with zerg_worker_argv_free; NULL on out-of-memory. */
 char **zerg_worker_claude_argv(const struct zerg_config *cfg,
                                const char *prompt);
 

@@ -87,11 +87,6 @@ int zerg_failure_stage_parse(const char *name, enum zerg_failure_stage *out)
 
 /* ---- evidence ----------------------------------------------------- */
 
-static int has(const char *hay, const char *needle)
-{
-    return hay && strstr(hay, needle) != NULL;
-}
-
 static int starts(const char *s, const char *prefix)
 {
     return s && strncmp(s, prefix, strlen(prefix)) == 0;
@@ -144,14 +139,39 @@ static int executor_missing(const struct zerg_failure_in *in)
 
 /* ---- the agent's own account -------------------------------------- */
 
-/* Environment failures Claude Code reports; 1 when one matched. */
+/* 1 when a line of text that is no event of the stream (the CLI's own
+ * stderr, never a tool's output, which only ever comes inside an event)
+ * holds needle. */
+static int plain_line_has(const char *text, const char *needle)
+{
+    for (const char *l = text; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) : strlen(l);
+        if (l[0] != '{' && n >= strlen(needle) &&
+            memmem(l, n, needle, strlen(needle)))
+            return 1;
+        l = nl ? nl + 1 : NULL;
+    }
+    return 0;
+}
+
+/* The result's text when the CLI wrote it itself (is_error), never the
+ * model's answer, which may quote anything. */
+static const char *cli_text(const struct zerg_agent_summary *a)
+{
+    return a->has_result && a->result.is_error ? a->result.text : NULL;
+}
+
+/* Environment failures Claude Code reports; 1 when one matched.  Only
+ * structured fields decide (DESIGN §20): the assistant event's error, the
+ * HTTP status, the CLI's own error result, and its plain stderr line. */
 static int agent_environment(const struct zerg_agent_summary *a,
                              const char *tail, struct zerg_failure_out *out)
 {
-    const char *text = a->has_result ? a->result.text : NULL;
+    const char *text = cli_text(a);
     /* root-refusal.stderr: plain stderr, no stream-json line, exit 1. */
-    if (has(tail, "--dangerously-skip-permissions cannot be used with "
-                  "root/sudo privileges")) {
+    if (plain_line_has(tail, "--dangerously-skip-permissions cannot be used "
+                             "with root/sudo privileges")) {
         verdict(out, ZERG_FAILURE_ENVIRONMENT,
                 "Claude Code refuses --dangerously-skip-permissions as root",
                 FIX_ROOT);
@@ -179,7 +199,7 @@ static int agent_environment(const struct zerg_agent_summary *a,
 static int agent_rate_limit(const struct zerg_agent_summary *a,
                             struct zerg_failure_out *out)
 {
-    const char *text = a->has_result ? a->result.text : NULL;
+    const char *text = cli_text(a);
     /* rate-limit-given-up.jsonl: 429 after CLAUDE_CODE_MAX_RETRIES
      * retries, assistant "error":"rate_limit", api_error_status 429.
      * usage-limit.jsonl: a subscription limit, no retries, result

@@ -79,8 +79,20 @@ static void read_result(const zerg_json *doc, struct zerg_agent_event *ev)
  * {"type":"assistant","message":{"model":"<synthetic>","content":[{"type":
  *  "text","text":"API Error: ..."}]},"error":"rate_limit",
  *  "is_api_error_message":true,"api_error_status":429} */
+/* A model message's id, model and usage (assistant events, and the
+ * stream's message_start). */
+static void read_message(const zerg_json *msg, struct zerg_agent_event *ev)
+{
+    const char *model = zerg_json_as_str(zerg_json_get(msg, "model"));
+    if (model && strcmp(model, "<synthetic>") != 0)
+        copy_str(ev->model, sizeof ev->model, zerg_json_get(msg, "model"));
+    copy_str(ev->message_id, sizeof ev->message_id, zerg_json_get(msg, "id"));
+    read_usage(zerg_json_get(msg, "usage"), &ev->usage);
+}
+
 static void read_assistant(const zerg_json *doc, struct zerg_agent_event *ev)
 {
+    read_message(zerg_json_get(doc, "message"), ev);
     copy_str(ev->error, sizeof ev->error, zerg_json_get(doc, "error"));
     ev->api_error_status = (int)get_int(doc, "api_error_status");
     if (!ev->error[0])
@@ -101,6 +113,8 @@ static void read_assistant(const zerg_json *doc, struct zerg_agent_event *ev)
  *  "retry_delay_ms":1178,"error_status":429,"error":"rate_limit"} */
 static void read_system(const zerg_json *doc, struct zerg_agent_event *ev)
 {
+    if (strcmp(ev->subtype, "init") == 0)
+        copy_str(ev->model, sizeof ev->model, zerg_json_get(doc, "model"));
     if (strcmp(ev->subtype, "api_retry") != 0)
         return;
     ev->retry_attempt = (int)get_int(doc, "attempt");
@@ -122,6 +136,24 @@ static void read_rate_limit(const zerg_json *doc, struct zerg_agent_event *ev)
     ev->resets_at_s = get_int(info, "resetsAt");
 }
 
+/* {"type":"stream_event","event":{"type":"message_start","message":{
+ *  "id":"msg_..","model":"..","usage":{...}}}} and
+ * {"type":"stream_event","event":{"type":"message_delta",
+ *  "usage":{"output_tokens":50}}}; the rest (text deltas) is progress
+ * only. */
+static void read_stream(const zerg_json *doc, struct zerg_agent_event *ev)
+{
+    const zerg_json *e = zerg_json_get(doc, "event");
+    const char *t = zerg_json_as_str(zerg_json_get(e, "type"));
+    if (t && strcmp(t, "message_start") == 0) {
+        read_message(zerg_json_get(e, "message"), ev);
+    } else if (t && strcmp(t, "message_delta") == 0) {
+        ev->usage.output_tokens =
+            get_int(zerg_json_get(e, "usage"), "output_tokens");
+        ev->usage_delta = 1;
+    }
+}
+
 static const struct {
     const char *name;
     enum zerg_agent_event_type type;
@@ -132,6 +164,7 @@ static const struct {
     {"user", ZERG_AGENT_EV_USER, NULL},
     {"result", ZERG_AGENT_EV_RESULT, read_result},
     {"rate_limit_event", ZERG_AGENT_EV_RATE_LIMIT, read_rate_limit},
+    {"stream_event", ZERG_AGENT_EV_STREAM, read_stream},
 };
 #define N_EVENT_TYPES (sizeof EVENT_TYPES / sizeof EVENT_TYPES[0])
 
@@ -199,9 +232,66 @@ void zerg_agent_summary_close(struct zerg_agent_summary *s)
     memset(s, 0, sizeof *s);
 }
 
+static void add_usage(struct zerg_agent_usage *to,
+                      const struct zerg_agent_usage *u)
+{
+    to->input_tokens += u->input_tokens;
+    to->output_tokens += u->output_tokens;
+    to->cache_read_tokens += u->cache_read_tokens;
+    to->cache_creation_tokens += u->cache_creation_tokens;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* A message's usage as it streams: one message shows up in several
+ * events (its start, one assistant event per content block, its delta),
+ * each with its usage so far; a new id closes the one before. */
+static void fold_usage(struct zerg_agent_summary *s,
+                       const struct zerg_agent_event *ev)
+{
+    struct zerg_agent_usage *c = &s->cur;
+    if (ev->usage_delta) {
+        c->output_tokens = max64(c->output_tokens, ev->usage.output_tokens);
+        return;
+    }
+    if (!ev->message_id[0])
+        return;
+    if (strcmp(ev->message_id, s->cur_id) != 0) {
+        add_usage(&s->done, c);
+        memset(c, 0, sizeof *c);
+        memcpy(s->cur_id, ev->message_id, sizeof s->cur_id);
+    }
+    c->input_tokens = max64(c->input_tokens, ev->usage.input_tokens);
+    c->output_tokens = max64(c->output_tokens, ev->usage.output_tokens);
+    c->cache_read_tokens =
+        max64(c->cache_read_tokens, ev->usage.cache_read_tokens);
+    c->cache_creation_tokens =
+        max64(c->cache_creation_tokens, ev->usage.cache_creation_tokens);
+}
+
+void zerg_agent_summary_usage(const struct zerg_agent_summary *s,
+                              struct zerg_agent_usage *out)
+{
+    const struct zerg_agent_usage *r = &s->result.usage;
+    if (s->has_result && (r->input_tokens || r->output_tokens ||
+                          r->cache_read_tokens || r->cache_creation_tokens)) {
+        *out = *r;
+        return;
+    }
+    *out = s->done;
+    add_usage(out, &s->cur);
+}
+
 static void fold(struct zerg_agent_summary *s, struct zerg_agent_event *ev)
 {
     s->events++;
+    if (!s->model[0] && ev->model[0])
+        memcpy(s->model, ev->model, sizeof s->model);
+    if (ev->type == ZERG_AGENT_EV_ASSISTANT || ev->type == ZERG_AGENT_EV_STREAM)
+        fold_usage(s, ev);
     if (!s->session_id[0] && ev->session_id[0])
         memcpy(s->session_id, ev->session_id, sizeof s->session_id);
     if (ev->api_error_status)

@@ -156,15 +156,22 @@ static void print_counts(FILE *out, const struct view *v)
 /* The run's agent spend (DESIGN §14), when an executor recorded any. */
 static void print_cost(FILE *out, const struct view *v)
 {
-    int64_t in = 0, outt = 0;
+    int64_t in = 0, outt = 0, cr = 0, cw = 0;
     for (size_t i = 0; i < v->s.ntasks; i++) {
         in += v->s.tasks[i].input_tokens;
         outt += v->s.tasks[i].output_tokens;
+        cr += v->s.tasks[i].cache_read_tokens;
+        cw += v->s.tasks[i].cache_write_tokens;
     }
     double cost = zerg_state_cost_usd(&v->s);
-    if (cost > 0 || in > 0 || outt > 0)
-        fprintf(out, "Cost:   $%.4f (%lld in / %lld out tokens)\n", cost,
-                (long long)in, (long long)outt);
+    if (cost <= 0 && in <= 0 && outt <= 0 && cr <= 0 && cw <= 0)
+        return;
+    fprintf(out, "Cost:   $%.4f (%lld in / %lld out tokens", cost,
+            (long long)in, (long long)outt);
+    if (cr || cw)
+        fprintf(out, "; cache %lld read / %lld written", (long long)cr,
+                (long long)cw);
+    fputs(")\n", out);
 }
 
 static void print_worker(FILE *out, const struct view *v,

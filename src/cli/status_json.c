@@ -13,6 +13,27 @@
 
 /* ---- JSON --------------------------------------------------------------- */
 
+/* The run's tokens (DESIGN §20): input, output and the prompt cache. */
+static zerg_json *json_tokens(const struct view *v)
+{
+    int64_t sum[4] = {0};
+    for (size_t i = 0; i < v->s.ntasks; i++) {
+        sum[0] += v->s.tasks[i].input_tokens;
+        sum[1] += v->s.tasks[i].output_tokens;
+        sum[2] += v->s.tasks[i].cache_read_tokens;
+        sum[3] += v->s.tasks[i].cache_write_tokens;
+    }
+    static const char *const names[] = {"input", "output", "cache_read",
+                                        "cache_write"};
+    zerg_json *t = zerg_json_obj();
+    for (size_t k = 0; t && k < 4; k++)
+        if (zerg_json_set_num(t, names[k], (double)sum[k])) {
+            zerg_json_free(t);
+            return NULL;
+        }
+    return t;
+}
+
 static zerg_json *json_levels(const struct view *v)
 {
     zerg_json *arr = zerg_json_arr();
@@ -230,6 +251,7 @@ static zerg_json *json_view(const struct view *v)
         zerg_json_set_num(o, "current_level", sv_shown_level(v)) ||
         zerg_json_set_num(o, "nlevels", v->g->nlevels) ||
         zerg_json_set_num(o, "cost_usd", zerg_state_cost_usd(&v->s)) ||
+        zerg_json_set(o, "tokens", json_tokens(v)) ||
         zerg_json_set(o, "levels", json_levels(v)) ||
         zerg_json_set(o, "tasks", json_counts(v)) ||
         zerg_json_set(o, "failed", json_failed(v)) ||

@@ -134,8 +134,12 @@
       "The Claude Code CLI to run (executor.kind: "                            \
       "claude).")                                                              \
     X("executor.args", ARGV, executor_args, 0, "[]", "list of strings",        \
-      "Extra arguments for the Claude Code CLI, e.g. [--model, sonnet], put "  \
-      "before the prompt.")                                                    \
+      "Extra arguments for the Claude Code CLI, e.g. [--model, sonnet].")      \
+    X("executor.exit_grace_seconds", DURATION, executor_exit_grace_ns, 0, "5", \
+      "0.001..3600",                                                           \
+      "After the agent's terminal event (Claude Code's result) the CLI has "   \
+      "this long to exit; then it is sent TERM and, 2 s later, KILL, and "     \
+      "the result stands (a CLI that hangs after its answer is not stale).")   \
     X("container.runtime", STRING, container_runtime, F_NONEMPTY, "auto",      \
       "auto|docker|podman|PATH",                                               \
       "Container CLI: docker, podman, the path of a compatible CLI, or auto "  \

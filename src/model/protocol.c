@@ -323,6 +323,24 @@ int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)
 
 /* The heartbeat's fields into o (the file, or an event line after its
  * envelope).  0 or -ENOMEM. */
+/* The attempt's spend so far, when there is any. */
+static int heartbeat_spend(zerg_json *o, const struct zerg_heartbeat *hb)
+{
+    if (!hb->input_tokens && !hb->output_tokens && !hb->cache_read_tokens &&
+        !hb->cache_write_tokens && !hb->cost_usd)
+        return 0;
+    return zerg_json_set_num(o, "input_tokens", (double)hb->input_tokens) ||
+                   zerg_json_set_num(o, "output_tokens",
+                                     (double)hb->output_tokens) ||
+                   zerg_json_set_num(o, "cache_read_tokens",
+                                     (double)hb->cache_read_tokens) ||
+                   zerg_json_set_num(o, "cache_write_tokens",
+                                     (double)hb->cache_write_tokens) ||
+                   zerg_json_set_num(o, "cost_usd", hb->cost_usd)
+               ? -ENOMEM
+               : 0;
+}
+
 static int heartbeat_put(zerg_json *o, const struct zerg_heartbeat *hb)
 {
     char ts[ZERG_TS_MAX];
@@ -340,7 +358,8 @@ static int heartbeat_put(zerg_json *o, const struct zerg_heartbeat *hb)
                    zerg_json_set_num(o, "pid", hb->pid) ||
                    zerg_json_set_num(o, "task_pgid", hb->task_pgid) ||
                    zerg_json_set_num(o, "progress_seq",
-                                     (double)hb->progress_seq)
+                                     (double)hb->progress_seq) ||
+                   heartbeat_spend(o, hb)
                ? -ENOMEM
                : 0;
 }
@@ -360,7 +379,12 @@ static int heartbeat_get(const zerg_json *o, struct zerg_heartbeat *hb)
         get_int(o, "progress_pct", 0, 100, &v.progress_pct) ||
         get_int(o, "pid", 0, INT_MAX, &v.pid) ||
         get_int(o, "task_pgid", 0, INT_MAX, &v.task_pgid) ||
-        opt_i64(o, "progress_seq", &v.progress_seq))
+        opt_i64(o, "progress_seq", &v.progress_seq) ||
+        opt_i64(o, "input_tokens", &v.input_tokens) ||
+        opt_i64(o, "output_tokens", &v.output_tokens) ||
+        opt_i64(o, "cache_read_tokens", &v.cache_read_tokens) ||
+        opt_i64(o, "cache_write_tokens", &v.cache_write_tokens) ||
+        opt_num(o, "cost_usd", &v.cost_usd))
         return ZERG_ECORRUPT;
     *hb = v;
     return 0;
@@ -414,14 +438,20 @@ static int result_extra(zerg_json *o, const struct zerg_result *r)
         (r->reset_at_s &&
          zerg_json_set_num(o, "reset_at_s", (double)r->reset_at_s)))
         return -1;
-    if (!r->session_id[0] && !r->cost_usd)
+    if (!r->session_id[0] && !r->cost_usd && !r->input_tokens &&
+        !r->output_tokens)
         return 0;
     return put_str(o, "session_id", r->session_id) ||
+                   put_str(o, "model", r->model) ||
                    zerg_json_set_num(o, "cost_usd", r->cost_usd) ||
                    zerg_json_set_num(o, "input_tokens",
                                      (double)r->input_tokens) ||
                    zerg_json_set_num(o, "output_tokens",
                                      (double)r->output_tokens) ||
+                   zerg_json_set_num(o, "cache_read_tokens",
+                                     (double)r->cache_read_tokens) ||
+                   zerg_json_set_num(o, "cache_write_tokens",
+                                     (double)r->cache_write_tokens) ||
                    zerg_json_set_num(o, "num_turns", (double)r->num_turns)
                ? -1
                : 0;
@@ -437,6 +467,9 @@ static int read_result_extra(const zerg_json *o, struct zerg_result *v)
                    opt_num(o, "cost_usd", &v->cost_usd) ||
                    opt_i64(o, "input_tokens", &v->input_tokens) ||
                    opt_i64(o, "output_tokens", &v->output_tokens) ||
+                   opt_i64(o, "cache_read_tokens", &v->cache_read_tokens) ||
+                   opt_i64(o, "cache_write_tokens", &v->cache_write_tokens) ||
+                   opt_str(o, "model", v->model, sizeof v->model) ||
                    opt_i64(o, "num_turns", &v->num_turns)
                ? ZERG_ECORRUPT
                : 0;

@@ -71,8 +71,14 @@ static void put_task_extras(struct zerg_jw *w, const struct zerg_task_state *t)
         put_num(w, "input_tokens", (double)t->input_tokens);
     if (t->output_tokens)
         put_num(w, "output_tokens", (double)t->output_tokens);
+    if (t->cache_read_tokens)
+        put_num(w, "cache_read_tokens", (double)t->cache_read_tokens);
+    if (t->cache_write_tokens)
+        put_num(w, "cache_write_tokens", (double)t->cache_write_tokens);
     if (t->session_id[0])
         put_str(w, "session_id", t->session_id);
+    if (t->model[0])
+        put_str(w, "model", t->model);
 }
 
 static void put_task(struct zerg_jw *w, const char *id,

@@ -196,10 +196,10 @@ static int rd_cost(const struct rd *r, double *out)
     return 0;
 }
 
-static int rd_session(const struct rd *r, char *out, size_t n)
+static int rd_text(const struct rd *r, const char *key, char *out, size_t n)
 {
     char *s = NULL;
-    int rc = rd_str(r, "session_id", &s);
+    int rc = rd_str(r, key, &s);
     if (!rc && s)
         snprintf(out, n, "%s", s);
     free(s);
@@ -348,8 +348,11 @@ static int read_task(struct zerg_task_state *t, const char *id,
         (rc = rd_str(&r, "conflict_paths", &t->conflict_paths)) ||
         (rc = rd_i64(&r, "input_tokens", &t->input_tokens)) ||
         (rc = rd_i64(&r, "output_tokens", &t->output_tokens)) ||
+        (rc = rd_i64(&r, "cache_read_tokens", &t->cache_read_tokens)) ||
+        (rc = rd_i64(&r, "cache_write_tokens", &t->cache_write_tokens)) ||
         (rc = rd_cost(&r, &t->cost_usd)) ||
-        (rc = rd_session(&r, t->session_id, sizeof t->session_id)))
+        (rc = rd_text(&r, "model", t->model, sizeof t->model)) ||
+        (rc = rd_text(&r, "session_id", t->session_id, sizeof t->session_id)))
         return rc;
     return 0;
 }

@@ -219,6 +219,12 @@ static void hb_task(struct zerg_orch *o, struct slot *sl,
     if (strcmp(hb->task_id, orch_tid(o, t)) ||
         hb->attempt != orch_ts(o, t)->attempt)
         return;
+    sl->spend.attempt = hb->attempt;
+    sl->spend.input_tokens = hb->input_tokens;
+    sl->spend.output_tokens = hb->output_tokens;
+    sl->spend.cache_read_tokens = hb->cache_read_tokens;
+    sl->spend.cache_write_tokens = hb->cache_write_tokens;
+    sl->spend.cost_usd = hb->cost_usd;
     if (strcmp(hb->step, sl->hb_step) || hb->progress_pct != sl->hb_pct ||
         hb->progress_seq != sl->hb_progress_seq) {
         sl->progress_at_mono_ns = now;
@@ -437,8 +443,10 @@ static int apply_result(struct zerg_orch *o, const struct zerg_result *rp,
     /* A worker writes the result once the task's group is killed and
      * reaped: its id may be reused, and the idle beat that says so may
      * come later (worker_run.c). */
-    if (sl)
+    if (sl) {
         sl->hb_task_pgid = 0;
+        memset(&sl->spend, 0, sizeof sl->spend); /* the result has it all */
+    }
     orch_ts(o, t)->duration_ms = r.duration_ms;
     o->applied_attempt[t] = r.attempt;
     orch_pool_add_cost(o, t, &r);

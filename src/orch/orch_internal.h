@@ -94,6 +94,9 @@ struct slot {
     char hb_step[24];
     int hb_pct;
     int64_t hb_progress_seq; /* the worker's output-progress counter */
+    /* The running attempt's spend as its heartbeats last said (DESIGN
+     * §20): charged when the attempt ends without a result. */
+    struct zerg_result spend;
     uint64_t hb_lines_epoch; /* heartbeats of this epoch arrive by line */
     int hb_task_pgid;
     int64_t assigned_at_mono_ns;      /* task assigned */
@@ -312,6 +315,9 @@ void orch_outputs_landed(struct zerg_orch *o, const struct zerg_result *r);
 
 /* ---- orch_pool.c: environment failures, rate limits, spend ------------ */
 
+/* A slot's attempt ended without a result (killed, crashed, stopped):
+ * the spend its heartbeats reported is added to its task. */
+void orch_pool_add_unfinished(struct zerg_orch *o, struct slot *sl);
 /* Adds a result's spend to task t; may exhaust rush.max_cost_usd. */
 void orch_pool_add_cost(struct zerg_orch *o, size_t t,
                         const struct zerg_result *r);

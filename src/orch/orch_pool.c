@@ -25,6 +25,16 @@
 
 /* ---- spend -------------------------------------------------------------- */
 
+void orch_pool_add_unfinished(struct zerg_orch *o, struct slot *sl)
+{
+    struct zerg_result *r = &sl->spend;
+    int any = r->input_tokens || r->output_tokens || r->cache_read_tokens ||
+              r->cache_write_tokens || r->cost_usd > 0;
+    if (any && sl->task >= 0 && r->attempt == orch_ts(o, sl->task)->attempt)
+        orch_pool_add_cost(o, (size_t)sl->task, r);
+    memset(r, 0, sizeof *r);
+}
+
 void orch_pool_add_cost(struct zerg_orch *o, size_t t,
                         const struct zerg_result *r)
 {
@@ -37,8 +47,12 @@ void orch_pool_add_cost(struct zerg_orch *o, size_t t,
     }
     st->input_tokens += r->input_tokens;
     st->output_tokens += r->output_tokens;
+    st->cache_read_tokens += r->cache_read_tokens;
+    st->cache_write_tokens += r->cache_write_tokens;
     if (r->session_id[0])
         snprintf(st->session_id, sizeof st->session_id, "%s", r->session_id);
+    if (r->model[0])
+        snprintf(st->model, sizeof st->model, "%s", r->model);
     double cap = o->cfg->rush_max_cost_usd, spent = o->spent_usd;
     if (cap <= 0 || o->budget_exhausted || spent < cap)
         return;

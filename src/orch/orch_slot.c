@@ -326,6 +326,7 @@ static void assign(struct zerg_orch *o, struct slot *sl,
     sl->assigned_at_mono_ns = now;
     sl->hb_step[0] = '\0';
     sl->hb_pct = -1;
+    memset(&sl->spend, 0, sizeof sl->spend);
     enter(o, sl, SLOT_BUSY);
 }
 
@@ -401,8 +402,10 @@ static void exit_stopped(struct zerg_orch *o, struct slot *sl,
     if (wanted)
         sl->spawn_at_mono_ns = now;
     enter(o, sl, wanted ? SLOT_BACKOFF : SLOT_STOPPED);
-    if (t >= 0)
+    if (t >= 0) {
+        orch_pool_add_unfinished(o, sl);
         orch_requeue(o, (size_t)t, "interrupted by stop");
+    }
     sl->task = -1;
 }
 
@@ -471,6 +474,7 @@ static void crash_task(struct zerg_orch *o, struct slot *sl,
     size_t t = (size_t)sl->task;
     enum kill_reason k = sl->state == SLOT_KILLING ? sl->kill : KILL_NONE;
     char err[320];
+    orch_pool_add_unfinished(o, sl);
     if (k == KILL_TASK_TIMEOUT) {
         snprintf(err, sizeof err, "no progress for %.1fs",
                  ORCH_SEC(now - sl->progress_at_mono_ns));

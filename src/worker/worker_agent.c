@@ -20,6 +20,8 @@
 
 #define TAIL_LINES 30
 #define SCAN_BYTES (512 * 1024) /* the end of a log read for the result */
+/* Linux's MAX_ARG_STRLEN: the longest single argument execve takes. */
+#define ARG_ONE_MAX (128 * 1024)
 
 char *wk_agent_prompt(const struct worker *w, const struct zerg_task *t,
                       const struct zerg_assign *a, const char *log_dir)
@@ -48,11 +50,45 @@ void wk_agent_save_prompt(const char *log_dir, int attempt, const char *prompt)
                                NULL);
 }
 
-char **wk_agent_argv(const struct worker *w, const char *prompt)
+int wk_agent_prompt_fd(const char *log_dir, int attempt)
+{
+    char path[PATH_MAX];
+    if (zerg_fsio_path(path, sizeof path, "%s/attempt-%d.prompt", log_dir,
+                       attempt))
+        return -1;
+    return open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+}
+
+char **wk_agent_argv(const struct worker *w, const char *prompt, int on_stdin)
 {
     if (w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE)
-        return zerg_worker_claude_argv(&w->cfg, prompt);
+        return zerg_worker_claude_argv(&w->cfg, on_stdin ? NULL : prompt);
     return zerg_worker_executor_argv(&w->cfg.executor, prompt);
+}
+
+int wk_agent_too_long(const struct worker *w, const char *prompt, int on_stdin,
+                      struct zerg_result *r)
+{
+    (void)w;
+    size_t n = strlen(prompt);
+    if (on_stdin || n < ARG_ONE_MAX)
+        return 0;
+    snprintf(r->stage, sizeof r->stage, "command");
+    snprintf(r->cls, sizeof r->cls, "task");
+    snprintf(r->error, sizeof r->error,
+             "the prompt is %zu KiB, more than the %d KiB one argument of a "
+             "command can hold (execve: E2BIG), so workers.executor was not "
+             "run: shorten the task's description or context, or use "
+             "executor.kind: claude, which reads the prompt on stdin",
+             n >> 10, ARG_ONE_MAX >> 10);
+    r->exit_code = -1;
+    return 1;
+}
+
+void wk_agent_stream_start(struct worker *w, int log_fd, off_t from)
+{
+    if (w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE)
+        wk_stream_open(&w->stream, log_fd, from);
 }
 
 /* The end of the attempt's log (malloc'd), or NULL.  The log is open
@@ -72,16 +108,23 @@ static char *read_end(int log_fd, size_t *len)
     return text;
 }
 
+/* The attempt's ledger (DESIGN §20): the result's usage and cost when
+ * the run got that far, else the tokens its messages streamed. */
 static void record_run(const struct zerg_agent_summary *s,
                        struct zerg_result *r)
 {
+    struct zerg_agent_usage u;
     snprintf(r->session_id, sizeof r->session_id, "%s", s->session_id);
+    snprintf(r->model, sizeof r->model, "%s", s->model);
+    zerg_agent_summary_usage(s, &u);
+    r->input_tokens = u.input_tokens;
+    r->output_tokens = u.output_tokens;
+    r->cache_read_tokens = u.cache_read_tokens;
+    r->cache_write_tokens = u.cache_creation_tokens;
     if (!s->has_result)
         return;
     const struct zerg_agent_event *e = &s->result;
     r->cost_usd = e->total_cost_usd > 0 ? e->total_cost_usd : 0;
-    r->input_tokens = e->usage.input_tokens;
-    r->output_tokens = e->usage.output_tokens;
     r->num_turns = e->num_turns;
 }
 
@@ -116,16 +159,20 @@ void wk_agent_finish(const struct worker *w, int log_fd, int is_executor,
     struct zerg_agent_summary s;
     size_t len = 0;
     int claude = is_executor && w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE;
+    /* The stream read while the stage ran holds every event; the log's
+     * end is read only without it (it could not be opened). */
+    const struct zerg_agent_summary *live =
+        claude && w->stream.sum.events ? &w->stream.sum : NULL;
     if (!claude && !failed)
         return; /* nothing to read the log for */
     char *text = read_end(log_fd, &len);
     zerg_agent_summary_init(&s);
-    if (text && claude)
+    if (text && claude && !live)
         zerg_agent_summary_feed_text(&s, text, len);
     if (claude)
-        record_run(&s, r);
+        record_run(live ? live : &s, r);
     if (failed)
-        classify(w, &s,
+        classify(w, live ? live : &s,
                  text ? text + zerg_text_tail_start(text, len, TAIL_LINES)
                       : NULL,
                  is_executor, r);

@@ -12,9 +12,19 @@ char *wk_agent_prompt(const struct worker *w, const struct zerg_task *t,
                       const struct zerg_assign *a, const char *log_dir);
 /* Saves it as log_dir/attempt-{n}.prompt (best effort). */
 void wk_agent_save_prompt(const char *log_dir, int attempt, const char *prompt);
+/* log_dir/attempt-{n}.prompt open for reading (the CLI's stdin), or -1. */
+int wk_agent_prompt_fd(const char *log_dir, int attempt);
 /* The executor's argv for prompt by executor.kind (free with
- * zerg_worker_argv_free), NULL on out-of-memory or an empty executor. */
-char **wk_agent_argv(const struct worker *w, const char *prompt);
+ * zerg_worker_argv_free), NULL on out-of-memory or an empty executor;
+ * on_stdin: the prompt goes on stdin, not in the argv. */
+char **wk_agent_argv(const struct worker *w, const char *prompt, int on_stdin);
+/* 1 (r says why) when prompt must go in the argv and is longer than one
+ * argument may be (execve's E2BIG), so nothing is started. */
+int wk_agent_too_long(const struct worker *w, const char *prompt, int on_stdin,
+                      struct zerg_result *r);
+/* Reads the stage's output as it comes for an agent that streams events
+ * (Claude Code): progress, terminal event, ledger (worker_stream.c). */
+void wk_agent_stream_start(struct worker *w, int log_fd, off_t from);
 /* After a stage: a Claude Code run's session, cost and tokens from the
  * log into r; for a failed stage (failed != 0) its failure class (r->cls,
  * r->fix, r->reset_at_s; r->error for environment and rate limits). */

@@ -72,6 +72,9 @@
 
 extern char **environ;
 
+/* After TERM for a CLI that did not exit after its terminal event. */
+#define SETTLE_KILL_NS (2 * ZERG_NS_PER_S)
+
 /* ---- stages --------------------------------------------------------- */
 
 /* What one attempt of a task needs while it runs. */
@@ -81,13 +84,14 @@ struct task_run {
     struct wk_log log;
     char log_dir[PATH_MAX];
     char **envp;
+    int in_fd; /* the next stage's stdin (the prompt), -1: /dev/null */
 };
 
 /* What the vfork child needs. */
 struct vchild {
     struct worker *w;
     struct stage *st;
-    int log_fd, is_executor, progress;
+    int log_fd, in_fd, is_executor, progress;
     char **argv, **envp;
 };
 
@@ -105,12 +109,14 @@ static void stage_child(struct vchild *c)
     w->stage = c->st;
     w->hb.task_pgid = c->st->pid;
     wk_step_line(w, c->st->name, c->progress);
-    int null_fd = w->null_fd >= 0 ? w->null_fd : open("/dev/null", O_RDONLY);
+    int null_fd = c->in_fd >= 0     ? c->in_fd
+                  : w->null_fd >= 0 ? w->null_fd
+                                    : open("/dev/null", O_RDONLY);
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(c->log_fd, 1) < 0 ||
         dup2(c->log_fd, 2) < 0)
         _exit(127);
-    if (null_fd != w->null_fd && null_fd > 2)
-        close(null_fd); /* the worker's own is O_CLOEXEC */
+    if (null_fd != w->null_fd && null_fd != c->in_fd && null_fd > 2)
+        close(null_fd); /* the worker's own are O_CLOEXEC */
     if (chdir(w->workdir) < 0) {
         dprintf(2, "zerg: cannot enter %s: %s\n", w->workdir, strerror(errno));
         _exit(127);
@@ -163,13 +169,15 @@ static void log_header(struct worker *w, const struct stage *st,
     free(text);
 }
 
-/* Starts argv as the stage st; 0 or -errno (nothing left running). */
+/* Starts argv as the stage st (stdin: in_fd, -1 for /dev/null); 0 or
+ * -errno (nothing left running). */
 static int stage_start(struct worker *w, struct stage *st, struct task_run *run,
                        char **argv, int is_executor, int progress)
 {
     struct vchild c = {.w = w,
                        .st = st,
                        .log_fd = run->log.fd,
+                       .in_fd = run->in_fd,
                        .is_executor = is_executor,
                        .progress = progress,
                        .argv = argv,
@@ -200,12 +208,31 @@ static int stage_start(struct worker *w, struct stage *st, struct task_run *run,
     return 0;
 }
 
+/* The agent's terminal event came and the CLI did not exit within the
+ * grace (DESIGN §20): TERM to its group now, KILL when this returns 1
+ * again 2 s later.  0 when the deadline was the stage's own. */
+static int settle(struct worker *w, struct stage *st)
+{
+    int64_t now = wk_now_ns(w);
+    if (now < st->settle_ns || st->settle_ns == INT64_MAX)
+        return 0;
+    if (st->settled)
+        return 1;
+    kill(-st->pid, SIGTERM);
+    st->settled = 1;
+    st->settle_ns = now + SETTLE_KILL_NS;
+    return 2;
+}
+
 /* Waits for the stage (heartbeats go on), kills its group, reaps it. */
 static void stage_wait(struct worker *w, struct stage *st)
 {
     for (;;) {
         int ev = wk_wait(w, st->deadline_ns);
-        if (ev == EV_DEADLINE)
+        int s = ev == EV_DEADLINE ? settle(w, st) : 0;
+        if (s == 2)
+            continue; /* TERM sent: the CLI may still exit on its own */
+        if (ev == EV_DEADLINE && !s)
             st->timed_out = 1;
         if (ev != EV_ASSIGN)
             break;
@@ -226,7 +253,10 @@ static int stage_run(struct worker *w, struct task_run *run, const char *name,
                      char **argv, int is_executor, int progress,
                      int64_t timeout_ns, struct zerg_result *r)
 {
-    struct stage st = {.name = name, .pidfd = -1, .deadline_ns = INT64_MAX};
+    struct stage st = {.name = name,
+                       .pidfd = -1,
+                       .deadline_ns = INT64_MAX,
+                       .settle_ns = INT64_MAX};
     int64_t start = wk_now_ns(w);
     if (timeout_ns > 0)
         st.deadline_ns = start + timeout_ns;
@@ -240,8 +270,17 @@ static int stage_run(struct worker *w, struct task_run *run, const char *name,
     }
     stage_wait(w, &st);
     run->log.size = -1; /* the stage wrote to it too */
-    char what[96] = "exited with code 0";
-    if (st.timed_out) {
+    char what[160] = "exited with code 0";
+    if (st.settled) {
+        /* Ended by zerg after its terminal event: the result stands. */
+        int ok = w->stream.sum.has_result && !w->stream.sum.result.is_error;
+        r->exit_code = ok ? 0 : 1, r->signal = 0;
+        snprintf(what, sizeof what,
+                 "did not exit %.1f s after its result and was ended; the "
+                 "result stands (%s)",
+                 zerg_ns_to_s(w->cfg.executor_exit_grace_ns),
+                 ok ? "success" : "an error");
+    } else if (st.timed_out) {
         r->exit_code = -1, r->signal = SIGKILL, r->timed_out = 1;
         snprintf(what, sizeof what, "timed out after %.1f s",
                  zerg_ns_to_s(timeout_ns));
@@ -350,17 +389,31 @@ static int run_command(struct worker *w, struct task_run *run,
         return rc;
     }
     char *prompt = wk_agent_prompt(w, t, a, run->log_dir);
-    char **argv = prompt ? wk_agent_argv(w, prompt) : NULL;
     if (prompt)
         wk_agent_save_prompt(run->log_dir, run->attempt, prompt);
+    /* Claude Code reads the prompt on stdin (no argv limit); a command
+     * executor gets it as its last argument. */
+    if (prompt && w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE)
+        run->in_fd = wk_agent_prompt_fd(run->log_dir, run->attempt);
+    char **argv = prompt ? wk_agent_argv(w, prompt, run->in_fd >= 0) : NULL;
     watch_output(w, run, 1);
-    if (argv) {
-        rc = stage_run(w, run, "command", argv, 1, 10, 0, r);
-        wk_agent_finish(w, run->log.fd, 1, rc < 0, r);
-    } else {
+    if (argv && wk_agent_too_long(w, prompt, run->in_fd >= 0, r)) {
+        zerg_worker_argv_free(argv);
+        argv = NULL;
+    } else if (!argv) {
         snprintf(r->error, sizeof r->error,
                  "task has no command and workers.executor is empty");
     }
+    if (argv) {
+        wk_agent_stream_start(w, run->log.fd, w->out_size);
+        rc = stage_run(w, run, "command", argv, 1, 10, 0, r);
+        wk_stream_finish(&w->stream, wk_now_ns(w));
+        wk_agent_finish(w, run->log.fd, 1, rc < 0, r);
+        wk_stream_reset(&w->stream);
+    }
+    if (run->in_fd >= 0)
+        close(run->in_fd);
+    run->in_fd = -1;
     zerg_worker_argv_free(argv);
     free(prompt);
     return rc;
@@ -407,8 +460,10 @@ static int check_verification(struct worker *w, struct task_run *run,
 static void run_stages(struct worker *w, const struct zerg_task *t,
                        const struct zerg_assign *a, struct zerg_result *r)
 {
-    struct task_run run = {
-        .task = t, .attempt = a->attempt, .log = {.fd = -1, .size = -1}};
+    struct task_run run = {.task = t,
+                           .attempt = a->attempt,
+                           .log = {.fd = -1, .size = -1},
+                           .in_fd = -1};
     snprintf(r->stage, sizeof r->stage, "setup");
     if (wk_ws_before(w, a, r) < 0 || run_open(w, &run, r) < 0 ||
         check_verification(w, &run, r) < 0)
@@ -423,6 +478,15 @@ static void run_stages(struct worker *w, const struct zerg_task *t,
     r->outcome = ZERG_OUTCOME_COMPLETE;
 out:
     run_close(w, &run);
+}
+
+/* The heartbeat's spend belongs to one attempt (worker_wait.c fills it
+ * from the stream). */
+static void hb_spend_clear(struct worker *w)
+{
+    w->hb.input_tokens = w->hb.output_tokens = 0;
+    w->hb.cache_read_tokens = w->hb.cache_write_tokens = 0;
+    w->hb.cost_usd = 0;
 }
 
 void wk_run_task(struct worker *w, const struct zerg_assign *a)
@@ -441,6 +505,7 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
     w->last_attempt = a->attempt;
     snprintf(w->hb.task_id, sizeof w->hb.task_id, "%s", a->task);
     w->hb.attempt = a->attempt;
+    hb_spend_clear(w);
     ssize_t idx = zerg_graph_find(w->graph, a->task);
     if (idx < 0) {
         snprintf(r.stage, sizeof r.stage, "setup");
@@ -478,6 +543,7 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
      * of this beat may wait (see the top of this file). */
     w->hb.task_id[0] = '\0';
     w->hb.attempt = 0;
+    hb_spend_clear(w);
     if (lost)
         wk_step(w, "idle", 0);
     else

@@ -6,7 +6,8 @@
  *                  worker_agent.c and worker_ws.c around the stages);
  *   worker_log.c   the attempt's log file below .zerg/logs/;
  *   worker_wait.c  the poll loop both wait in: heartbeats, lease,
- *                  progress, signals, the running stage's exit.
+ *                  progress, signals, the running stage's exit;
+ *   worker_stream.c an agent's events, read while its stage runs.
  * No functions here: what each file offers is in its own header. */
 #ifndef ZERG_WORKER_STATE_H
 #define ZERG_WORKER_STATE_H
@@ -26,6 +27,8 @@
 #include "zerg/protocol.h"
 #include "zerg/worker.h"
 
+#include "worker_stream.h"
+
 /* One running stage of a task attempt (worker_run.c starts and reaps it;
  * the wait loop watches its pidfd). */
 struct stage {
@@ -35,6 +38,11 @@ struct stage {
     int64_t deadline_ns; /* INT64_MAX: none */
     int status;          /* wait status */
     int timed_out;
+    /* An agent's terminal event was read at some point: the CLI has until
+     * settle_ns to exit (executor.exit_grace_seconds); settled once it was
+     * sent TERM for not exiting, then settle_ns is when KILL follows. */
+    int64_t settle_ns; /* INT64_MAX: no terminal event yet */
+    int settled;
 };
 
 struct worker {
@@ -78,6 +86,9 @@ struct worker {
      * seen; growth bumps hb.progress_seq.  out_fd -1 when not counted. */
     int out_fd;
     off_t out_size;
+    /* An agent executor's stage: its events read as they come (progress
+     * is an event then, not a byte). */
+    struct wk_stream stream;
 
     /* .zerg/logs/{feature}/tasks, opened once without following a link
      * (worker_log.c), and its identity, checked against the path before

@@ -162,7 +162,7 @@ char **zerg_worker_claude_argv(const struct zerg_config *cfg,
 {
     size_t n = 0, extra = cfg->executor_args.n;
     char **v = calloc(CLAUDE_FIXED_N + extra + 3, sizeof *v);
-    if (!v || !prompt)
+    if (!v)
         goto oom;
     if (!(v[n++] =
               strdup(cfg->executor_claude ? cfg->executor_claude : "claude")))
@@ -173,7 +173,7 @@ char **zerg_worker_claude_argv(const struct zerg_config *cfg,
     for (size_t i = 0; i < extra; i++)
         if (!(v[n++] = strdup(cfg->executor_args.v[i])))
             goto oom;
-    if (!(v[n++] = strdup(prompt)))
+    if (prompt && !(v[n++] = strdup(prompt)))
         goto oom;
     return v;
 oom:

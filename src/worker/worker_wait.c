@@ -337,6 +337,25 @@ static void check_assign_stat(struct worker *w)
 static void check_output(struct worker *w)
 {
     struct stat st;
+    if (w->stream.on) {
+        int64_t now = wk_now_ns(w);
+        if (wk_stream_read(&w->stream, now) > 0) {
+            struct zerg_agent_usage u;
+            zerg_agent_summary_usage(&w->stream.sum, &u);
+            w->hb.progress_seq++;
+            w->hb.input_tokens = u.input_tokens;
+            w->hb.output_tokens = u.output_tokens;
+            w->hb.cache_read_tokens = u.cache_read_tokens;
+            w->hb.cache_write_tokens = u.cache_creation_tokens;
+            if (w->stream.sum.has_result)
+                w->hb.cost_usd = w->stream.sum.result.total_cost_usd;
+        }
+        if (w->stream.terminal_ns && w->stage &&
+            w->stage->settle_ns == INT64_MAX)
+            w->stage->settle_ns =
+                w->stream.terminal_ns + w->cfg.executor_exit_grace_ns;
+        return;
+    }
     if (w->out_fd < 0 || fstat(w->out_fd, &st) != 0 ||
         st.st_size <= w->out_size)
         return;
@@ -543,9 +562,12 @@ static int child_event(struct worker *w, const struct stage *st, int sig_seen)
 int wk_wait(struct worker *w, int64_t deadline_ns)
 {
     struct stage *st = w->stage;
+    int64_t asked = deadline_ns;
     for (;;) {
         int64_t now = wk_now_ns(w);
         housekeeping(w, now);
+        /* An agent's terminal event read meanwhile brings it forward. */
+        deadline_ns = st ? min64(asked, st->settle_ns) : asked;
         if (w->exit_code >= 0)
             return EV_EXIT;
         if (st && st->pidfd < 0 && stage_exited(st))

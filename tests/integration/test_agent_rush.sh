@@ -9,7 +9,7 @@
 #      runs without it)
 #   d. 429 with the CLI's own retries off: pool_pause, pool_resume, done,
 #      nothing charged (runs in the background: the first pause is 30 s)
-#   e. an answer streaming for longer than the stale timeout: not stale
+#   e. an answer streaming for twice the stale timeout: not stale
 #   f. a hanging API: killed as stale, retried, done
 #   g. a failed verification: the next attempt's request carries its output
 #   h. worktree isolation: the agent's file lands on zerg/f/integration
@@ -30,7 +30,7 @@ cat > "$TEST_ROOT/scenario.json" <<'JSON'
  "A-L2-001": [{"tool": "Bash", "input": {"command": "cat a1.txt a2.txt > both.txt"}},
               {"text": "done"}],
  "R-L1-001": [{"status": 429, "retry_after": 1, "times": 1}, {"text": "done"}],
- "S-L1-001": [{"slow_seconds": 6, "deltas": true}, {"text": "done slowly"}],
+ "S-L1-001": [{"slow_seconds": 14, "deltas": true}, {"text": "done slowly"}],
  "H-L1-001": [{"hang": true, "times": 1}, {"text": "done after the hang"}],
  "V-L1-001": [{"text": "done"}],
  "W-L1-001": [{"tool": "Write", "input": {"file_path": "wt.txt", "content": "in the worktree\n"}},
@@ -93,7 +93,7 @@ grep -q '^Create:' "$PROJ/.zerg/logs/f/tasks/A-L2-001/attempt-1.prompt" || fail 
 HOME="$PROJ/home" "$ZERG" -C "$PROJ" status --json > "$PROJ/status.json" || fail "status --json"
 python3 -c 'import json,sys; c = json.load(open(sys.argv[1]))["cost_usd"]; assert c > 0, c' \
     "$PROJ/status.json" || fail "status --json cost_usd: $(cat "$PROJ/status.json")"
-"$ZERG" -C "$PROJ" status | grep -qE '^Cost: +\$0\.[0-9]+ \([0-9]+ in / [0-9]+ out tokens\)' ||
+"$ZERG" -C "$PROJ" status | grep -qE '^Cost: +\$0\.[0-9]+ \([0-9]+ in / [0-9]+ out tokens; cache [1-9][0-9]* read / [1-9][0-9]* written\)' ||
     fail "status shows no cost: $("$ZERG" -C "$PROJ" status)"
 grep -qE 'Agent spend: \$0\.[0-9]+\.' "$PROJ/rush.out" || fail "the summary has no spend: $(tail -3 "$PROJ/rush.out")"
 [ "$(events task_claimed)" -eq 4 ] || fail "expected 4 claims, got $(events task_claimed)"
@@ -142,7 +142,9 @@ fi
 
 # ---- e. an answer streaming longer than the stale timeout ------------------
 agent_project slow
-config_append "  task_stale_timeout_seconds: 3" "  retry_attempts: 0"
+# The stale timeouts leave room for the CLI's own start-up (its first
+# request took over 3 s on a loaded 2-core machine).
+config_append "  task_stale_timeout_seconds: 7" "  retry_attempts: 0"
 graph <<'JSON'
 {"feature": "f", "tasks": [{"id": "S-L1-001", "title": "slow", "level": 1}]}
 JSON
@@ -150,14 +152,14 @@ start=$(date +%s)
 zrush
 took=$(secs_since "$start")
 [ "$RC" -eq 0 ] || fail "slow stream: exit $RC: $(tail -20 "$PROJ/rush.out")"
-[ "$took" -ge 5 ] || fail "slow stream: over in ${took}s, the server did not stream 6 s"
+[ "$took" -ge 13 ] || fail "slow stream: over in ${took}s, the server did not stream 14 s"
 [ "$(events task_timeout)" -eq 0 ] || fail "slow stream: declared stale"
 [ "$(task_status S-L1-001 retry_count)" -eq 0 ] || fail "slow stream: charged"
-pass "an answer streaming 6 s with a 3 s stale timeout: not stale (stream events are progress)"
+pass "an answer streaming 14 s with a 7 s stale timeout: not stale (stream events are progress)"
 
 # ---- f. a hanging API --------------------------------------------------------
 agent_project hang
-config_append "  task_stale_timeout_seconds: 2" "  retry_attempts: 2"
+config_append "  task_stale_timeout_seconds: 7" "  retry_attempts: 2"
 graph <<'JSON'
 {"feature": "f", "tasks": [{"id": "H-L1-001", "title": "hang", "level": 1}]}
 JSON
