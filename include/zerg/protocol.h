@@ -170,7 +170,8 @@ int zerg_proto_encode_result(const struct zerg_result *r, char **text,
 int zerg_proto_read_result(const char *path, struct zerg_result *r);
 
 /* The lease: {pid, run_id, seq}.  Workers exit when its seq stops changing
- * for ZERG_LEASE_STALE_NS on their own monotonic clock. */
+ * for workers.lease_stale_seconds (ZERG_LEASE_STALE_NS by default) on their
+ * own monotonic clock and the rush lock is no longer held by its pid. */
 #define ZERG_LEASE_INTERVAL_NS (1 * INT64_C(1000000000))
 #define ZERG_LEASE_STALE_NS (10 * INT64_C(1000000000))
 int zerg_proto_write_lease(const char *dir, const char *feature, int pid,

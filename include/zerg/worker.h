@@ -58,7 +58,7 @@ struct zerg_worker_opts {
                                        task-graph.json */
     const char *state_dir;          /* the run directory, by default
                                        {project}/.zerg/state/{feature} */
-    int64_t lease_stale_ns;         /* ZERG_LEASE_STALE_NS */
+    int64_t lease_stale_ns;         /* workers.lease_stale_seconds */
     int64_t heartbeat_interval_ns;  /* workers.heartbeat_interval_seconds */
     int64_t poll_ns;                /* 500 ms (also the maximum) */
     const struct zerg_clock *clock; /* the system clock */

@@ -90,6 +90,11 @@
       heartbeat_stale_threshold_ns, 0, "120", DURATION_RANGE,                  \
       "Seconds (despite the name) a worker's heartbeat may stay unchanged "    \
       "before the worker is stale.")                                           \
+    X("workers.lease_stale_seconds", DURATION, lease_stale_ns, 0, "10",        \
+      "2..604800",                                                             \
+      "How long the orchestrator's lease (renewed every second) may stay "     \
+      "unchanged before a worker checks that its orchestrator still holds "    \
+      "the rush lock; a stopped or slow one does and keeps its workers.")      \
     X("workers.auto_respawn", BOOL, auto_respawn, 0, "true", "true|false",     \
       "Replace a worker that exits or goes stale while tasks remain.")         \
     X("workers.max_respawn_attempts", INT, max_respawn_attempts, 0, "5",       \
@@ -280,7 +285,8 @@ const struct zerg_config_key *zerg_config_keys(size_t *n)
     return config_key_rows;
 }
 
-/* ---- table lookups ---------------------------------------------------- */
+/* ---- table lookups ----------------------------------------------------
+ */
 
 /* The idx-th name of an allowed list; its length goes to *len. */
 static const char *enum_name(const char *allowed, int idx, size_t *len)
@@ -299,7 +305,8 @@ static const char *enum_name(const char *allowed, int idx, size_t *len)
     return p;
 }
 
-/* ---- owned values ----------------------------------------------------- */
+/* ---- owned values -----------------------------------------------------
+ */
 
 void config_argv_free(struct zerg_argv *a)
 {
@@ -410,7 +417,8 @@ void zerg_config_defaults(struct zerg_config *c)
     }
 }
 
-/* ---- JSON view -------------------------------------------------------- */
+/* ---- JSON view --------------------------------------------------------
+ */
 
 static zerg_json *argv_json(const struct zerg_argv *a)
 {

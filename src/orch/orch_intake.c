@@ -271,6 +271,21 @@ void orch_heartbeat_apply(struct zerg_orch *o, int slot,
         hb_task(o, sl, &hb, now);
 }
 
+/* One now stamps a whole intake: the lines and files read after a SIGSTOP
+ * or a slow merge in the middle of it are newer than it says.  Left so,
+ * the next tick would find those workers silent for as long as we were
+ * away and kill them as stale. */
+void orch_intake_took(struct zerg_orch *o, int64_t at, int64_t until)
+{
+    for (int i = 0; until > at && i < o->nslots; i++) {
+        struct slot *sl = &o->slots[i];
+        if (sl->hb_change_at_mono_ns == at)
+            sl->hb_change_at_mono_ns = until;
+        if (sl->progress_at_mono_ns == at)
+            sl->progress_at_mono_ns = until;
+    }
+}
+
 /* ---- results ---------------------------------------------------------- */
 
 static void fenced(struct zerg_orch *o, const struct zerg_result *r,

@@ -431,6 +431,10 @@ size_t orch_dag_ready(const struct zerg_orch *o);
  * fenced by epoch, and by seq (only newer beats count). */
 void orch_heartbeat_apply(struct zerg_orch *o, int slot,
                           const struct zerg_heartbeat *hb, int64_t now);
+/* The intake stamped with at ran until until: the beats and progress it
+ * applied at at were read as late as that (the orchestrator was stopped
+ * or slow in between, DESIGN §19), so they count as seen at until. */
+void orch_intake_took(struct zerg_orch *o, int64_t at, int64_t until);
 /* A result from a stdout line: applied as its file would be (which it
  * names: it is deleted after the checkpoint like any applied result), or
  * left to the file's own intake when fenced, so a stale result is logged

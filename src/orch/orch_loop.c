@@ -260,6 +260,7 @@ static void loop(struct zerg_orch *o, const struct zerg_clock *clock, int sfd,
             drain_signals(o, sfd, now);
         if (pfd[1].revents & POLLIN)
             drain_inotify(o, ifd, now);
+        orch_intake_took(o, now, zerg_clock_mono(clock));
         if (o->o.on_frame)
             o->o.on_frame(o->o.frame_ctx, o, now);
     }

@@ -632,14 +632,37 @@ static void check_ready(struct zerg_orch *o, struct slot *sl, int64_t now,
         lower(wake, deadline);
 }
 
+/* The stale policy on what we know of the slot's heartbeat.  A verdict
+ * of stale is checked against the heartbeat file first: what we know may
+ * be late rather than the worker (DESIGN §19), its lines still unread
+ * after a stop or a slow stretch of ours, while the file it rewrites at
+ * every beat moved on.  A newer file is applied and the policy asked
+ * again. */
+static int hb_stale_verdict(struct zerg_orch *o, struct slot *sl, int64_t now,
+                            zerg_json **why)
+{
+    if (!zerg_policy_stale_worker(o->o.policy, sl->id, sl->hb_seq,
+                                  sl->hb_change_at_mono_ns, now, why))
+        return 0;
+    int64_t seq = sl->hb_seq;
+    orch_on_heartbeat(o, sl->id, now);
+    if (sl->hb_seq == seq)
+        return 1;
+    zerg_json_free(*why);
+    *why = NULL;
+    if (sl->state != SLOT_READY && sl->state != SLOT_BUSY)
+        return 0;
+    return zerg_policy_stale_worker(o->o.policy, sl->id, sl->hb_seq,
+                                    sl->hb_change_at_mono_ns, now, why);
+}
+
 /* 1 when it raised HB_STALE. */
 static int check_heartbeat(struct zerg_orch *o, struct slot *sl, int64_t now,
                            int64_t *wake)
 {
     const struct zerg_config *c = o->cfg;
     zerg_json *why = NULL;
-    if (zerg_policy_stale_worker(o->o.policy, sl->id, sl->hb_seq,
-                                 sl->hb_change_at_mono_ns, now, &why)) {
+    if (hb_stale_verdict(o, sl, now, &why)) {
         o->s->metrics.stale_detections++;
         zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "heartbeat_stale",
                        sl->task >= 0 ? orch_tid(o, (size_t)sl->task) : NULL,

@@ -223,7 +223,7 @@ static void setup_timing(struct worker *w)
     if (w->hb_interval_ns < WORKER_MIN_HEARTBEAT_NS)
         w->hb_interval_ns = WORKER_MIN_HEARTBEAT_NS;
     w->lease_stale_ns =
-        o->lease_stale_ns > 0 ? o->lease_stale_ns : ZERG_LEASE_STALE_NS;
+        o->lease_stale_ns > 0 ? o->lease_stale_ns : w->cfg.lease_stale_ns;
     w->poll_ns = o->poll_ns > 0 && o->poll_ns < WORKER_POLL_NS ? o->poll_ns
                                                                : WORKER_POLL_NS;
     w->lease_changed_ns = now;

@@ -22,6 +22,12 @@ Modes (--mode):
                 workers, their process groups and git itself while a
                 worker runs git, and (--kill-orchestrator) of the
                 orchestrator while it runs git; see chaos_git.py.
+  stop          the orchestrator SIGSTOPped for longer than the lease
+                (workers.lease_stale_seconds) and SIGCONTed, also while
+                it merges or moves to the next level, under worktree
+                isolation (--isolation none: without); no worker may
+                leave, no task be charged; then the control: killed
+                while stopped, its workers must leave; see chaos_stop.py.
 
 Every mode counts the injections it really performed and fails when an
 enabled kind never happened.  A rush is resumed only after exit 1 or the
@@ -37,6 +43,7 @@ the stderr tail.  Classic invariants:
 Usage: chaos.py ZERG [--mode M] [--seed N] [--seconds S] [--tasks N]
                      [--workers N] [--kill-orchestrator] [--spawn-failures]
                      [--disk-full] [--ids same|different]
+                     [--isolation worktree|none] [--min-stops N]
 The seed is printed first and on failure; rerun with --seed to reproduce.
 """
 import argparse
@@ -254,7 +261,7 @@ def parse():
     ap = argparse.ArgumentParser()
     ap.add_argument("zerg")
     ap.add_argument("--mode", choices=("classic", "two-features", "hostile",
-                                       "git"),
+                                       "git", "stop"),
                     default="classic")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--seconds", type=float, default=20)
@@ -265,6 +272,9 @@ def parse():
     ap.add_argument("--spawn-failures", action="store_true")
     ap.add_argument("--disk-full", action="store_true")
     ap.add_argument("--ids", choices=("same", "different"), default="same")
+    ap.add_argument("--isolation", choices=("worktree", "none"),
+                    default="worktree")
+    ap.add_argument("--min-stops", type=int, default=3)
     a = ap.parse_args()
     a.zerg = os.path.abspath(a.zerg)
     if a.seed is None:
@@ -286,6 +296,9 @@ def main():
         if a.mode == "git":
             import chaos_git
             return chaos_git.run(a, rng, root, report)
+        if a.mode == "stop":
+            import chaos_stop
+            return chaos_stop.run(a, rng, root, report)
         import chaos_hostile
         return chaos_hostile.run(a, rng, root, report)
     except cl.ChaosFailure as e:

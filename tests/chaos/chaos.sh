@@ -12,6 +12,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
     python3 "$here/chaos.py" "$ZERG" --mode two-features --ids different --seconds 30 --tasks 300 --workers 4
     python3 "$here/chaos.py" "$ZERG" --mode hostile --seconds 120 --tasks 150 --workers 4
     python3 "$here/chaos.py" "$ZERG" --mode git --seconds 60 --tasks 200 --levels 5 --workers 4 --kill-orchestrator
-    runs=$((runs + 5))
+    python3 "$here/chaos.py" "$ZERG" --mode stop --seconds 60 --tasks 150 --levels 6 --workers 6 --min-stops 5
+    runs=$((runs + 6))
 done
 echo "$runs passed, 0 failed"

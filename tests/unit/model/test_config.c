@@ -111,6 +111,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.task_stale_timeout_ns, NS(600));
     assert_int_equal(c.heartbeat_interval_ns, NS(30));
     assert_int_equal(c.heartbeat_stale_threshold_ns, NS(120));
+    assert_int_equal(c.lease_stale_ns, NS(10));
     assert_int_equal(c.auto_respawn, 1);
     assert_int_equal(c.max_respawn_attempts, 5);
     assert_int_equal(c.retry_attempts, 3);
@@ -303,6 +304,7 @@ static void test_fractional_durations(void **state)
                           "  spawn_backoff_max_seconds: 1.5\n"
                           "  heartbeat_interval_seconds: 0.001\n"
                           "  heartbeat_stale_threshold: 0.3\n"
+                          "  lease_stale_seconds: 2.5\n"
                           "  task_stale_timeout_seconds: 604800\n"
                           "policies:\n"
                           "  time_budget_seconds: 2.5e-2\n",
@@ -313,6 +315,7 @@ static void test_fractional_durations(void **state)
     assert_int_equal(c.spawn_backoff_max_ns, 1500 * ZERG_NS_PER_MS);
     assert_int_equal(c.heartbeat_interval_ns, ZERG_NS_PER_MS);
     assert_int_equal(c.heartbeat_stale_threshold_ns, 300 * ZERG_NS_PER_MS);
+    assert_int_equal(c.lease_stale_ns, 2500 * ZERG_NS_PER_MS);
     assert_int_equal(c.task_stale_timeout_ns, 7 * 24 * 3600 * ZERG_NS_PER_S);
     assert_int_equal(c.policy_time_budget_ns, 25 * ZERG_NS_PER_MS);
     zerg_config_free(&c);
@@ -486,6 +489,12 @@ static const struct bad_case bad_cases[] = {
      "policies:\n  instruction_budget: 99999999999999999999999\n",
      0,
      {"policies.instruction_budget: found", "1000..1000000000"},
+     NULL},
+    {"lease shorter than two renewals",
+     "workers:\n  lease_stale_seconds: 1.5\n",
+     0,
+     {"workers.lease_stale_seconds: found '1.5', expected a number of "
+      "seconds in 2..604800"},
      NULL},
     {"negative cpus",
      "container:\n  cpus: -1\n",
@@ -963,7 +972,7 @@ static void test_to_json(void **state)
     assert_string_equal(zerg_json_key_at(j, 0), "resilience");
     assert_int_equal(zerg_json_get(j, "quality_gates")->type, ZERG_JSON_ARRAY);
     const zerg_json *wk = zerg_json_get(j, "workers");
-    assert_int_equal(zerg_json_len(wk), 21);
+    assert_int_equal(zerg_json_len(wk), 22);
     assert_true(zerg_json_as_num(
                     zerg_json_get(wk, "spawn_backoff_base_seconds"), 0) == 0.2);
     assert_true(zerg_json_as_num(zerg_json_get(wk, "heartbeat_stale_threshold"),

@@ -11,7 +11,12 @@
  *
  * And a result ends the process group its stage's beat named: a worker
  * that dies before its idle beat, whose file may come 50 ms after the
- * result, does not get a reaped group's id killed. */
+ * result, does not get a reaped group's id killed.
+ *
+ * And beats read by an intake that took long (the orchestrator stopped
+ * in the middle of it) count as seen when it ended, not when it began;
+ * a worker whose lines are still unread is not stale while its heartbeat
+ * file moved on. */
 #include "testutil.h"
 
 #include <signal.h>
@@ -238,6 +243,74 @@ static void test_result_ends_the_known_group(void **state)
     fx_free(x);
 }
 
+/* The orchestrator stopped (SIGSTOP) in the middle of an intake that
+ * began at T: the lines it read after the SIGCONT were stamped T, though
+ * it read them 4.6 s later.  The loop says how long the intake took
+ * (orch_intake_took) and the next tick does not find the worker silent
+ * for the time the orchestrator was away (DESIGN §19). */
+static void test_intake_that_took_long_is_not_a_silence(void **state)
+{
+    (void)state;
+    const char *id;
+    int attempt;
+    uint64_t epoch;
+    struct fx *x = running(&id, &attempt, &epoch);
+    struct slot *sl = &x->o->slots[0];
+    advance(x, 1);
+    int64_t t = x->now;
+    fx_hb_line(x, 0, epoch, id, attempt, "verify"); /* read after the stop */
+    orch_intake_took(x->o, t - 1, t + S(4.6));      /* another stamp: kept */
+    assert_int_equal(sl->hb_change_at_mono_ns, t);
+    orch_intake_took(x->o, t, t + S(4.6));
+    assert_int_equal(sl->hb_change_at_mono_ns, t + S(4.6));
+    assert_int_equal(sl->progress_at_mono_ns, t + S(4.6));
+    x->now = t + S(5.5); /* past the 5 s threshold from T, not from the read */
+    tick(x);
+    assert_int_equal(events_named(x, "heartbeat_stale"), 0);
+    assert_int_equal(sl->state, SLOT_BUSY);
+    assert_int_equal(status_of(x, id), ZERG_TASK_IN_PROGRESS);
+    advance(x, 4.5); /* and then really silent */
+    assert_int_equal(events_named(x, "heartbeat_stale"), 1);
+    fx_free(x);
+}
+
+/* Not stopped mid-intake but slow past the threshold: the worker's
+ * lines wait unread in its pipe, its file events are skipped (its beats
+ * come by line) and the periodic scan of the files is not due (every two
+ * intervals, 8 s here).  The file it rewrote meanwhile is newer: read
+ * before the verdict, it says the worker is alive (DESIGN §19).  With the
+ * file unchanged too, the worker is stale. */
+static void test_unread_lines_are_not_a_stale_worker(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(graph3, 1, 0);
+    x->cfg.heartbeat_interval_ns = S(4);
+    tick(x);
+    struct slot *sl = &x->o->slots[0];
+    uint64_t epoch = sl->proc.epoch;
+    fx_hb_line(x, 0, epoch, NULL, 0, "ready");
+    tick(x); /* assigns */
+    const char *id = x->g->tasks[sl->task].id;
+    int attempt = task_of(x, id)->attempt;
+    fx_hb_line(x, 0, epoch, id, attempt, "command");
+    struct zerg_heartbeat hb = {.worker_id = 0,
+                                .epoch = epoch,
+                                .seq = sl->hb_seq + 40,
+                                .attempt = attempt};
+    snprintf(hb.task_id, sizeof hb.task_id, "%s", id);
+    snprintf(hb.step, sizeof hb.step, "command");
+    assert_int_equal(zerg_proto_write_heartbeat(x->run_dir, &hb, NULL), 0);
+    zerg_orch_file_changed(x->o, "heartbeat-0.json", x->now); /* skipped */
+    assert_int_not_equal(sl->hb_seq, hb.seq);
+    advance(x, 5.5); /* past the 5 s threshold, no line read, no scan */
+    assert_int_equal(events_named(x, "heartbeat_stale"), 0);
+    assert_int_equal(sl->state, SLOT_BUSY);
+    assert_int_equal(sl->hb_seq, hb.seq);
+    advance(x, 5.5); /* nothing new in the file either */
+    assert_int_equal(events_named(x, "heartbeat_stale"), 1);
+    fx_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +320,8 @@ int main(void)
         cmocka_unit_test(test_line_remembered_until_its_event),
         cmocka_unit_test(test_event_for_a_missing_file_is_quiet),
         cmocka_unit_test(test_result_ends_the_known_group),
+        cmocka_unit_test(test_intake_that_took_long_is_not_a_silence),
+        cmocka_unit_test(test_unread_lines_are_not_a_stale_worker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
