@@ -102,6 +102,7 @@ struct zerg_config {
     int64_t heartbeat_interval_ns;        /* 30 s */
     int64_t heartbeat_stale_threshold_ns; /* 120 s */
     int64_t lease_stale_ns;               /* 10 s: then the rush lock decides */
+    int64_t stop_grace_ns;                /* 10 s: SIGTERM -> SIGKILL */
     int auto_respawn;                     /* true */
     int max_respawn_attempts;             /* 5 */
     int retry_attempts;                   /* 3: task retries on failure */

@@ -1,8 +1,10 @@
 /* stop.c - `zerg stop`: end a running rush.
  *
  * The rush holding the feature's lock is asked to stop with SIGTERM: it
- * stops its workers, saves its state and releases the lock, which is what
- * this command waits for (10 s, polled every 100 ms).  --force is for a
+ * stops its workers gracefully (each running task gets SIGTERM, then
+ * workers.stop_grace_seconds before SIGKILL), saves its state and
+ * releases the lock, which is what this command waits for (the grace
+ * and 10 s more, polled every 100 ms).  --force is for a
  * rush that no longer answers: SIGKILL to it, then to the worker processes
  * and task process groups recorded in the state file and heartbeats, and
  * `RUNTIME rm -f` for recorded containers.  A recorded pid may have been
@@ -24,13 +26,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zerg/clock.h"
 #include "zerg/fsio.h"
 #include "zerg/json.h"
 #include "zerg/launcher.h"
 #include "zerg/lock.h"
 #include "zerg/protocol.h"
 
-#define WAIT_MS 10000
+#define WAIT_MS 10000 /* past the stop grace */
 #define POLL_MS 100
 #define STATE_MAX_BYTES (256u << 20)
 #define PROC_MAX_BYTES (1u << 20)
@@ -38,14 +41,16 @@
 static const char usage[] =
     "usage: zerg stop [--feature F] [--force]\n"
     "\n"
-    "Stops the rush running for the feature: sends it SIGTERM (it stops its\n"
-    "workers and saves its state) and waits up to 10 s for it to exit.\n"
-    "Resume later with 'zerg rush --resume'.\n"
+    "Stops the rush running for the feature gracefully: sends it SIGTERM;\n"
+    "each running task gets SIGTERM and workers.stop_grace_seconds (10) to\n"
+    "end before SIGKILL; the rush saves its state (the stopped tasks are\n"
+    "pending again, nothing is charged) and exits.  Waits for that, the\n"
+    "grace and 10 s more.  Resume later with 'zerg rush --resume'.\n"
     "\n"
     "Options:\n"
-    "  --force      SIGKILL the rush, its worker processes, task process\n"
-    "               groups and what their tasks left running, and remove\n"
-    "               its recorded containers\n"
+    "  --force      SIGKILL at once: the rush, its worker processes, task\n"
+    "               process groups and what their tasks left running, and\n"
+    "               remove its recorded containers\n"
     "  --feature F  the feature (default: see 'zerg --help')\n"
     "  -C DIR       run as if started in DIR\n"
     "  -h, --help   show this help\n"
@@ -59,6 +64,7 @@ struct stop {
     char state_dir[PATH_MAX]; /* the feature's run directory */
     char state_path[PATH_MAX];
     int force;
+    int wait_ms; /* how long a graceful stop may take */
 };
 
 static void sleep_ms(int ms)
@@ -67,10 +73,10 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* Polls the lock until it is free; 1 when released in time. */
-static int wait_released(const char *lock_path)
+/* Polls the lock until it is free; 1 when released within wait_ms. */
+static int wait_released(const char *lock_path, int wait_ms)
 {
-    for (int waited = 0; waited <= WAIT_MS; waited += POLL_MS) {
+    for (int waited = 0; waited <= wait_ms; waited += POLL_MS) {
         if (zerg_lock_probe(lock_path, NULL) == 0)
             return 1;
         sleep_ms(POLL_MS);
@@ -134,6 +140,23 @@ static int run_argv(char *const argv[])
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The stop grace of the project's configuration plus WAIT_MS, in ms (the
+ * default grace when the configuration cannot be read: the rush that is
+ * running read it, this is only how long to wait). */
+static int graceful_wait_ms(const struct zerg_cli *cli)
+{
+    struct zerg_config cfg;
+    struct zerg_err err = {0};
+    zerg_config_defaults(&cfg);
+    if (zerg_cli_config(cli, &cfg, &err) != 0) {
+        zerg_config_free(&cfg);
+        zerg_config_defaults(&cfg);
+    }
+    int64_t ms = cfg.stop_grace_ns / ZERG_NS_PER_MS + WAIT_MS;
+    zerg_config_free(&cfg);
+    return (int)ms;
 }
 
 /* docker or podman from config (auto: the first found on PATH). */
@@ -225,14 +248,15 @@ static int stop_graceful(const struct stop *st, pid_t pid)
                        strerror(errno));
         return ZERG_EXIT_FAIL;
     }
-    printf("Asked the rush for %s (pid %d) to stop; waiting...\n", st->feature,
-           (int)pid);
+    printf("Asked the rush for %s (pid %d) to stop: its running tasks get "
+           "SIGTERM and %g s to end before SIGKILL; waiting...\n",
+           st->feature, (int)pid, (st->wait_ms - WAIT_MS) / 1000.0);
     fflush(stdout);
-    if (!wait_released(st->lock_path)) {
+    if (!wait_released(st->lock_path, st->wait_ms)) {
         zerg_cli_error("stop",
-                       "the rush (pid %d) did not stop within %d s; "
+                       "the rush (pid %d) did not stop within %g s; "
                        "'zerg stop --force' kills it",
-                       (int)pid, WAIT_MS / 1000);
+                       (int)pid, st->wait_ms / 1000.0);
         return ZERG_EXIT_FAIL;
     }
     printf("Stopped. Resume with 'zerg rush --resume'.\n");
@@ -251,7 +275,7 @@ static int stop_force(const struct zerg_cli *cli, const struct stop *st,
     if (n > 0)
         printf("Killed %d more process%s of %s (left by its tasks).\n", n,
                n == 1 ? "" : "es", st->feature);
-    if (!wait_released(st->lock_path)) {
+    if (!wait_released(st->lock_path, WAIT_MS)) {
         zerg_cli_error("stop", "the lock %s is still held", st->lock_path);
         return ZERG_EXIT_FAIL;
     }
@@ -313,6 +337,7 @@ int zerg_cmd_stop(struct zerg_cli *cli, int argc, char **argv)
     }
     if (st.force)
         return stop_force(cli, &st, pid);
+    st.wait_ms = graceful_wait_ms(cli);
     if (!pid) {
         zerg_cli_error("stop",
                        "a rush holds %s but did not record its pid; "

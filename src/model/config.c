@@ -95,6 +95,11 @@
       "How long the orchestrator's lease (renewed every second) may stay "     \
       "unchanged before a worker checks that its orchestrator still holds "    \
       "the rush lock; a stopped or slow one does and keeps its workers.")      \
+    X("workers.stop_grace_seconds", DURATION, stop_grace_ns, 0, "10",          \
+      "0..3600",                                                               \
+      "When a rush is stopped (zerg stop, Ctrl-C, --halt now, a timeout), "    \
+      "how long each running task has between SIGTERM to its process group "   \
+      "and SIGKILL; 0 kills at once.")                                         \
     X("workers.auto_respawn", BOOL, auto_respawn, 0, "true", "true|false",     \
       "Replace a worker that exits or goes stale while tasks remain.")         \
     X("workers.max_respawn_attempts", INT, max_respawn_attempts, 0, "5",       \

@@ -138,7 +138,7 @@ static void log_verdict(struct zerg_orch *o, enum orch_halt_verdict v,
         "Halting (--halt %s): %zu task%s failed, threshold "
         "%zu; %s",
         spec, o->halt_failed, o->halt_failed == 1 ? "" : "s", threshold,
-        v == ORCH_HALT_NOW ? "killing the running tasks"
+        v == ORCH_HALT_NOW ? "stopping the running tasks"
                            : "no new task starts, running ones "
                              "finish");
 }
@@ -163,8 +163,9 @@ int orch_halt_tick(struct zerg_orch *o, int64_t now, int64_t *wake)
             o->halt_failed = failed_in_run(o);
         o->halt_verdict = v;
         log_verdict(o, v, elapsed);
+        /* Through the graceful stop: SIGTERM, the stop grace, SIGKILL. */
         if (v != ORCH_HALT_SOON)
-            zerg_orch_request_stop(o, 1, now);
+            zerg_orch_request_stop(o, 0, now);
     }
     if (o->halt_verdict == ORCH_HALT_GO) {
         if (o->o.timeout_ns > 0 && o->started_mono_ns + o->o.timeout_ns < *wake)

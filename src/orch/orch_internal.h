@@ -32,6 +32,10 @@
 
 #define ORCH_SEC(ns) ((double)(ns) / 1e9)
 #define ORCH_MS(ns) ((double)(ns) / 1e6)
+/* A graceful stop: how long after workers.stop_grace_seconds the
+ * orchestrator kills the workers still alive (each kills its own task at
+ * the grace and exits). */
+#define ORCH_STOP_MARGIN_NS (2 * ZERG_NS_PER_S)
 
 /* ---- the worker slot (orch_slot.c) ------------------------------------ */
 
@@ -171,10 +175,11 @@ struct zerg_orch {
 
     int stopping;    /* 1 graceful, 2 forced */
     int stop_signal; /* the signal that asked for the stop, 0 = none */
-    int64_t stop_deadline_mono_ns;
-    int finishing;  /* all work terminal: stopping workers */
-    int finished;   /* final state written */
-    int failed_run; /* runtime failure (no workers left, ...) */
+    int64_t stop_deadline_mono_ns; /* SIGKILL to what is still alive */
+    int stop_killed;               /* that deadline passed once */
+    int finishing;                 /* all work terminal: stopping workers */
+    int finished;                  /* final state written */
+    int failed_run;                /* runtime failure (no workers left, ...) */
     char run_error[512];
 
     char ws_tip[ZERG_OID_MAX]; /* worktree isolation: the integration tip */

@@ -1,8 +1,8 @@
 /* orch_loop.c - the orchestrator's event loop.
  *
  * One poll(2) over four sources, no fixed polling interval:
- *   - a signalfd: SIGCHLD (a worker exited), SIGTERM/SIGINT/SIGHUP (stop;
- *     a second one forces);
+ *   - a signalfd: SIGCHLD (a worker exited), SIGTERM/SIGINT/SIGHUP (a
+ *     graceful stop: zerg_orch_request_stop; a second one forces);
  *   - inotify on .zerg/state: heartbeats, results and retry requests
  *     arrive as renames (IN_MOVED_TO) of atomically written files.  Only
  *     the renames are watched: IN_CLOSE_WRITE would add an event, and
@@ -76,10 +76,12 @@ static void drain_signals(struct zerg_orch *o, int sfd, int64_t now)
                 continue; /* reaped below, once for all */
             /* The first one names the exit code: 130 for Ctrl-C, 143 for
              * a SIGTERM (`zerg stop`), as shells expect of a signalled
-             * run. */
-            if (!o->stop_signal)
+             * run, and stops gracefully (also when the rush was stopping
+             * by itself: a timeout, --halt now); a second one forces. */
+            int again = o->stop_signal != 0;
+            if (!again)
                 o->stop_signal = (int)si[i].ssi_signo;
-            zerg_orch_request_stop(o, o->stopping > 0, now);
+            zerg_orch_request_stop(o, again, now);
         }
         if (n < SIGNALS_PER_READ)
             break;

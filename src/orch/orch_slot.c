@@ -103,8 +103,12 @@ static void kill_slot(struct zerg_orch *o, struct slot *sl,
     if (!sig)
         return;
     /* Where the worker's pids are ours, the task's own process group
-     * would outlive a killed worker unless we take it down. */
-    if (sl->hb_task_pgid > 0 && o->o.launcher->ops->caps.local_pids)
+     * would outlive a killed worker unless we take it down.  A SIGTERM
+     * leaves the task to its worker, which gives it SIGTERM and the stop
+     * grace (one sender: a task's handler sees one TERM); the tick's
+     * deadline brings the SIGKILL if anything is left then. */
+    if (sig == SIGKILL && sl->hb_task_pgid > 0 &&
+        o->o.launcher->ops->caps.local_pids)
         kill(-sl->hb_task_pgid, SIGKILL);
     o->o.launcher->ops->cancel(o->o.launcher, &sl->proc,
                                sig == SIGKILL ? ZERG_CANCEL_NOW

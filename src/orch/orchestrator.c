@@ -355,16 +355,40 @@ static void set_run_status(struct zerg_orch *o, const char *status)
     orch_mark_dirty(o);
 }
 
+/* Graceful: each worker is asked to end (SIGTERM through the launcher),
+ * and ends its running task the same way: SIGTERM to the task's process
+ * group, SIGKILL after workers.stop_grace_seconds.  The tick holds that
+ * deadline and ORCH_STOP_MARGIN_NS more (the worker's own SIGKILL, its
+ * sweep and exit come first): what is still alive then is killed
+ * (tick_ending), so a worker that does not answer cannot keep the rush.
+ * Forced: SIGKILL now. */
 void zerg_orch_request_stop(struct zerg_orch *o, int force, int64_t now)
 {
     if (o->stopping >= (force ? 2 : 1))
         return;
+    int64_t grace = force ? 0 : o->cfg->stop_grace_ns;
     o->stopping = force ? 2 : 1;
-    o->stop_deadline_mono_ns = now + 5 * ZERG_NS_PER_S;
+    /* Forced: killed below; the tick kills again each second until the
+     * workers are reaped. */
+    o->stop_deadline_mono_ns =
+        now + (force ? ZERG_NS_PER_S : grace + ORCH_STOP_MARGIN_NS);
+    o->stop_killed = 0;
     orch_gate_abort(o);
-    zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "rush_stop", NULL,
-                   NULL, "Stop requested%s: stopping workers",
-                   force ? " (forced)" : "");
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_bool(data, "forced", force);
+    zerg_json_set_num(data, "grace", ORCH_SEC(grace));
+    if (force)
+        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "rush_stop",
+                       NULL, data,
+                       "Stop requested (forced): killing the workers and "
+                       "their tasks now");
+    else
+        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "rush_stop",
+                       NULL, data,
+                       "Stop requested: the running tasks get SIGTERM and "
+                       "%gs to end before SIGKILL (Ctrl-C again or `zerg "
+                       "stop --force` kills them now)",
+                       ORCH_SEC(grace));
     orch_stop_workers(o, force ? SIGKILL : SIGTERM, now);
     set_run_status(o, "stopped");
 }
@@ -470,8 +494,26 @@ static int64_t tick_periodic(struct zerg_orch *o, int64_t now, int64_t wake)
     return wake;
 }
 
-/* Stopping or finishing: wait for every worker, SIGKILL past the deadline,
- * then write the final state. */
+/* A graceful stop's grace is over: what is still alive is killed. */
+static void stop_grace_over(struct zerg_orch *o)
+{
+    int alive = 0;
+    for (int i = 0; i < o->nslots; i++)
+        alive += slot_alive(&o->slots[i]);
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "grace", ORCH_SEC(o->cfg->stop_grace_ns));
+    zerg_json_set_num(data, "workers", alive);
+    zerg_log_event(
+        o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "stop_grace_over", NULL, data,
+        "%d worker%s still alive %gs after the stop grace of %gs: killing "
+        "them and their tasks (SIGKILL)",
+        alive, alive == 1 ? "" : "s", ORCH_SEC(ORCH_STOP_MARGIN_NS),
+        ORCH_SEC(o->cfg->stop_grace_ns));
+}
+
+/* Stopping or finishing: wait for every worker, SIGKILL past the deadline
+ * (a stop's grace and margin, the finishing workers' 3 s), then write the
+ * final state.  The deadline is a timer of the loop: nothing here waits. */
 static int64_t tick_ending(struct zerg_orch *o, int64_t now, int64_t wake)
 {
     if (!orch_any_alive(o)) {
@@ -479,6 +521,9 @@ static int64_t tick_ending(struct zerg_orch *o, int64_t now, int64_t wake)
         return wake;
     }
     if (now >= o->stop_deadline_mono_ns) {
+        if (o->stopping == 1 && !o->stop_killed)
+            stop_grace_over(o);
+        o->stop_killed = 1;
         orch_stop_workers(o, SIGKILL, now);
         o->stop_deadline_mono_ns = now + ZERG_NS_PER_S;
     }

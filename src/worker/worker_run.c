@@ -12,8 +12,9 @@
  * worker's exit, and its file follows within 50 ms (a short stage has
  * ended by then and the file is never written: one file fewer per
  * task); where the line cannot go (no relay, a full pipe), the file is
- * written at once.  After a stage ends -- success, failure or
- * timeout -- the group is SIGKILLed before the leader is reaped: until
+ * written at once.  After a stage ends -- success, failure, timeout, or
+ * a stop (SIGTERM, then workers.stop_grace_seconds for the task to end by
+ * itself) -- the group is SIGKILLed before the leader is reaped: until
  * then its pid, and so the group id, cannot be reused, and nothing the
  * task started in the background survives it.  What left the group
  * (setsid, a double fork) was re-parented to the worker, a child
@@ -224,8 +225,39 @@ static int settle(struct worker *w, struct stage *st)
     return 2;
 }
 
+/* The worker is leaving (a stop signal, its orchestrator gone) while the
+ * stage runs: SIGTERM to the stage's group, which gets
+ * workers.stop_grace_seconds to end by itself (a handler can finish its
+ * write) before the caller's SIGKILL. */
+static void stage_stop(struct worker *w, struct stage *st, struct task_run *run)
+{
+    int64_t grace = w->cfg.stop_grace_ns;
+    if (grace <= 0 || wk_wait_stage_end(w, 0)) /* 1: it ended already */
+        return;
+    wk_log_printf(&run->log,
+                  "==== zerg: stopping: SIGTERM to the %s, SIGKILL after "
+                  "%.1f s\n",
+                  st->name, zerg_ns_to_s(grace));
+    kill(-st->pid, SIGTERM);
+    if (wk_wait_stage_end(w, wk_now_ns(w) + grace))
+        return;
+    wk_log_printf(&run->log,
+                  "==== zerg: the %s did not end within %.1f s of SIGTERM: "
+                  "SIGKILL\n",
+                  st->name, zerg_ns_to_s(grace));
+    if (!w->log)
+        return;
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_num(data, "grace", zerg_ns_to_s(grace));
+    zerg_log_event(w->log, w->o->slot, ZERG_LOG_WARN, "stop_grace_over",
+                   run->task->id, data,
+                   "Worker %d: task %s did not end within %gs of SIGTERM: "
+                   "SIGKILL",
+                   w->o->slot, run->task->id, zerg_ns_to_s(grace));
+}
+
 /* Waits for the stage (heartbeats go on), kills its group, reaps it. */
-static void stage_wait(struct worker *w, struct stage *st)
+static void stage_wait(struct worker *w, struct stage *st, struct task_run *run)
 {
     for (;;) {
         int ev = wk_wait(w, st->deadline_ns);
@@ -234,6 +266,8 @@ static void stage_wait(struct worker *w, struct stage *st)
             continue; /* TERM sent: the CLI may still exit on its own */
         if (ev == EV_DEADLINE && !s)
             st->timed_out = 1;
+        if (ev == EV_EXIT)
+            stage_stop(w, st, run);
         if (ev != EV_ASSIGN)
             break;
     }
@@ -268,7 +302,7 @@ static int stage_run(struct worker *w, struct task_run *run, const char *name,
                  strerror(-rc));
         return -1;
     }
-    stage_wait(w, &st);
+    stage_wait(w, &st, run);
     run->log.size = -1; /* the stage wrote to it too */
     char what[160] = "exited with code 0";
     if (st.settled) {

@@ -3,7 +3,8 @@
  * (worker.c) or busy for a stage to end (worker_run.c).
  *
  * Single-threaded around one poll(2) over:
- *   - a signalfd for SIGTERM/SIGINT/SIGHUP (kill the task, say "exiting");
+ *   - a signalfd for SIGTERM/SIGINT/SIGHUP (end the task: SIGTERM, the
+ *     stop grace, SIGKILL (worker_run.c); say "exiting");
  *   - inotify on the state directory (our assignment arrives as a rename)
  *     and on the running task's log directory (its progress file);
  *   - the pidfd of the running stage;
@@ -555,6 +556,28 @@ static int child_event(struct worker *w, const struct stage *st, int sig_seen)
         (pfd.revents & POLLIN))
         read_signal(w);
     return EV_CHILD;
+}
+
+int wk_wait_stage_end(struct worker *w, int64_t deadline_ns)
+{
+    struct stage *st = w->stage;
+    for (;;) {
+        if (stage_exited(st))
+            return 1;
+        int64_t now = wk_now_ns(w);
+        if (now >= deadline_ns)
+            return 0;
+        if (now >= w->next_hb_ns)
+            wk_beat(w);
+        int64_t until = min64(w->next_hb_ns, deadline_ns);
+        if (st->pidfd < 0)
+            until = min64(until, now + WORKER_CHILD_POLL_NS);
+        int64_t wait_ns = until - now;
+        int timeout_ms = (int)((wait_ns + ZERG_NS_PER_MS - 1) / ZERG_NS_PER_MS);
+        struct pollfd pfd = {.fd = st->pidfd, .events = POLLIN};
+        if (poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR)
+            return 0;
+    }
 }
 
 /* Waits for the next event that matters to the caller: a request to exit,

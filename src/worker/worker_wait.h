@@ -43,6 +43,10 @@ int wk_orch_gone(const struct worker *w);
  * set), EV_ASSIGN (only when no stage runs), EV_CHILD (w->stage ended) or
  * EV_DEADLINE.  Heartbeats, lease and progress are handled inside. */
 int wk_wait(struct worker *w, int64_t deadline_ns);
+/* While a stopped stage may still end by itself: waits until w->stage
+ * has exited (1, not reaped) or deadline_ns (0).  Heartbeats go on;
+ * signals and the assignment wait: the worker is leaving anyway. */
+int wk_wait_stage_end(struct worker *w, int64_t deadline_ns);
 /* Sets w->assign_dirty when the assignment changed: inotify's queue read
  * now (so the event of a change seen here does not cause a second read
  * later), else a stat (inotify may not see a write across a bind mount). */

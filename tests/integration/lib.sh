@@ -147,6 +147,18 @@ wait_for() {
     done
 }
 
+jdata() { # jdata EVENT FIELD: the field of the event's data (last one)
+    python3 - "$PROJ/.zerg/monitor.jsonl" "$1" "$2" <<'PY'
+import json, sys
+v = None
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["event"] == sys.argv[2]:
+        v = e["data"][sys.argv[3]]
+print(v)
+PY
+}
+
 events() { grep -c "\"event\":\"$1\"" "$PROJ/.zerg/monitor.jsonl" || true; }
 has_event() { grep -q "\"event\":\"$1\"" "$PROJ/.zerg/monitor.jsonl"; }
 task_status() {

@@ -1,22 +1,10 @@
 #!/usr/bin/env bash
 # Ending a rush early: `--halt soon,fail=N` starts nothing new after the
 # Nth permanent failure and lets the running tasks finish; `--halt now`
-# kills them (also with a percentage); a bad --halt is exit 2 with nothing
+# stops them (SIGTERM, the stop grace, SIGKILL; also with a percentage); a bad --halt is exit 2 with nothing
 # written; rush.timeout_seconds stops the run and --resume finishes it;
 # an oversized monitor.log is rotated when a rush starts.
 source "$(dirname "$0")/lib.sh"
-
-jdata() { # jdata EVENT FIELD: the field of the event's data (last one)
-    python3 - "$PROJ/.zerg/monitor.jsonl" "$1" "$2" <<'PY'
-import json, sys
-v = None
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e["event"] == sys.argv[2]:
-        v = e["data"][sys.argv[3]]
-print(v)
-PY
-}
 
 # --halt soon,fail=1: F fails while L runs; the three queued tasks are
 # never claimed, L completes, the rush exits 1.
@@ -46,7 +34,7 @@ grep -q "Halted by --halt soon,fail=1" "$PROJ/rush.out" || fail "summary lacks t
 no_procs
 pass "--halt soon,fail=1 claims nothing more, lets the running task finish, exits 1"
 
-# --halt now,fail=1: the running task is killed at once.
+# --halt now,fail=1: the running task is stopped (it dies of the SIGTERM).
 new_project now
 config_append "  retry_attempts: 0"
 graph <<'JSON'
@@ -62,7 +50,7 @@ rush_wait 30
 project_runs "sleep 600" && fail "the running task survived --halt now"
 grep -q "running tasks were stopped" "$PROJ/rush.out" || fail "summary: $(cat "$PROJ/rush.out")"
 no_procs
-pass "--halt now,fail=1 kills the running task and exits 1"
+pass "--halt now,fail=1 stops the running task and exits 1"
 
 # --halt now,fail=50% of 4 tasks: the threshold is 2 failures.
 new_project pct

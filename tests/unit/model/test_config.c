@@ -112,6 +112,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.heartbeat_interval_ns, NS(30));
     assert_int_equal(c.heartbeat_stale_threshold_ns, NS(120));
     assert_int_equal(c.lease_stale_ns, NS(10));
+    assert_int_equal(c.stop_grace_ns, NS(10));
     assert_int_equal(c.auto_respawn, 1);
     assert_int_equal(c.max_respawn_attempts, 5);
     assert_int_equal(c.retry_attempts, 3);
@@ -174,6 +175,7 @@ static const char full_file[] =
     "  task_stale_timeout_seconds: 1_800\n"
     "  heartbeat_interval_seconds: 5\n"
     "  heartbeat_stale_threshold: 20\n"
+    "  stop_grace_seconds: 0\n"
     "  auto_respawn: Off\n"
     "  max_respawn_attempts: 10\n"
     "  retry_attempts: 1\n"
@@ -221,6 +223,7 @@ static void test_full_valid_file(void **state)
     assert_int_equal(c.task_stale_timeout_ns, NS(1800));
     assert_int_equal(c.heartbeat_interval_ns, NS(5));
     assert_int_equal(c.heartbeat_stale_threshold_ns, NS(20));
+    assert_int_equal(c.stop_grace_ns, 0);
     assert_int_equal(c.auto_respawn, 0);
     assert_int_equal(c.max_respawn_attempts, 10);
     assert_int_equal(c.retry_attempts, 1);
@@ -443,6 +446,27 @@ static const struct bad_case bad_cases[] = {
      "workers:\n  task_stale_timeout_seconds: 1e9\n",
      0,
      {"workers.task_stale_timeout_seconds: found '1e9'", "0.001..604800"},
+     NULL},
+    {"negative stop grace",
+     "workers:\n  stop_grace_seconds: -1\n",
+     0,
+     {"t.yaml:2:23: workers.stop_grace_seconds: found '-1', expected a "
+      "number of seconds in 0..3600 (no unit suffix)"},
+     NULL},
+    {"stop grace over an hour",
+     "workers:\n  stop_grace_seconds: 3601\n",
+     0,
+     {"workers.stop_grace_seconds: found '3601'", "0..3600"},
+     NULL},
+    {"stop grace with unit",
+     "workers:\n  stop_grace_seconds: 10s\n",
+     0,
+     {"workers.stop_grace_seconds: found '10s'", "no unit suffix"},
+     NULL},
+    {"stop grace not a number",
+     "workers:\n  stop_grace_seconds: [10]\n",
+     0,
+     {"workers.stop_grace_seconds: found a list"},
      NULL},
     {"duration with unit",
      "workers:\n  backoff_base_seconds: 30s\n",
@@ -911,7 +935,7 @@ static void test_keys_table(void **state)
     (void)state;
     size_t n = 0;
     const struct zerg_config_key *k = zerg_config_keys(&n);
-    assert_int_equal(n, 52);
+    assert_int_equal(n, 54);
     const char *types = "|bool|int|duration|enum|string|argv|number|";
     for (size_t i = 0; i < n; i++) {
         char t[32];
@@ -972,7 +996,7 @@ static void test_to_json(void **state)
     assert_string_equal(zerg_json_key_at(j, 0), "resilience");
     assert_int_equal(zerg_json_get(j, "quality_gates")->type, ZERG_JSON_ARRAY);
     const zerg_json *wk = zerg_json_get(j, "workers");
-    assert_int_equal(zerg_json_len(wk), 22);
+    assert_int_equal(zerg_json_len(wk), 23);
     assert_true(zerg_json_as_num(
                     zerg_json_get(wk, "spawn_backoff_base_seconds"), 0) == 0.2);
     assert_true(zerg_json_as_num(zerg_json_get(wk, "heartbeat_stale_threshold"),

@@ -751,6 +751,61 @@ static void test_sigterm_kills_task(void **state)
     assert_int_equal(read_result(f, "T1", 1, &r), -ENOENT);
 }
 
+/* Starts a worker on command, which writes its pid (its group) to
+ * pgid.txt; SIGTERMs the worker once the task runs and waits for it:
+ * exit 0, no result (the orchestrator requeues the task, uncharged),
+ * nothing of the task left.  Returns the attempt's log. */
+static char *stop_running_task(struct fx *f, const char *command)
+{
+    char msg[512];
+    struct zerg_result r;
+    write_graph(f, command, NULL, NULL, NULL);
+    struct zerg_worker_opts o = fx_opts(f);
+    start_worker(f, &o);
+    wait_seq(f, 1);
+    assign(f, EPOCH, "T1", 1, 0);
+    wait_until(f, f->project, file_nonempty, "pgid.txt", "pgid.txt");
+    char *pg = project_file(f, "pgid.txt");
+    pid_t pgid = (pid_t)atoi(pg);
+    free(pg);
+    assert_int_equal(kill(f->pid, SIGTERM), 0);
+    assert_int_equal(wait_worker(f, msg, sizeof msg), 0);
+    assert_int_equal(live_in_group(pgid), 0);
+    assert_int_equal(read_result(f, "T1", 1, &r), -ENOENT);
+    return project_file(f, ".zerg/logs/feat/tasks/T1/attempt-1.log");
+}
+
+/* A stop gives the task SIGTERM first: its handler runs to its end. */
+static void test_sigterm_lets_the_task_end(void **state)
+{
+    struct fx *f = *state;
+    char *log = stop_running_task(
+        f, "trap 'echo ran > marker.txt; exit 0' TERM; echo $$ > pgid.txt; "
+           "while :; do sleep 0.05; done");
+    char *marker = project_file(f, "marker.txt");
+    assert_non_null(marker);
+    assert_string_equal(marker, "ran\n");
+    assert_true(tu_contains(log, "stopping: SIGTERM to the command"));
+    assert_false(tu_contains(log, "did not end within"));
+    free(marker);
+    free(log);
+}
+
+/* A task that ignores SIGTERM is killed once workers.stop_grace_seconds
+ * is over. */
+static void test_sigterm_ignored_killed_after_grace(void **state)
+{
+    struct fx *f = *state;
+    tu_write(f->project, ".zerg/config.yaml",
+             "workers:\n  stop_grace_seconds: 0.3\n");
+    char *log = stop_running_task(
+        f, "trap '' TERM; echo $$ > pgid.txt; while :; do sleep 0.05; done");
+    assert_true(tu_contains(log, "SIGKILL after 0.3 s"));
+    assert_true(tu_contains(log, "did not end within 0.3 s of SIGTERM"));
+    assert_true(tu_contains(log, "killed by signal 9"));
+    free(log);
+}
+
 static int hb_progress(const struct fx *f, const void *arg)
 {
     struct zerg_heartbeat hb;
@@ -1021,6 +1076,8 @@ int main(void)
         FX(test_daemons_killed_in_process),
         FX(test_foreign_epoch_ignored),
         FX(test_sigterm_kills_task),
+        FX(test_sigterm_lets_the_task_end),
+        FX(test_sigterm_ignored_killed_after_grace),
         FX(test_progress_file),
         FX(test_lease_stale_exits),
         FX(test_lease_stale_lock_held_waits),
