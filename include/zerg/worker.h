@@ -102,6 +102,8 @@ struct zerg_prompt_retry {
     const char *error;       /* its one-line error, or NULL */
     const char *conflicts;   /* conflicting paths, or NULL */
     const char *output_tail; /* the last lines of its output, or NULL */
+    const char *final_msg;   /* the agent's final message, or NULL */
+    const char *verify_cmd;  /* the verification that failed, or NULL */
 };
 char *zerg_worker_prompt(const struct zerg_task *t, const char *feature,
                          const struct zerg_prompt_retry *retry);

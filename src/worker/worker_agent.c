@@ -23,22 +23,93 @@
 /* Linux's MAX_ARG_STRLEN: the longest single argument execve takes. */
 #define ARG_ONE_MAX (128 * 1024)
 
+/* A line zerg or the stream wrote, not the task's own words: an event,
+ * zerg's stage header and footer, the command line it echoed. */
+static int not_words(const char *l, size_t n)
+{
+    return (n && l[0] == '{') || (n >= 10 && !strncmp(l, "==== zerg:", 10)) ||
+           (n >= 2 && !strncmp(l, "$ ", 2));
+}
+
+/* The last `lines` plain lines of text (from its part after the last
+ * verification header when want_verify), at most cap bytes, into out. */
+static void plain_tail(const char *text, size_t len, int want_verify,
+                       size_t lines, char *out, size_t cap)
+{
+    static const char HDR[] = "==== zerg: verification of task";
+    const char *from = text;
+    for (const char *p = text; want_verify && p && p < text + len;) {
+        const char *hit =
+            memmem(p, (size_t)(text + len - p), HDR, sizeof HDR - 1);
+        if (hit)
+            from = hit;
+        p = hit ? hit + 1 : NULL;
+    }
+    /* Keep the plain lines, newest last, into a scratch buffer. */
+    size_t kept = 0, k = 0;
+    const char *starts[64];
+    size_t lens[64];
+    for (const char *l = from; l < text + len;) {
+        const char *nl = memchr(l, '\n', (size_t)(text + len - l));
+        size_t n = nl ? (size_t)(nl - l) : (size_t)(text + len - l);
+        if (n && !not_words(l, n)) {
+            starts[k % 64] = l, lens[k % 64] = n;
+            k++;
+        }
+        l = nl ? nl + 1 : text + len;
+    }
+    size_t first = k > lines ? k - lines : 0, off = 0;
+    out[0] = '\0';
+    for (size_t i = first; i < k && off + 2 < cap; i++, kept++) {
+        size_t n = lens[i % 64];
+        if (n > cap - off - 2)
+            n = cap - off - 2;
+        memcpy(out + off, starts[i % 64], n);
+        off += n;
+        out[off++] = '\n';
+        out[off] = '\0';
+    }
+    (void)kept;
+}
+
 char *wk_agent_prompt(const struct worker *w, const struct zerg_task *t,
                       const struct zerg_assign *a, const char *log_dir)
 {
     struct zerg_prompt_retry retry = {0};
-    char prev[PATH_MAX], tail[4096] = "";
+    char prev[PATH_MAX], tail[2048] = "", final[1024] = "", *text = NULL;
+    size_t len = 0;
     if (a->attempt > 1) {
         retry.attempt = a->attempt - 1;
         retry.cls = a->last_class;
         retry.error = a->last_error;
         retry.conflicts = a->last_conflicts;
-        if (zerg_fsio_path(prev, sizeof prev, "%s/attempt-%d.log", log_dir,
-                           a->attempt - 1) == 0 &&
-            zerg_fsio_read_tail(prev, TAIL_LINES, tail, sizeof tail) == 0)
-            retry.output_tail = tail;
+        struct zerg_err ignored = {0};
+        if (!zerg_fsio_path(prev, sizeof prev, "%s/attempt-%d.log", log_dir,
+                            a->attempt - 1)) {
+            int fd = zerg_fsio_open_read(prev, ZERG_FSIO_NOFOLLOW, &ignored);
+            if (fd >= 0 && zerg_fsio_read_end(fd, SCAN_BYTES, &text, &len) < 0)
+                text = NULL;
+            if (fd >= 0)
+                close(fd);
+        }
     }
-    return zerg_worker_prompt(t, w->o->feature, &retry);
+    if (text) {
+        struct zerg_agent_summary s;
+        zerg_agent_summary_init(&s);
+        zerg_agent_summary_feed_text(&s, text, len);
+        if (s.has_result && s.result.text)
+            snprintf(final, sizeof final, "%s", s.result.text);
+        zerg_agent_summary_close(&s);
+        int verify =
+            memmem(text, len, "==== zerg: verification of task", 31) != NULL;
+        plain_tail(text, len, verify, TAIL_LINES, tail, sizeof tail);
+        retry.verify_cmd = verify ? t->verify_command : NULL;
+        retry.final_msg = final;
+        retry.output_tail = tail;
+    }
+    char *prompt = zerg_worker_prompt(t, w->o->feature, &retry);
+    free(text);
+    return prompt;
 }
 
 void wk_agent_save_prompt(const char *log_dir, int attempt, const char *prompt)

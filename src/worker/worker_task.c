@@ -55,8 +55,11 @@ static void put_files(FILE *f, const struct zerg_task *t)
     put_list(f, "Read (do not change them):", &t->files_read, "  - ");
 }
 
-/* What went wrong last time: the class, the error, the conflicting paths
- * and the end of the failing output, so a retry does not repeat it. */
+/* What went wrong last time (DESIGN §21, bounded by the caller to about
+ * 4 KB): the class, the error, the conflicting paths, the agent's final
+ * message and the end of the failing verification's output (or of the
+ * command's plain output), so a retry does not repeat it; never raw
+ * events, never an earlier prompt. */
 static void put_retry(FILE *f, const struct zerg_prompt_retry *r)
 {
     if (!r || r->attempt < 1)
@@ -71,7 +74,14 @@ static void put_retry(FILE *f, const struct zerg_prompt_retry *r)
                 "Its changes conflicted with work merged meanwhile in: %s\n"
                 "Start from the current files; keep what others added.\n",
                 r->conflicts);
-    if (r->output_tail && *r->output_tail)
+    if (r->final_msg && *r->final_msg)
+        fprintf(f, "Its final message:\n%s\n", r->final_msg);
+    if (r->verify_cmd && *r->verify_cmd)
+        fprintf(f, "The verification `%s` printed (last lines):\n%s\n",
+                r->verify_cmd,
+                r->output_tail && *r->output_tail ? r->output_tail
+                                                  : "(nothing)");
+    else if (r->output_tail && *r->output_tail)
         fprintf(f, "The last lines of its output:\n%s\n", r->output_tail);
 }
 

@@ -13,6 +13,8 @@
 #      class task, the rush is not stopped as "environment"
 #   g. a prompt of more than 128 KiB (one argument's limit) reaches the
 #      model whole (on stdin)
+#   h. a retry's prompt carries the agent's final message and the failed
+#      verification's output, bounded, never raw events or zerg's lines
 # A CLI that cannot be installed fails the test.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-agent.sh"
@@ -30,6 +32,7 @@ json.dump({
     "F-L1-001": [{"tool": "Bash", "input": {"command":
                   "echo 'Error: --dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons'"}},
                  {"status": 500}],
+    "R-L1-001": [{"text": "MY-FINAL-WORDS: I wrote nothing"}],
     "*": [{"text": "done"}]}, open(sys.argv[1], "w"))
 PY
 agent_server "$TEST_ROOT/scenario.json"
@@ -168,5 +171,22 @@ size=$(stat -c %s "$PROJ/.zerg/logs/f/tasks/G-L1-001/attempt-1.prompt")
 grep -l 'THE-END-MARKER' "$TEST_ROOT"/requests/*-POST-v1_messages.json > /dev/null 2>&1 ||
     fail "long prompt: no request carried the end of the prompt"
 pass "a $size-byte prompt reaches the model whole (on stdin, no E2BIG)"
+
+# ---- h. what the retry's prompt says -------------------------------------
+agent_project retry
+config_append "  retry_attempts: 1"
+graph <<'JSON'
+{"feature": "f", "tasks": [{"id": "R-L1-001", "title": "retried", "level": 1,
+  "verification": {"command": "test -e .again || { touch .again; echo VERIFY-SAID-NO; exit 1; }"}}]}
+JSON
+zrush
+[ "$RC" -eq 0 ] || fail "retry prompt: exit $RC: $(tail -20 "$PROJ/rush.out")"
+p1=$PROJ/.zerg/logs/f/tasks/R-L1-001/attempt-1.prompt
+p2=$PROJ/.zerg/logs/f/tasks/R-L1-001/attempt-2.prompt
+grep -q 'MY-FINAL-WORDS' "$p2" || fail "retry prompt: no final message: $(cat "$p2")"
+grep -q 'VERIFY-SAID-NO' "$p2" || fail "retry prompt: no verification output: $(cat "$p2")"
+! grep -q '"type"\|==== zerg\|--dangerously' "$p2" || fail "retry prompt: raw events or zerg's lines: $(cat "$p2")"
+[ $(( $(stat -c %s "$p2") - $(stat -c %s "$p1") )) -le 4096 ] || fail "retry prompt: over 4 KB more than the first"
+pass "a retry's prompt has the final message and the verification's output, bounded, no raw events"
 
 echo "$TESTS_PASSED passed, 0 failed"
