@@ -42,6 +42,11 @@ enum zerg_durability {
 const char *zerg_mode_name(enum zerg_mode m);
 int zerg_mode_parse(const char *s, enum zerg_mode *out); /* 0 or -EINVAL */
 
+enum zerg_cost_cap_action {
+    ZERG_COST_CAP_FINISH, /* running attempts end, nothing new claimed */
+    ZERG_COST_CAP_STOP,   /* running attempts are stopped too */
+};
+
 enum zerg_executor_kind {
     ZERG_EXECUTOR_CLAUDE,
     ZERG_EXECUTOR_COMMAND,
@@ -117,10 +122,12 @@ struct zerg_config {
                                              --dangerously-skip-permissions */
 
     /* executor: */
-    int executor_kind;              /* enum zerg_executor_kind, CLAUDE */
-    char *executor_claude;          /* "claude" */
-    int64_t executor_exit_grace_ns; /* 5 s: after the terminal event */
-    struct zerg_argv executor_args; /* [] */
+    int executor_kind;                 /* enum zerg_executor_kind, CLAUDE */
+    char *executor_claude;             /* "claude" */
+    int64_t executor_exit_grace_ns;    /* 5 s: after the terminal event */
+    struct zerg_argv executor_pricing; /* [] MODEL=IN/OUT/CR/CW */
+    int rush_cost_cap_action;          /* enum zerg_cost_cap_action */
+    struct zerg_argv executor_args;    /* [] */
 
     /* container: */
     char *container_runtime;             /* "auto" | docker | podman | PATH */

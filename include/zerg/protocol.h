@@ -123,6 +123,7 @@ struct zerg_result {
     double cost_usd;
     int64_t input_tokens, output_tokens;
     int64_t cache_read_tokens, cache_write_tokens; /* prompt cache */
+    int cost_estimated; /* cost_usd from executor.pricing, not the CLI */
     char model[64];
     int64_t num_turns;
     /* What the attempt produced beyond its exit status (DESIGN §18), for

@@ -67,6 +67,7 @@ struct zerg_task_state {
     double cost_usd;
     int64_t input_tokens, output_tokens;
     int64_t cache_read_tokens, cache_write_tokens; /* prompt cache */
+    int cost_estimated;  /* some of cost_usd is from executor.pricing */
     char session_id[64]; /* the last attempt's Claude Code session */
     char model[64];      /* the last attempt's model */
 };

@@ -157,7 +157,9 @@ static void print_counts(FILE *out, const struct view *v)
 static void print_cost(FILE *out, const struct view *v)
 {
     int64_t in = 0, outt = 0, cr = 0, cw = 0;
+    int est = 0;
     for (size_t i = 0; i < v->s.ntasks; i++) {
+        est |= v->s.tasks[i].cost_estimated;
         in += v->s.tasks[i].input_tokens;
         outt += v->s.tasks[i].output_tokens;
         cr += v->s.tasks[i].cache_read_tokens;
@@ -166,8 +168,9 @@ static void print_cost(FILE *out, const struct view *v)
     double cost = zerg_state_cost_usd(&v->s);
     if (cost <= 0 && in <= 0 && outt <= 0 && cr <= 0 && cw <= 0)
         return;
-    fprintf(out, "Cost:   $%.4f (%lld in / %lld out tokens", cost,
-            (long long)in, (long long)outt);
+    fprintf(out, "Cost:   $%.4f%s (%lld in / %lld out tokens", cost,
+            est ? " (part estimated from executor.pricing)" : "", (long long)in,
+            (long long)outt);
     if (cr || cw)
         fprintf(out, "; cache %lld read / %lld written", (long long)cr,
                 (long long)cw);

@@ -43,6 +43,11 @@
     X("rush.max_cost_usd", NUMBER, rush_max_cost_usd, 0, "0", "0..1000000",    \
       "Stop claiming new tasks once the run's recorded agent spend reaches "   \
       "this many US dollars (running tasks finish); 0 means no cap.")          \
+    X("rush.cost_cap_action", ENUM, rush_cost_cap_action, 0, "finish",         \
+      "finish|stop",                                                           \
+      "What reaching rush.max_cost_usd does (spend in flight included): "      \
+      "finish lets running attempts end and claims nothing new; stop stops "   \
+      "them too, gracefully (they are pending again for --resume).")           \
     X("rush.timeout_seconds", DURATION, rush_timeout_ns, 0, "0", "0..604800",  \
       "Wall-clock budget of one zerg rush: when it runs out the running "      \
       "tasks are stopped, the state is saved and the rush exits 1 (finish "    \
@@ -145,6 +150,13 @@
       "claude).")                                                              \
     X("executor.args", ARGV, executor_args, 0, "[]", "list of strings",        \
       "Extra arguments for the Claude Code CLI, e.g. [--model, sonnet].")      \
+    X("executor.pricing", ARGV, executor_pricing, 0, "[]",                     \
+      "list of MODEL=IN/OUT/CACHE_READ/CACHE_WRITE",                           \
+      "US dollars per million tokens by model (a trailing * matches a "        \
+      "prefix), e.g. [\"claude-opus-5-5=15/75/1.5/18.75\"]: prices an "        \
+      "attempt whose CLI reported no cost (killed before its result) and "     \
+      "the spend of running attempts for rush.max_cost_usd; such costs are "   \
+      "marked estimated.")                                                     \
     X("executor.exit_grace_seconds", DURATION, executor_exit_grace_ns, 0, "5", \
       "0.001..3600",                                                           \
       "After the agent's terminal event (Claude Code's result) the CLI has "   \

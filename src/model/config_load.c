@@ -20,6 +20,7 @@
 #include "zerg/fsio.h"
 
 #include "config_internal.h"
+#include "zerg/pricing.h"
 
 /* A config file is a few KB; 1 MiB bounds parser memory on hostile input. */
 #define CONFIG_MAX_BYTES (1024 * 1024)
@@ -240,6 +241,26 @@ static int check_order(struct loader *L)
     return 0;
 }
 
+/* Every executor.pricing entry must parse: a price that is a typo would
+ * silently cost nothing. */
+static int check_pricing(struct loader *L)
+{
+    const struct zerg_argv *l = &L->cfg.executor_pricing;
+    long at = key_find("executor.pricing");
+    for (size_t i = 0; i < l->n; i++) {
+        struct zerg_price p;
+        char why[160];
+        if (zerg_pricing_parse(l->v[i], NULL, 0, &p, why, sizeof why))
+            return config_failf(L, L->value_mark[at],
+                                "executor.pricing[%zu]: found \"%s\": %s; "
+                                "expected MODEL=IN/OUT/CACHE_READ/CACHE_WRITE "
+                                "in US dollars per million tokens, e.g. "
+                                "claude-opus-5-5=15/75/1.5/18.75",
+                                i, l->v[i], why);
+    }
+    return 0;
+}
+
 static int fail_syntax(struct loader *L, const yaml_parser_t *p)
 {
     if (p->error == YAML_MEMORY_ERROR)
@@ -383,6 +404,8 @@ int zerg_config_load_string(struct zerg_config *c, const char *name,
     int rc = load_document(&L);
     if (rc == 0)
         rc = check_order(&L);
+    if (rc == 0)
+        rc = check_pricing(&L);
     if (rc == 0)
         executor_kind_default(&L);
     if (rc == 0 && L.warn && L.nwarn > MAX_WARNINGS) {

@@ -114,6 +114,11 @@ static int get_bool(const zerg_json *o, const char *key, int *out)
     return 0;
 }
 
+static int opt_bool(const zerg_json *o, const char *key, int *out)
+{
+    return zerg_json_get(o, key) ? get_bool(o, key, out) : 0;
+}
+
 /* A string that fits buf; with nullable, JSON null reads as "". */
 static int get_str(const zerg_json *o, const char *key, int nullable, char *buf,
                    size_t size)
@@ -452,7 +457,9 @@ static int result_extra(zerg_json *o, const struct zerg_result *r)
                                      (double)r->cache_read_tokens) ||
                    zerg_json_set_num(o, "cache_write_tokens",
                                      (double)r->cache_write_tokens) ||
-                   zerg_json_set_num(o, "num_turns", (double)r->num_turns)
+                   zerg_json_set_num(o, "num_turns", (double)r->num_turns) ||
+                   (r->cost_estimated &&
+                    zerg_json_set_bool(o, "cost_estimated", 1))
                ? -1
                : 0;
 }
@@ -470,7 +477,8 @@ static int read_result_extra(const zerg_json *o, struct zerg_result *v)
                    opt_i64(o, "cache_read_tokens", &v->cache_read_tokens) ||
                    opt_i64(o, "cache_write_tokens", &v->cache_write_tokens) ||
                    opt_str(o, "model", v->model, sizeof v->model) ||
-                   opt_i64(o, "num_turns", &v->num_turns)
+                   opt_i64(o, "num_turns", &v->num_turns) ||
+                   opt_bool(o, "cost_estimated", &v->cost_estimated)
                ? ZERG_ECORRUPT
                : 0;
 }

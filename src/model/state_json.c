@@ -75,6 +75,8 @@ static void put_task_extras(struct zerg_jw *w, const struct zerg_task_state *t)
         put_num(w, "cache_read_tokens", (double)t->cache_read_tokens);
     if (t->cache_write_tokens)
         put_num(w, "cache_write_tokens", (double)t->cache_write_tokens);
+    if (t->cost_estimated)
+        put_num(w, "cost_estimated", 1);
     if (t->session_id[0])
         put_str(w, "session_id", t->session_id);
     if (t->model[0])

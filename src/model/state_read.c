@@ -350,6 +350,7 @@ static int read_task(struct zerg_task_state *t, const char *id,
         (rc = rd_i64(&r, "output_tokens", &t->output_tokens)) ||
         (rc = rd_i64(&r, "cache_read_tokens", &t->cache_read_tokens)) ||
         (rc = rd_i64(&r, "cache_write_tokens", &t->cache_write_tokens)) ||
+        (rc = rd_i(&r, "cost_estimated", 0, 0, &t->cost_estimated)) ||
         (rc = rd_cost(&r, &t->cost_usd)) ||
         (rc = rd_text(&r, "model", t->model, sizeof t->model)) ||
         (rc = rd_text(&r, "session_id", t->session_id, sizeof t->session_id)))

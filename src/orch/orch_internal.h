@@ -323,6 +323,10 @@ void orch_outputs_landed(struct zerg_orch *o, const struct zerg_result *r);
 /* A slot's attempt ended without a result (killed, crashed, stopped):
  * the spend its heartbeats reported is added to its task. */
 void orch_pool_add_unfinished(struct zerg_orch *o, struct slot *sl);
+/* rush.max_cost_usd against the recorded spend plus what running
+ * attempts report (heartbeats): once reached, no new claims, and with
+ * rush.cost_cap_action: stop a graceful stop of the running ones. */
+void orch_pool_check_cap(struct zerg_orch *o, int64_t now);
 /* Adds a result's spend to task t; may exhaust rush.max_cost_usd. */
 void orch_pool_add_cost(struct zerg_orch *o, size_t t,
                         const struct zerg_result *r);

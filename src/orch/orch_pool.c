@@ -27,12 +27,13 @@
 
 void orch_pool_add_unfinished(struct zerg_orch *o, struct slot *sl)
 {
-    struct zerg_result *r = &sl->spend;
-    int any = r->input_tokens || r->output_tokens || r->cache_read_tokens ||
-              r->cache_write_tokens || r->cost_usd > 0;
-    if (any && sl->task >= 0 && r->attempt == orch_ts(o, sl->task)->attempt)
-        orch_pool_add_cost(o, (size_t)sl->task, r);
-    memset(r, 0, sizeof *r);
+    struct zerg_result r = sl->spend; /* no longer in flight: counted once */
+    memset(&sl->spend, 0, sizeof sl->spend);
+    int any = r.input_tokens || r.output_tokens || r.cache_read_tokens ||
+              r.cache_write_tokens || r.cost_usd > 0;
+    r.cost_estimated = r.cost_usd > 0; /* a heartbeat's cost is priced */
+    if (any && sl->task >= 0 && r.attempt == orch_ts(o, sl->task)->attempt)
+        orch_pool_add_cost(o, (size_t)sl->task, &r);
 }
 
 void orch_pool_add_cost(struct zerg_orch *o, size_t t,
@@ -53,18 +54,47 @@ void orch_pool_add_cost(struct zerg_orch *o, size_t t,
         snprintf(st->session_id, sizeof st->session_id, "%s", r->session_id);
     if (r->model[0])
         snprintf(st->model, sizeof st->model, "%s", r->model);
-    double cap = o->cfg->rush_max_cost_usd, spent = o->spent_usd;
-    if (cap <= 0 || o->budget_exhausted || spent < cap)
+    st->cost_estimated |= r->cost_estimated;
+    orch_pool_check_cap(o, zerg_clock_mono(o->o.clock));
+}
+
+/* What the running attempts have spent so far, as their heartbeats say. */
+static double in_flight(const struct zerg_orch *o)
+{
+    double usd = 0;
+    for (int i = 0; i < o->nslots; i++)
+        if (o->slots[i].task >= 0 && o->slots[i].spend.cost_usd > 0)
+            usd += o->slots[i].spend.cost_usd;
+    return usd;
+}
+
+void orch_pool_check_cap(struct zerg_orch *o, int64_t now)
+{
+    double cap = o->cfg->rush_max_cost_usd;
+    if (cap <= 0 || o->budget_exhausted)
+        return;
+    if (o->spent_usd < 0)
+        o->spent_usd = zerg_state_cost_usd(o->s);
+    double running = in_flight(o), spent = o->spent_usd + running;
+    if (spent < cap)
         return;
     o->budget_exhausted = 1;
+    int stop = o->cfg->rush_cost_cap_action == ZERG_COST_CAP_STOP;
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "cost_usd", spent);
+    zerg_json_set_num(data, "in_flight_usd", running);
     zerg_json_set_num(data, "max_cost_usd", cap);
+    zerg_json_set_str(data, "action", stop ? "stop" : "finish");
     zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "budget_exhausted",
                    NULL, data,
-                   "Spent $%.2f of rush.max_cost_usd $%.2f: no new task is "
-                   "claimed; running ones finish",
-                   spent, cap);
+                   "Spent $%.2f (of it $%.2f in running attempts) of "
+                   "rush.max_cost_usd $%.2f: no new task is claimed; %s",
+                   spent, running, cap,
+                   stop ? "running ones are stopped (rush.cost_cap_action: "
+                          "stop)"
+                        : "running ones finish");
+    if (stop)
+        zerg_orch_request_stop(o, 0, now);
 }
 
 /* ---- environment -------------------------------------------------------- */

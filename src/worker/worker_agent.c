@@ -16,6 +16,7 @@
 
 #include "zerg/agent.h"
 #include "zerg/fsio.h"
+#include "zerg/pricing.h"
 #include "zerg/text.h"
 
 #define TAIL_LINES 30
@@ -181,7 +182,8 @@ static char *read_end(int log_fd, size_t *len)
 
 /* The attempt's ledger (DESIGN §20): the result's usage and cost when
  * the run got that far, else the tokens its messages streamed. */
-static void record_run(const struct zerg_agent_summary *s,
+static void record_run(const struct zerg_config *cfg,
+                       const struct zerg_agent_summary *s,
                        struct zerg_result *r)
 {
     struct zerg_agent_usage u;
@@ -192,11 +194,25 @@ static void record_run(const struct zerg_agent_summary *s,
     r->output_tokens = u.output_tokens;
     r->cache_read_tokens = u.cache_read_tokens;
     r->cache_write_tokens = u.cache_creation_tokens;
-    if (!s->has_result)
-        return;
-    const struct zerg_agent_event *e = &s->result;
-    r->cost_usd = e->total_cost_usd > 0 ? e->total_cost_usd : 0;
-    r->num_turns = e->num_turns;
+    if (s->has_result) {
+        r->cost_usd =
+            s->result.total_cost_usd > 0 ? s->result.total_cost_usd : 0;
+        r->num_turns = s->result.num_turns;
+    }
+    if (r->cost_usd <= 0)
+        r->cost_estimated =
+            wk_agent_estimate(cfg, s->model, &u, &r->cost_usd) == 1;
+}
+
+int wk_agent_estimate(const struct zerg_config *cfg, const char *model,
+                      const struct zerg_agent_usage *u, double *usd)
+{
+    struct zerg_price p;
+    if (!zerg_pricing_find(&cfg->executor_pricing, model, &p))
+        return 0;
+    *usd = zerg_pricing_cost(&p, u->input_tokens, u->output_tokens,
+                             u->cache_read_tokens, u->cache_creation_tokens);
+    return *usd > 0;
 }
 
 static void classify(const struct worker *w, const struct zerg_agent_summary *s,
@@ -241,7 +257,7 @@ void wk_agent_finish(const struct worker *w, int log_fd, int is_executor,
     if (text && claude && !live)
         zerg_agent_summary_feed_text(&s, text, len);
     if (claude)
-        record_run(live ? live : &s, r);
+        record_run(&w->cfg, live ? live : &s, r);
     if (failed)
         classify(w, live ? live : &s,
                  text ? text + zerg_text_tail_start(text, len, TAIL_LINES)

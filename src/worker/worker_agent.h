@@ -22,6 +22,10 @@ char **wk_agent_argv(const struct worker *w, const char *prompt, int on_stdin);
  * argument may be (execve's E2BIG), so nothing is started. */
 int wk_agent_too_long(const struct worker *w, const char *prompt, int on_stdin,
                       struct zerg_result *r);
+/* The cost of tokens u of model from executor.pricing: 1 (usd set) when
+ * the model is priced, else 0. */
+int wk_agent_estimate(const struct zerg_config *cfg, const char *model,
+                      const struct zerg_agent_usage *u, double *usd);
 /* Reads the stage's output as it comes for an agent that streams events
  * (Claude Code): progress, terminal event, ledger (worker_stream.c). */
 void wk_agent_stream_start(struct worker *w, int log_fd, off_t from);

@@ -32,6 +32,7 @@
  * This file calls nothing in worker.c or worker_run.c; both call into
  * it. */
 #include "worker_wait.h"
+#include "worker_agent.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -348,8 +349,12 @@ static void check_output(struct worker *w)
             w->hb.output_tokens = u.output_tokens;
             w->hb.cache_read_tokens = u.cache_read_tokens;
             w->hb.cache_write_tokens = u.cache_creation_tokens;
-            if (w->stream.sum.has_result)
+            if (w->stream.sum.has_result &&
+                w->stream.sum.result.total_cost_usd > 0)
                 w->hb.cost_usd = w->stream.sum.result.total_cost_usd;
+            else
+                wk_agent_estimate(&w->cfg, w->stream.sum.model, &u,
+                                  &w->hb.cost_usd);
         }
         if (w->stream.terminal_ns && w->stage &&
             w->stage->settle_ns == INT64_MAX)

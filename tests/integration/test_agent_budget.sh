@@ -7,7 +7,10 @@
 #   - budget_exhausted is logged, the running task finishes (complete),
 #   - the level-2 task is never claimed,
 #   - the rush exits 1 with the documented message;
-#   - raised, `zerg rush --resume` runs the rest.
+#   - raised, `zerg rush --resume` runs the rest;
+#   - spend in flight counts (DESIGN §20): an attempt still running, priced
+#     by executor.pricing from the tokens it streamed, passes the cap and
+#     rush.cost_cap_action: stop stops it (pending, uncharged).
 # No timing: the first task waits until the second has started, the second
 # until budget_exhausted (logged before the first's task_complete) or the
 # first's task_complete is in the log.  A CLI that cannot be installed
@@ -26,6 +29,8 @@ a, b = sys.argv[1:]
 print(json.dumps({
     "B-L1-001": [{"tool": "Bash", "input": {"command": a}}, {"text": "done"}],
     "B-L1-002": [{"tool": "Bash", "input": {"command": b}}, {"text": "done"}],
+    "P-L1-001": [{"tool": "Bash", "input": {"command": "i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; touch after.txt"}},
+                 {"text": "done"}],
     "*": [{"text": "done"}]}))
 PY
 agent_server "$TEST_ROOT/scenario.json"
@@ -61,6 +66,25 @@ zrush --resume
 [ "$RC" -eq 0 ] || fail "resume with the cap raised: exit $RC: $(tail -20 "$PROJ/rush.out")"
 [ "$(task_status B-L2-001)" = complete ] || fail "B-L2-001 after resume: $(task_status B-L2-001)"
 pass "the cap raised, --resume runs the rest"
+
+# ---- spend in flight, cost_cap_action: stop ------------------------------
+agent_project inflight none "max_cost_usd: 1" "cost_cap_action: stop"
+sed -i 's|^executor:|executor:\n  pricing: ["claude-opus-5-*=2000/0/0/0"]|' "$PROJ/.zerg/config.yaml"
+config_append "  retry_attempts: 0" "  stop_grace_seconds: 1"
+graph <<'JSON'
+{"feature": "f", "tasks": [{"id": "P-L1-001", "title": "runs long", "level": 1}]}
+JSON
+zrush --workers 1
+[ "$RC" -ne 0 ] || fail "in flight: exit 0"
+grep '"event":"budget_exhausted"' "$PROJ/.zerg/monitor.jsonl" | grep -q '"action":"stop"' ||
+    fail "in flight: no budget_exhausted with action stop: $(grep budget_exhausted "$PROJ/.zerg/monitor.jsonl")"
+grep '"event":"budget_exhausted"' "$PROJ/.zerg/monitor.jsonl" | grep -q '"in_flight_usd":[1-9]' ||
+    fail "in flight: the running attempt's spend did not count"
+[ ! -e "$PROJ/after.txt" ] || fail "in flight: the attempt ran to its end"
+[ "$(task_status P-L1-001)" = pending ] || fail "in flight: P-L1-001 $(task_status P-L1-001), want pending"
+[ "$(task_status P-L1-001 retry_count)" -eq 0 ] || fail "in flight: the stopped attempt was charged"
+[ "$(task_status P-L1-001 cost_estimated)" = 1 ] || fail "in flight: its spend is not recorded as estimated"
+pass "a running attempt's priced spend passes the cap: cost_cap_action stop stops it, uncharged"
 
 no_procs
 echo "$TESTS_PASSED passed, 0 failed"

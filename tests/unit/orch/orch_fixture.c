@@ -487,10 +487,30 @@ void advance(struct fx *x, double seconds)
 
 static int64_t hb_seq[16];
 
+void heartbeat_full(struct fx *x, int slot, const char *task, int attempt,
+                    const char *step, int pct, int64_t input_tokens,
+                    double cost_usd);
+
 void heartbeat(struct fx *x, int slot, const char *task, int attempt,
                const char *step, int pct)
 {
+    heartbeat_full(x, slot, task, attempt, step, pct, 0, 0);
+}
+
+void heartbeat_spend(struct fx *x, int slot, const char *task, int attempt,
+                     int64_t input_tokens, double cost_usd)
+{
+    heartbeat_full(x, slot, task, attempt, "command", 10, input_tokens,
+                   cost_usd);
+}
+
+void heartbeat_full(struct fx *x, int slot, const char *task, int attempt,
+                    const char *step, int pct, int64_t input_tokens,
+                    double cost_usd)
+{
     struct zerg_heartbeat hb = {0};
+    hb.input_tokens = input_tokens;
+    hb.cost_usd = cost_usd;
     char name[64];
     hb.worker_id = slot;
     hb.epoch = x->o->slots[slot].proc.epoch;

@@ -163,6 +163,9 @@ void tick(struct fx *x);
 void advance(struct fx *x, double seconds);
 void heartbeat(struct fx *x, int slot, const char *task, int attempt,
                const char *step, int pct);
+/* A running attempt's beat carrying its spend so far (DESIGN §20). */
+void heartbeat_spend(struct fx *x, int slot, const char *task, int attempt,
+                     int64_t input_tokens, double cost_usd);
 /* A worker's result file, as it lands on disk ... */
 void write_result(struct fx *x, int slot, uint64_t epoch, const char *task,
                   int attempt, int ok);

@@ -128,12 +128,55 @@ static void test_resumed_spend_counts(void **st)
     fx_free(x);
 }
 
+/* The spend of running attempts counts (DESIGN §20): their heartbeats
+ * pass the cap before any result does; with cost_cap_action finish they
+ * run on, with stop the rush stops them. */
+static void test_in_flight_spend_reaches_cap(void **st)
+{
+    (void)st;
+    for (int stop = 0; stop < 2; stop++) {
+        struct fx *x = two_running(1.0);
+        x->cfg.rush_cost_cap_action =
+            stop ? ZERG_COST_CAP_STOP : ZERG_COST_CAP_FINISH;
+        int a = slot_of(x, "A"), b = slot_of(x, "B");
+        heartbeat_spend(x, a, "A", 1, 5000, 0.6);
+        tick(x);
+        assert_int_equal(events_named(x, "budget_exhausted"), 0);
+        heartbeat_spend(x, b, "B", 1, 5000, 0.5); /* 1.10 in flight */
+        tick(x);
+        assert_int_equal(events_named(x, "budget_exhausted"), 1);
+        assert_int_equal(x->o->stopping != 0, stop);
+        assert_int_equal(status_of(x, "C"), ZERG_TASK_PENDING);
+        fx_free(x);
+    }
+}
+
+/* An attempt whose worker dies keeps the spend its heartbeats reported:
+ * its tokens and cost reach the task, and count once. */
+static void test_killed_attempt_keeps_spend(void **st)
+{
+    (void)st;
+    struct fx *x = two_running(0);
+    int a = slot_of(x, "A");
+    heartbeat_spend(x, a, "A", 1, 1234, 0.25);
+    tick(x);
+    exited(x, a, 9); /* SIGKILL, as a wait status */
+    tick(x);
+    assert_int_equal(task_of(x, "A")->input_tokens, 1234);
+    assert_true(task_of(x, "A")->cost_usd > 0.24 &&
+                task_of(x, "A")->cost_usd < 0.26);
+    assert_int_equal(task_of(x, "A")->cost_estimated, 1);
+    fx_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cap_reached_stops_claims_running_finish),
         cmocka_unit_test(test_below_cap_claims_on),
         cmocka_unit_test(test_resumed_spend_counts),
+        cmocka_unit_test(test_in_flight_spend_reaches_cap),
+        cmocka_unit_test(test_killed_attempt_keeps_spend),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
