@@ -326,8 +326,9 @@ static int user_files(struct entry *e, const char *system)
         if (getenv(ENV_NAMES[i]) &&
             !(e->env[i] = dup_or_null(getenv(ENV_NAMES[i]))))
             return -1;
-    if (!system[0] || watch_add(e, system, NULL))
-        return -1;
+    if (!system[0] || watch_add(e, system, NULL) || (home && home[0] != '/') ||
+        (xdg && *xdg && xdg[0] != '/'))
+        return -1; /* a relative HOME would be git's, after its chdir */
     if (xdg && *xdg && watch_addf(e, NULL, "%s/git/config%s", xdg, ""))
         return -1;
     if ((!xdg || !*xdg) && home &&
@@ -400,9 +401,9 @@ static int include_target(const char *from, const char *v, char *out, size_t n)
     return r < 0 || (size_t)r >= n ? -1 : 0;
 }
 
-/* Every origin and include target of the listing watched; the
- * repository's config must be among the origins, and no key may need
- * what the model does not follow. */
+/* Every origin and include target of the listing watched; -1 when a
+ * record needs what the model does not follow (core.worktree, an origin
+ * that is not a file, an include it cannot place). */
 static int listing_files(struct entry *e, const char *dir, const char *raw,
                          size_t raw_len)
 {
