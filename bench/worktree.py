@@ -4,6 +4,7 @@
 # into the integration branch, on a repository of 10,000 files.
 #
 #   bench/worktree.py build/zerg [--quick] [--sizes 100,1000] [--runs N]
+#                     [--noop N] [--noop-only]
 #
 # For each size N the same graph (N tasks over 10 levels, each writing one
 # small file it declares in files.create) runs twice in copies of one
@@ -12,8 +13,17 @@
 # share is read from the events (task_complete of the worker's result to
 # merge_complete is inside the orchestrator, so it is timed from the
 # merge_complete event's own timestamps: the gap between a result file's
-# task_commit event and its merge_complete).  Standard library only.
+# task_commit event and its merge_complete).
+#
+# Then --noop N (default 200; 0 skips it) no-op tasks (`true`, one level,
+# 4 workers) in a one-file repository, with none and with worktree in the
+# same invocation, alternating: the added milliseconds per task, and the
+# git processes per task of each mode, counted in one more run of each
+# through a `git` on PATH that logs every call (the config scans apart)
+# before it execs the real one; the counting runs are not timed.
+# Standard library only.
 import os
+import shutil
 import subprocess
 import sys
 
@@ -77,6 +87,90 @@ def one_run(env, n, rep, isolation):
     return rush
 
 
+NOOP_CONFIG = bl.config_yaml(
+    workers={"heartbeat_interval_seconds": 1}) + "rush:\n  isolation: %s\n"
+SHIM = """#!/bin/sh
+case " $* " in
+*" config --null --list "*) echo scan ;;
+*) echo call ;;
+esac >>"$ZERG_BENCH_GIT_LOG"
+exec %s "$@"
+"""
+
+
+def git_shim(env):
+    """A directory holding a `git` that logs each call, then execs git."""
+    real = shutil.which("git")
+    if not real:
+        raise bl.BenchError("no git on PATH")
+    shim_dir = os.path.join(env.root, "git-shim")
+    os.makedirs(shim_dir, exist_ok=True)
+    path = os.path.join(shim_dir, "git")
+    with open(path, "w") as f:
+        f.write(SHIM % os.path.realpath(real))
+    os.chmod(path, 0o755)
+    return shim_dir
+
+
+def noop_run(env, n, isolation, tag, shim_dir=None):
+    """One rush of n no-op tasks; (wall seconds, calls, scans)."""
+    proj = bl.new_project(env, "noop-%s-%s" % (isolation, tag),
+                          bl.level_tasks(n, 1, "true"),
+                          NOOP_CONFIG % isolation)
+    with open(os.path.join(proj, "README"), "w") as f:
+        f.write("noop\n")
+    git(proj, "init", "-q", "-b", "main")
+    git(proj, "config", "user.name", "bench")
+    git(proj, "config", "user.email", "bench@example.com")
+    git(proj, "add", "-A")
+    git(proj, "commit", "-qm", "base")
+    extra, log = None, os.path.join(env.root, "git-%s-%s.log" % (isolation,
+                                                                tag))
+    if shim_dir:
+        extra = {"PATH": shim_dir + os.pathsep + os.environ.get("PATH", ""),
+                 "ZERG_BENCH_GIT_LOG": log}
+    rush = bl.Rush(env, proj, WORKERS, extra_env=extra)
+    rc = rush.wait(timeout=120 + n)
+    if rc != 0:
+        raise bl.BenchError("%s rush of %d no-op tasks exited %d; see %s"
+                            % (isolation, n, rc, rush.out_path))
+    calls = scans = 0
+    if shim_dir and os.path.exists(log):  # none may run no git at all
+        with open(log) as f:
+            for line in f:
+                calls += 1
+                scans += line.strip() == "scan"
+    return rush.wall, calls, scans
+
+
+def run_noop(env, n, runs):
+    rows = []
+    for rep in range(runs):
+        wt = noop_run(env, n, "worktree", "t%d" % rep)[0]
+        none = noop_run(env, n, "none", "t%d" % rep)[0]
+        rows.append({"worktree": wt, "none": none,
+                     "per_task_ms": (wt - none) * 1000.0 / n})
+        env.log("%d no-op tasks, run %d: worktree %.2fs, none %.2fs", n,
+                rep + 1, wt, none)
+    shim = git_shim(env)
+    counts = {}
+    for isolation in ("worktree", "none"):
+        _, calls, scans = noop_run(env, n, isolation, "count", shim)
+        counts[isolation] = {"git_per_task": calls / float(n),
+                             "scans_per_task": scans / float(n)}
+    res = {"tasks": n, "workers": WORKERS, "raw": rows, "git": counts,
+           "worktree": bl.summary([r["worktree"] for r in rows]),
+           "none": bl.summary([r["none"] for r in rows]),
+           "per_task_ms": bl.summary([r["per_task_ms"] for r in rows])}
+    env.save("worktree_noop_%d" % n, res)
+    print("%5d no-op tasks: worktree %.2fs  none %.2fs  +%.1f ms/task  "
+          "git processes/task: worktree %.1f (%.1f config scans), none %.1f"
+          % (n, res["worktree"]["median"], res["none"]["median"],
+             res["per_task_ms"]["median"], counts["worktree"]["git_per_task"],
+             counts["worktree"]["scans_per_task"],
+             counts["none"]["git_per_task"]))
+
+
 def merge_ms(events):
     """Milliseconds from each task's task_commit to its merge_complete."""
     commit = {}
@@ -94,7 +188,11 @@ def run(env):
     sizes = [100] if env.quick else [100, 1000]
     if ARGS.sizes:
         sizes = [int(s) for s in ARGS.sizes.split(",")]
+    if ARGS.noop_only:
+        sizes = []
     runs = ARGS.runs or (1 if env.quick else 2)
+    if ARGS.noop:
+        run_noop(env, ARGS.noop, runs)
     for n in sizes:
         rows = []
         for rep in range(runs):
@@ -127,6 +225,11 @@ def options(p):
                    "(default 100,1000; --quick 100)")
     p.add_argument("--runs", type=int, help="repetitions (default 2; "
                    "--quick 1)")
+    p.add_argument("--noop", type=int, default=200,
+                   help="no-op tasks for the processes-per-task figure "
+                   "(default 200; 0 skips it)")
+    p.add_argument("--noop-only", action="store_true",
+                   help="only the no-op graph, not the 10,000-file one")
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@
  * GIT_TERMINAL_PROMPT=0 and LC_ALL=C (the system config is read: it is
  * root's, and may hold the user's LFS).  A worker can write the
  * repository's .git/config (it shares the common dir with its worktree),
- * so before each call zerg reads the effective configuration with scopes
+ * so before each call zerg takes the effective configuration with scopes
  * (`git config --null --list --show-scope`, which runs nothing) in the
- * directory the call runs in, and overrides on the
+ * directory the call runs in (reused while every file it depends on is
+ * unchanged, src/git/git_scan.c), and overrides on the
  * command line every key that makes git run a program: core.fsmonitor,
  * core.hooksPath (an empty directory zerg owns), core.sshCommand,
  * core.editor, core.pager, core.askPass, credential helpers, gpg programs,

@@ -2,8 +2,9 @@
  * its version, finding the repository, and every call made with the
  * overrides of git_safe.c in front of its subcommand.
  *
- * Each call reads the effective configuration first (`git config --null
- * --list --show-scope` runs nothing) in the same directory, because a
+ * Each call takes the effective configuration of its directory first
+ * (`git config --null --list --show-scope` runs nothing; git_scan.c
+ * reuses the last one while no file it depends on changed), because a
  * worker may have changed it since the last call and an includeIf
  * ("gitdir:", "onbranch:") may match there only; the overrides answer
  * what it holds, scope by scope. */
@@ -55,34 +56,6 @@ static int spawn_plain(const char *const *argv, const char *index_file,
     int rc = git_spawn(p, err);
     git_env_free(env);
     return rc;
-}
-
-/* The effective configuration of dir with scopes: "scope\0key\nvalue\0"
- * records (malloc'd). */
-static int read_config(const struct zerg_git *g, const char *dir, char **list,
-                       size_t *len, struct zerg_err *err)
-{
-    const char *argv[] = {g->bin,   "--no-pager", "-C",           dir, "config",
-                          "--null", "--list",     "--show-scope", NULL};
-    struct git_proc p;
-    int rc = spawn_plain(argv, NULL, NULL, &p, err);
-    if (rc)
-        return rc;
-    free(p.errtxt);
-    if (p.signal) {
-        free(p.out);
-        return zerg_err_set(err, ZERG_EGIT_KILLED,
-                            "git config --list in %s was killed by signal %d",
-                            dir, p.signal);
-    }
-    if (p.status != 0) {
-        free(p.out);
-        return zerg_err_set(err, ZERG_EGIT_FAILED,
-                            "git config --list failed in %s (exit %d)", dir,
-                            p.status);
-    }
-    *list = p.out, *len = p.out_len;
-    return 0;
 }
 
 /* 1 when the listing holds key (a record starting "key\n" or "key"; a
@@ -236,17 +209,61 @@ static int classify(const struct git_proc *p, const struct zerg_git_call *c,
                         tail[0] ? tail : "no message");
 }
 
+/* The key of a layout query: its flags and args; "" when the call
+ * cannot be one (stdin, another index). */
+static void query_key(const struct zerg_git_call *c, int flags,
+                      const char *const *args, char *buf, size_t n)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    if (!(flags & GIT_RUN_LAYOUT) || (c && (c->input || c->index_file)))
+        return;
+    zerg_text_append(buf, n, &off, "%d", flags);
+    for (size_t i = 0; args[i]; i++)
+        zerg_text_append(buf, n, &off, "\n%s", args[i]);
+    if (off >= n)
+        buf[0] = '\0';
+}
+
+/* A layout query answered from the cache: 1 with *out and the status. */
+static int cached_query(const char *dir, const char *key,
+                        const struct zerg_git_call *c, char **out,
+                        size_t *out_len, int *status)
+{
+    char *o = NULL;
+    size_t len = 0;
+    if (!key[0] || git_scan_query_get(dir, key, &o, &len, status) != 1)
+        return 0;
+    if (*status != 0 && !(c && c->ok_status && *status == c->ok_status)) {
+        free(o);
+        return 0;
+    }
+    if (out) {
+        *out = o;
+        if (out_len)
+            *out_len = len;
+    } else {
+        free(o);
+    }
+    return 1;
+}
+
 static int run_once(const struct zerg_git *g, const struct zerg_git_call *c,
                     int flags, const char *dir, const char *const *args,
                     char **out, size_t *out_len, struct zerg_err *err)
 {
-    char *list = NULL;
+    char *list = NULL, key[1024];
     size_t len = 0;
     struct argv_build b = {0};
     struct git_proc p = {0};
-    int rc = read_config(g, dir, &list, &len, err);
+    int rc = git_scan_config(g, dir, &list, &len, err), status;
     if (rc)
         return rc;
+    query_key(c, flags, args, key, sizeof key);
+    if (cached_query(dir, key, c, out, out_len, &status)) {
+        free(list);
+        return status;
+    }
     rc = build_argv(g, dir, flags, list, len, args, &b);
     if (rc == -EINVAL)
         rc = zerg_err_set(err, ZERG_EGIT_FAILED,
@@ -260,6 +277,8 @@ static int run_once(const struct zerg_git *g, const struct zerg_git_call *c,
         rc = spawn_plain(b.argv, c ? c->index_file : NULL, c, &p, err);
     if (!rc)
         rc = classify(&p, c, args, err);
+    if (rc >= 0 && key[0])
+        git_scan_query_put(dir, key, p.out, p.out_len, rc);
     if (rc >= 0 && out) {
         *out = p.out, p.out = NULL;
         if (out_len)
@@ -291,12 +310,13 @@ int zerg_git_run(const struct zerg_git *g, const struct zerg_git_call *call,
     return git_run_ex(g, call, 0, args, out, NULL, err);
 }
 
-int git_line(const struct zerg_git *g, const char *dir, const char *const *args,
-             char *buf, size_t n, struct zerg_err *err)
+int git_line_ex(const struct zerg_git *g, const char *dir, int flags,
+                const char *const *args, char *buf, size_t n,
+                struct zerg_err *err)
 {
     struct zerg_git_call call = {.dir = dir, .retries = 3};
     char *out = NULL;
-    int rc = zerg_git_run(g, &call, args, &out, err);
+    int rc = git_run_ex(g, &call, flags, args, &out, NULL, err);
     if (rc < 0)
         return rc;
     size_t len = strcspn(out, "\n");
@@ -308,6 +328,12 @@ int git_line(const struct zerg_git *g, const char *dir, const char *const *args,
     buf[len] = '\0';
     free(out);
     return 0;
+}
+
+int git_line(const struct zerg_git *g, const char *dir, const char *const *args,
+             char *buf, size_t n, struct zerg_err *err)
+{
+    return git_line_ex(g, dir, 0, args, buf, n, err);
 }
 
 int zerg_git_resolve(const struct zerg_git *g, const char *dir, const char *rev,

@@ -33,7 +33,7 @@ int ws_git_dir(const struct zerg_git *g, const char *dir, char *buf, size_t n,
                struct zerg_err *err)
 {
     const char *args[] = {"rev-parse", "--absolute-git-dir", NULL};
-    return git_line(g, dir, args, buf, n, err);
+    return git_line_ex(g, dir, GIT_RUN_LAYOUT, args, buf, n, err);
 }
 
 /* Copies gitdir/index to tmp (created new, never through a link); a

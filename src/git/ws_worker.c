@@ -35,7 +35,8 @@ static int check_identity(const struct zerg_git *g, const char *top,
     const char *sr[] = {"symbolic-ref", "-q", "HEAD", NULL};
     struct zerg_git_call call = {.dir = top, .ok_status = 1, .retries = 3};
     char *dirs = NULL, *head = NULL, common[PATH_MAX], mine[PATH_MAX];
-    int rc = git_run_ex(g, &call, GIT_RUN_NO_WORKTREE, rp, &dirs, NULL, err);
+    int rc = git_run_ex(g, &call, GIT_RUN_NO_WORKTREE | GIT_RUN_LAYOUT, rp,
+                        &dirs, NULL, err);
     if (rc >= 0)
         rc = zerg_git_run(g, &call, sr, &head, err);
     if (rc < 0) {
@@ -81,7 +82,8 @@ static int worktree_top(const struct zerg_git *g, const char *dir, char *top,
     const char *args[] = {"rev-parse", "--show-toplevel", NULL};
     struct zerg_git_call call = {.dir = dir, .retries = WS_RETRIES};
     char *out = NULL, real[PATH_MAX];
-    int rc = git_run_ex(g, &call, GIT_RUN_NO_WORKTREE, args, &out, NULL, err);
+    int rc = git_run_ex(g, &call, GIT_RUN_NO_WORKTREE | GIT_RUN_LAYOUT, args,
+                        &out, NULL, err);
     if (rc < 0)
         return rc;
     out[strcspn(out, "\n")] = '\0';

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "git/git_internal.h"
 #include "git/ws_internal.h"
 #include "zerg/err.h"
 #include "zerg/git.h"
@@ -445,9 +446,20 @@ static int ws_cleanup(int all, int force, int dry_run, zerg_ws_say_fn fn,
     return zerg_ws_cleanup(&o, &err);
 }
 
+/* Every file counts as settled long ago: the configuration scans are
+ * cached from the first call, so the plant lands between calls that
+ * reuse them. */
+static int64_t far_future(void)
+{
+    return INT64_MAX / 2;
+}
+
 static void test_planted_commands(void **state)
 {
+    int64_t (*clock_was)(void) = git_scan_hooks.now_ns;
+    git_scan_hooks.now_ns = far_future;
     struct zerg_workspace *w = open_ws("run1");
+    unsigned long hits = git_scan_stats.hits;
     struct zerg_merge_out out;
     char a[ZERG_GIT_OID_MAX], b[ZERG_GIT_OID_MAX], c[ZERG_GIT_OID_MAX];
     char wt[PATH_MAX], tip[ZERG_GIT_OID_MAX];
@@ -507,6 +519,8 @@ static void test_planted_commands(void **state)
     w->ops->free(w);
     assert_true(ws_cleanup(1, 1, 0, NULL, NULL) > 0);
     assert_no_marks("cleanup");
+    assert_true(git_scan_stats.hits > hits);
+    git_scan_hooks.now_ns = clock_was;
     /* Without zerg's overrides the plant is live: the test can fail. */
     const char *argv[] = {"git", "-C", repo, "status", "--short", NULL};
     pid_t pid;
