@@ -32,6 +32,7 @@
 #include "zerg/lock.h"
 #include "zerg/protocol.h"
 #include "zerg/state.h"
+#include "zerg/task_fsm.h"
 
 static const char usage[] =
     "usage: zerg status [--feature F] [--json] [--watch]\n"
@@ -71,9 +72,6 @@ static void on_sigint(int sig)
     (void)sig;
     interrupted = 1;
 }
-
-/* Unfinished tasks shown before "+N more": a big graph has thousands. */
-#define UNFINISHED_MAX 20
 
 /* ---- text --------------------------------------------------------------- */
 
@@ -242,45 +240,116 @@ static void print_failed(FILE *out, const struct view *v)
                      "'zerg rush --resume'.\n");
 }
 
-/* "retry in 12s" for a task waiting for its retry, "" otherwise. */
-static void next_retry(const struct view *v, const struct zerg_task_state *t,
+/* The unfinished tasks, one group per status (running first), each
+ * group on a line or two: how many, the first ids (with the worker of a
+ * running one), "+N more", and the distinct reasons the group's tasks
+ * carry, each with its count.  A big graph has thousands of pending
+ * tasks; a list of them one a line hid what a level is waiting for. */
+#define UNFINISHED_IDS 6     /* ids shown per group before "+N more" */
+#define UNFINISHED_REASONS 3 /* distinct reasons shown per group */
+
+static const enum zerg_task_status unfinished_order[] = {
+    ZERG_TASK_IN_PROGRESS, ZERG_TASK_CLAIMED, ZERG_TASK_WAITING_RETRY,
+    ZERG_TASK_PENDING};
+
+/* The soonest retry of the group, "" when none is set. */
+static void next_retry(const struct view *v, enum zerg_task_status st,
                        char *buf, size_t size)
 {
+    int64_t soonest = 0;
     buf[0] = '\0';
-    if (t->status != ZERG_TASK_WAITING_RETRY || !t->retry_at_wall_ns)
+    for (size_t i = 0; st == ZERG_TASK_WAITING_RETRY && i < v->s.ntasks; i++) {
+        const struct zerg_task_state *t = &v->s.tasks[i];
+        if (t->status == st && t->retry_at_wall_ns &&
+            (!soonest || t->retry_at_wall_ns < soonest))
+            soonest = t->retry_at_wall_ns;
+    }
+    if (!soonest)
         return;
-    int64_t left = (t->retry_at_wall_ns - v->now_ns) / ZERG_NS_PER_S;
-    snprintf(buf, size, left > 0 ? "  retry in %llds" : "  retry due",
-             (long long)left);
+    int64_t left = (soonest - v->now_ns) / ZERG_NS_PER_S;
+    if (!v->running)
+        snprintf(buf, size, "  (retried when the run resumes)");
+    else
+        snprintf(buf, size,
+                 left > 0 ? "  (next retry in %llds)" : "  (next retry due)",
+                 (long long)left);
 }
 
-/* Every task not finished yet, with its status, why, and when it retries:
- * what a level is waiting for. */
-static void print_unfinished(FILE *out, const struct view *v)
+static int same_reason(const struct zerg_task_state *a,
+                       const struct zerg_task_state *b)
 {
-    size_t n = 0;
+    return !strcmp(a->reason ? a->reason : "", b->reason ? b->reason : "") &&
+           !strcmp(a->error ? a->error : "", b->error ? b->error : "");
+}
+
+/* "3x [exit] command failed: ..." for the first distinct reasons. */
+static void group_reasons(FILE *out, const struct view *v,
+                          enum zerg_task_status st)
+{
+    size_t shown = 0, other = 0;
     for (size_t i = 0; i < v->s.ntasks; i++) {
         const struct zerg_task_state *t = &v->s.tasks[i];
-        if (!sv_unfinished(t->status) || n++ >= UNFINISHED_MAX)
+        if (t->status != st || (!t->reason && !t->error))
             continue;
-        if (n == 1)
-            fputs("Unfinished tasks:\n", out);
-        char when[48];
-        next_retry(v, t, when, sizeof when);
-        fprintf(out, "  %s  %s%s", v->g->tasks[i].id,
-                zerg_task_status_name(t->status), when);
-        if (t->worker_id >= 0 && sv_unfinished(t->status) &&
-            t->status != ZERG_TASK_PENDING &&
-            t->status != ZERG_TASK_WAITING_RETRY)
-            fprintf(out, " on worker %d", t->worker_id);
-        if (t->reason || t->error) {
-            fprintf(out, "  [%s] ", t->reason ? t->reason : "-");
-            put_clean(out, t->error ? t->error : "", 160);
+        size_t first = 0, n = 0;
+        while (first < i && !(v->s.tasks[first].status == st &&
+                              same_reason(&v->s.tasks[first], t)))
+            first++;
+        if (first < i)
+            continue; /* counted with its first */
+        for (size_t j = i; j < v->s.ntasks; j++)
+            n += v->s.tasks[j].status == st && same_reason(&v->s.tasks[j], t);
+        if (shown++ >= UNFINISHED_REASONS) {
+            other += n;
+            continue;
         }
+        if (t->reason && t->error)
+            fprintf(out, "%22s%zux [%s] ", "", n, t->reason);
+        else
+            fprintf(out, "%22s%zux %s", "", n, t->reason ? t->reason : "");
+        put_clean(out, t->error ? t->error : "", 120);
         fputc('\n', out);
     }
-    if (n > UNFINISHED_MAX)
-        fprintf(out, "  +%zu more\n", n - UNFINISHED_MAX);
+    if (other)
+        fprintf(out, "%22s+%zu with other reasons\n", "", other);
+}
+
+static void print_group(FILE *out, const struct view *v,
+                        enum zerg_task_status st, size_t n)
+{
+    char when[64];
+    size_t shown = 0;
+    fprintf(out, "  %-14s %3zu  ", zerg_task_status_name(st), n);
+    for (size_t i = 0; i < v->s.ntasks && shown < UNFINISHED_IDS; i++) {
+        const struct zerg_task_state *t = &v->s.tasks[i];
+        if (t->status != st)
+            continue;
+        fprintf(out, "%s%s", shown++ ? ", " : "", v->g->tasks[i].id);
+        if (t->worker_id >= 0 &&
+            (st == ZERG_TASK_IN_PROGRESS || st == ZERG_TASK_CLAIMED))
+            fprintf(out, " (W%d)", t->worker_id);
+    }
+    if (n > shown)
+        fprintf(out, " +%zu more", n - shown);
+    next_retry(v, st, when, sizeof when);
+    fprintf(out, "%s\n", when);
+    group_reasons(out, v, st);
+}
+
+static void print_unfinished(FILE *out, const struct view *v)
+{
+    size_t c[ZERG_TASK_NSTATUS], all = 0;
+    zerg_task_count(v->s.tasks, NULL, v->s.ntasks, c);
+    for (size_t k = 0; k < sizeof unfinished_order / sizeof *unfinished_order;
+         k++)
+        all += c[unfinished_order[k]];
+    if (!all)
+        return;
+    fprintf(out, "Unfinished tasks (%zu):\n", all);
+    for (size_t k = 0; k < sizeof unfinished_order / sizeof *unfinished_order;
+         k++)
+        if (c[unfinished_order[k]])
+            print_group(out, v, unfinished_order[k], c[unfinished_order[k]]);
 }
 
 #define CHECKS_SHOWN 10 /* groups of tasks by check, then "+N more" */
