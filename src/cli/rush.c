@@ -23,6 +23,7 @@
 #include "cli/preflight.h"
 #include "cli/task_output.h"
 #include "cli/view.h"
+#include "zerg/protocol.h"
 #include "zerg/clock.h"
 #include "zerg/fsio.h"
 #include "zerg/graph.h"
@@ -701,6 +702,23 @@ static int useful_workers(const struct rush *r, int asked)
     return (int)widest;
 }
 
+/* This rush's id (protocol.h): a resume keeps the feature run's part of
+ * the one before and adds its own, so every commit of the run carries one
+ * Zerg-Run across resumes; a fresh run, or an id too long to extend,
+ * starts a feature run of its own. */
+static void new_run_id(struct rush *r)
+{
+    char own[16];
+    size_t n = zerg_run_origin_len(r->prev_run_id);
+    make_run_id(own, sizeof own);
+    if (r->ro.resume && n && zerg_id_valid(r->prev_run_id) &&
+        n + 1 + strlen(own) < sizeof r->s.run_id)
+        snprintf(r->s.run_id, sizeof r->s.run_id, "%.*s.%s", (int)n,
+                 r->prev_run_id, own);
+    else
+        snprintf(r->s.run_id, sizeof r->s.run_id, "%s", own);
+}
+
 /* Everything that can fail with exit 2 has been checked; run it. */
 static int run(struct rush *r)
 {
@@ -711,7 +729,7 @@ static int run(struct rush *r)
     if (n > 0)
         self[n] = '\0';
     snprintf(r->prev_run_id, sizeof r->prev_run_id, "%s", r->s.run_id);
-    make_run_id(r->s.run_id, sizeof r->s.run_id);
+    new_run_id(r);
     if (r->ro.executor)
         setenv("ZERG_EXECUTOR", r->ro.executor, 1);
     struct zerg_launcher *l =
