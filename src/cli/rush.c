@@ -365,6 +365,21 @@ static void say_resuming(const struct rush *r,
                : "");
 }
 
+/* What each task of the state being replaced took (the ETA of the next
+ * run of the same graph starts from it): its duration when it completed,
+ * else what the run before it measured.  NULL when out of memory. */
+static int64_t *prev_durations(const struct zerg_state *s)
+{
+    int64_t *v = calloc(s->ntasks + 1, sizeof *v);
+    for (size_t i = 0; v && i < s->ntasks; i++) {
+        const struct zerg_task_state *t = &s->tasks[i];
+        v[i] = t->status == ZERG_TASK_COMPLETE && t->duration_ms > 0
+                   ? t->duration_ms
+                   : t->prev_duration_ms;
+    }
+    return v;
+}
+
 /* Loads or creates the state.  Returns 0, RUSH_NOTHING_TO_DO, or an exit
  * code. */
 static int prepare_state(struct rush *r)
@@ -428,13 +443,17 @@ static int prepare_state(struct rush *r)
     /* The refs the replaced run made are still zerg's to clean up. */
     struct zerg_state_refs refs = s->git_refs;
     memset(&s->git_refs, 0, sizeof s->git_refs);
+    int64_t *prev = prev_durations(s);
     zerg_state_close(s);
     r->replaced_run = 1;
     rc = new_state(r);
     if (!rc) {
         for (size_t i = 0; i < refs.n; i++)
             zerg_state_ref_set(s, refs.v[i].name, refs.v[i].oid);
+        for (size_t i = 0; prev && i < s->ntasks; i++)
+            s->tasks[i].prev_duration_ms = prev[i];
     }
+    free(prev);
     zerg_state_refs_free(&refs);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "status_view.h"
 #include "status_ws.h"
 #include "cli/task_check.h"
+#include "cli/eta.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -149,6 +150,30 @@ static void print_counts(FILE *out, const struct view *v)
         first = 0;
     }
     fprintf(out, "%s(%zu in all)\n", first ? "" : " ", v->s.ntasks);
+}
+
+/* The time left (eta.h) on the slots that can still work: a running
+ * rush's, or what a resume would take on the slots the run had. */
+static void print_eta(FILE *out, const struct view *v)
+{
+    int workers = 0;
+    for (size_t i = 0; i < v->s.nworkers; i++)
+        workers +=
+            !v->running || (v->s.workers[i].status != ZERG_WORKER_RETIRED &&
+                            v->s.workers[i].status != ZERG_WORKER_STOPPED);
+    int64_t left = zerg_eta_ns(v->g, &v->s, workers, v->now_ns);
+    if (left <= 0 || (!v->running && sv_status_is(&v->s, "complete")))
+        return;
+    long long sec = (long long)(left / ZERG_NS_PER_S);
+    char t[32];
+    if (sec >= 3600)
+        snprintf(t, sizeof t, "%lld:%02lld:%02lld", sec / 3600, sec / 60 % 60,
+                 sec % 60);
+    else
+        snprintf(t, sizeof t, "%lld:%02lld", sec / 60, sec % 60);
+    fprintf(out, "ETA:    %s%s on %d worker%s\n", t,
+            v->running ? "" : " once resumed", workers ? workers : 1,
+            workers == 1 ? "" : "s");
 }
 
 /* The run's agent spend (DESIGN §14), when an executor recorded any. */
@@ -388,6 +413,7 @@ static void print_text(FILE *out, const struct view *v, int color)
     print_header(out, v, color);
     print_levels(out, v);
     print_counts(out, v);
+    print_eta(out, v);
     print_cost(out, v);
     print_workers(out, v);
     zerg_status_ws_print(out, v->cli, v->feature, &v->s, v->g);
