@@ -34,6 +34,15 @@ struct zerg_err;
 
 #define ZERG_RUN_ID_MAX 40 /* with its NUL, as zerg_state.run_id */
 
+/* Run ids.  Every rush (invocation) has an id of its own, so a worker of
+ * an earlier rush never takes the lease, a heartbeat or an assignment of
+ * a later one for its own.  A resume's id is the feature run's id, a dot
+ * and its own part ("0d43303bddd4.5e1a09c2b7f3"); a fresh run's has no
+ * dot.  The feature run's id, the same for every rush of the run, is what
+ * commits carry (Zerg-Run trailer) and what the resume matches them by.
+ * The length of id's feature run part (all of it without a dot). */
+size_t zerg_run_origin_len(const char *id);
+
 /* A git object id in hex (sha1 or sha256) plus NUL. */
 #define ZERG_OID_MAX 65
 

@@ -55,9 +55,12 @@ struct zerg_task_state {
     int64_t completed_at_wall_ns;
     int64_t retry_at_wall_ns; /* wall ns when waiting_retry ends */
     int64_t duration_ms;
-    char *error;  /* last error sentence, NULL = none */
-    char *reason; /* "exit" | "verification" | "timeout" |
-                     "crash_loop" | "blocked" | ..., NULL = none */
+    int64_t prev_duration_ms; /* its duration in the run before (a run
+                                 replaced with --fresh), for the ETA; 0 =
+                                 none */
+    char *error;              /* last error sentence, NULL = none */
+    char *reason;             /* "exit" | "verification" | "timeout" |
+                                 "crash_loop" | "blocked" | ..., NULL = none */
     /* Worktree isolation (DESIGN §13): */
     char commit[65];      /* its squashed commit on the integration
                              branch, "" = not merged (or changed nothing) */

@@ -16,6 +16,7 @@
  * through zerg_logs_each, and prints a table instead. */
 #include "cli.h"
 #include "cli/logs.h"
+#include "cli/logs_runs.h"
 #include "cli/task_output.h"
 
 #include <errno.h>
@@ -44,13 +45,16 @@
 static const char usage[] =
     "usage: zerg logs [--worker N] [--task ID [--attempt N]] [--event NAME]\n"
     "                 [--level L] [--since TIME] [--tail N] [--follow]\n"
-    "                 [--json]\n"
+    "                 [--json] [--all-runs]\n"
     "       zerg logs --joblog [--task ID] [--json]\n"
     "\n"
     "Prints the monitor log (.zerg/monitor.jsonl) as the lines of\n"
     "monitor.log, or as JSON.  Filters combine (all must match).  The log\n"
     "belongs to the project: without --feature it shows every feature's\n"
-    "events; with --feature F only those of F's rushes.\n"
+    "events; with --feature F only those of F's rushes.  Only each\n"
+    "feature's current run is shown (its last fresh rush and the resumes\n"
+    "of it), under a header line per run and per resume; --all-runs\n"
+    "shows the earlier runs too.\n"
     "\n"
     "Options:\n"
     "  --worker N    events of worker N ('orch' for the orchestrator)\n"
@@ -65,7 +69,8 @@ static const char usage[] =
     "  --tail N      only the last N events (and output lines; rotated\n"
     "                logs included)\n"
     "  --follow      keep printing new events until Ctrl-C\n"
-    "  --json        print the JSON lines as stored\n"
+    "  --json        print the JSON lines as stored (no header lines)\n"
+    "  --all-runs    every run in the log, not only the current one\n"
     "  --joblog      one tab-separated row per task attempt of the\n"
     "                feature's last run, in start order, under a header:\n"
     "                task attempt worker start runtime exit outcome\n"
@@ -90,8 +95,11 @@ struct filter {
     int attempt;      /* --attempt N of --task's output, 0: the last */
     char **ring;      /* --tail: the last lines printed, in order */
     size_t nring, ring_at;
-    int joblog;              /* --joblog (logs_joblog.c) */
-    zerg_logs_each_fn *each; /* set: events go here, nothing is printed */
+    int joblog;                  /* --joblog (logs_joblog.c) */
+    int all_runs;                /* --all-runs */
+    struct zerg_logs_runs *runs; /* set: headers, and earlier runs left out */
+    int quiet;                   /* no warning of corrupt lines */
+    zerg_logs_each_fn *each;     /* set: events go here, nothing is printed */
     void *each_ctx;
 };
 
@@ -147,6 +155,8 @@ static int matches(const struct filter *f, const zerg_json *rec,
         return 0;
     const char *feat = zerg_json_as_str(zerg_json_get(rec, "feature"));
     if (f->feature && (!feat || strcmp(feat, f->feature) != 0))
+        return 0;
+    if (f->runs && !f->all_runs && zerg_logs_runs_earlier(f->runs, rec))
         return 0;
     if (f->task && (!task || strcmp(task, f->task) != 0))
         return 0;
@@ -213,6 +223,8 @@ static void keep_for_tail(struct filter *f, const zerg_json *rec,
 static void flush_tail(struct filter *f)
 {
     size_t first = f->ring_at - f->nring;
+    if (f->nring && f->runs && !f->json && !f->all_runs)
+        zerg_logs_runs_tail_header(f->runs, stdout);
     for (size_t i = 0; i < f->nring; i++) {
         char **slot = &f->ring[(first + i) % f->tail];
         fputs(*slot, stdout);
@@ -246,8 +258,11 @@ static void handle_line(struct reader *r, const struct filter *f,
             keep_for_tail((struct filter *)f, rec, level, line, len);
         else if (f->json)
             printf("%.*s\n", (int)len, line);
-        else
+        else {
+            if (f->runs)
+                zerg_logs_runs_header(f->runs, stdout, rec);
             print_human(stdout, f, rec, level);
+        }
     }
     zerg_json_free(rec);
 }
@@ -429,6 +444,7 @@ static int parse(int argc, char **argv, struct filter *f)
         {"attempt", required_argument, NULL, 'a'},
         {"json", no_argument, NULL, 'j'},
         {"joblog", no_argument, NULL, 'J'},
+        {"all-runs", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -483,6 +499,9 @@ static int parse(int argc, char **argv, struct filter *f)
         case 'J':
             f->joblog = 1;
             break;
+        case 'A':
+            f->all_runs = 1;
+            break;
         case 'h':
             fputs(usage, stdout);
             return ZERG_EXIT_OK;
@@ -523,9 +542,10 @@ static void print_task_output(struct zerg_cli *cli, const struct filter *f)
         fprintf(stderr, "zerg logs: cannot read %s\n", path);
 }
 
-static void report_corrupt(const struct reader *r, const char *path)
+static void report_corrupt(const struct reader *r, const char *path,
+                           const struct filter *f)
 {
-    if (r->corrupt)
+    if (r->corrupt && !f->quiet)
         fprintf(stderr,
                 "zerg: warning: skipped %zu corrupt line%s in %s "
                 "(first: line %zu)\n",
@@ -551,9 +571,12 @@ static int read_rotated(const struct filter *f, const char *path)
         n++;
     for (int i = n; i >= 1; i--) {
         snprintf(p, sizeof p, "%s.%d", path, i);
-        if (f->since_ns && lstat(p, &st) == 0 &&
+        int64_t from = f->since_ns;
+        if (f->runs && !f->all_runs && zerg_logs_runs_first(f->runs) > from)
+            from = zerg_logs_runs_first(f->runs);
+        if (from && lstat(p, &st) == 0 &&
             (int64_t)st.st_mtim.tv_sec * ZERG_NS_PER_S + st.st_mtim.tv_nsec <
-                f->since_ns)
+                from)
             continue;
         struct zerg_err e = {0};
         struct reader r = {.fd = open_log(p, &e)};
@@ -563,7 +586,7 @@ static int read_rotated(const struct filter *f, const char *path)
         }
         int rc = read_available(&r, f);
         drain(&r, f, 1);
-        report_corrupt(&r, p);
+        report_corrupt(&r, p, f);
         close(r.fd);
         free(r.buf);
         if (rc)
@@ -582,20 +605,25 @@ static int log_path(struct zerg_cli *cli, char *path, size_t size)
     return 0;
 }
 
-int zerg_logs_each(struct zerg_cli *cli, const char *feature,
-                   zerg_logs_each_fn *fn, void *ctx)
+/* Every event of feature to fn, rotated files first; quiet: no warning
+ * of corrupt lines (a pre-pass, the main pass warns). */
+static int each_event(struct zerg_cli *cli, const char *feature,
+                      zerg_logs_each_fn *fn, void *ctx, int quiet)
 {
     struct filter f = {.feature = feature,
                        .worker = -1,
                        .min_level = ZERG_LOG_DEBUG,
                        .each = fn,
-                       .each_ctx = ctx};
+                       .each_ctx = ctx,
+                       .quiet = quiet};
     char path[PATH_MAX];
     if (log_path(cli, path, sizeof path))
         return ZERG_EXIT_USAGE;
     struct zerg_err oerr = {0};
     struct reader r = {.fd = open_log(path, &oerr)};
     if (r.fd < 0) {
+        if (quiet)
+            return ZERG_EXIT_FAIL;
         zerg_cli_error("logs", "%s%s", r.fd == -ENOENT ? path : oerr.msg,
                        r.fd == -ENOENT ? ": no rush has run here yet" : "");
         return r.fd == -ENOENT ? ZERG_EXIT_FAIL : ZERG_EXIT_USAGE;
@@ -604,12 +632,18 @@ int zerg_logs_each(struct zerg_cli *cli, const char *feature,
     if (!rc)
         rc = read_available(&r, &f);
     drain(&r, &f, 1);
-    if (rc)
+    if (rc && !quiet)
         zerg_cli_error("logs", "cannot read %s: %s", path, strerror(-rc));
-    report_corrupt(&r, path);
+    report_corrupt(&r, path, &f);
     close(r.fd);
     free(r.buf);
     return rc ? ZERG_EXIT_FAIL : 0;
+}
+
+int zerg_logs_each(struct zerg_cli *cli, const char *feature,
+                   zerg_logs_each_fn *fn, void *ctx)
+{
+    return each_event(cli, feature, fn, ctx, 0);
 }
 
 int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
@@ -640,7 +674,14 @@ int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_sigint};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    rc = f.since_ns || f.tail ? read_rotated(&f, path) : 0;
+    /* Where each feature's current run begins, for the headers and the
+     * default of the current run only; it may begin in a rotated file. */
+    struct zerg_logs_runs runs = {0};
+    if (r.fd >= 0)
+        each_event(cli, f.feature, zerg_logs_runs_scan, &runs, 1);
+    f.runs = &runs;
+    int older = !f.all_runs && runs.n;
+    rc = f.since_ns || f.tail || older ? read_rotated(&f, path) : 0;
     if (!rc && r.fd >= 0)
         rc = read_available(&r, &f);
     if (!f.follow)
@@ -654,7 +695,13 @@ int zerg_cmd_logs(struct zerg_cli *cli, int argc, char **argv)
         print_task_output(cli, &f);
     if (rc)
         zerg_cli_error("logs", "cannot read %s: %s", path, strerror(-rc));
-    report_corrupt(&r, path);
+    report_corrupt(&r, path, &f);
+    if (runs.hidden && !f.json)
+        fprintf(stderr,
+                "zerg logs: %zu event%s of earlier runs not shown "
+                "(--all-runs shows every run)\n",
+                runs.hidden, runs.hidden == 1 ? "" : "s");
+    zerg_logs_runs_free(&runs);
     if (r.fd >= 0)
         close(r.fd);
     free(r.buf);

@@ -50,11 +50,12 @@ static const char css[] =
     ".tl{overflow-x:auto;border:1px solid #ccc;margin:8px 0}"
     ".timeline text{font:11px sans-serif}.lvl{fill:#3366cc}"
     ".bar:hover{stroke:#000;stroke-width:1.5}"
-    ".legend span{margin-right:12px;white-space:nowrap}"
-    ".legend i{display:inline-block;width:12px;height:12px;margin-right:4px;"
-    "vertical-align:-2px}.legend i.mk{border-radius:6px}"
+    ".legend span{margin-right:12px;white-space:nowrap;display:inline-block}"
+    ".legend svg{vertical-align:-1px;margin-right:4px}"
+    ".wide{overflow-x:auto}.tasks td:not(.err){white-space:nowrap}"
     ".s-failed,.s-blocked{color:#b00020}.s-complete{color:#1a7f1a}"
-    ".err{max-width:60em;white-space:pre-wrap;word-break:break-word}";
+    ".err{min-width:16em;max-width:60em;white-space:pre-wrap;"
+    "word-break:break-word}";
 
 static const char *jstr(const zerg_json *o, const char *k)
 {
@@ -102,13 +103,29 @@ static void metrics(struct zerg_rbuf *b, const zerg_json *mt)
     zerg_rbuf_puts(b, "</td></tr>\n");
 }
 
+/* The run's elapsed time over all its rushes: from its first start to
+ * its last end, the time its user waited and the span the timeline
+ * draws, and after a stop and a resume also how long rushes ran. */
+static void elapsed_row(struct zerg_rbuf *b, const struct rp_model *m)
+{
+    char wall[32], run[32];
+    double w, r;
+    rp_model_elapsed(m, &w, &r);
+    rp_fmt_duration(wall, sizeof wall, w);
+    zerg_rbuf_printf(b, "<tr><td>elapsed</td><td class=\"elapsed\">%s", wall);
+    if (m->nss > 1) {
+        rp_fmt_duration(run, sizeof run, r);
+        zerg_rbuf_printf(b,
+                         " from the first start to the last end, over %zu "
+                         "rushes (resumed %zu time%s); rushes running %s",
+                         m->nss, m->nss - 1, m->nss == 2 ? "" : "s", run);
+    }
+    zerg_rbuf_puts(b, "</td></tr>\n");
+}
+
 static void header(struct zerg_rbuf *b, const char *feature,
                    const zerg_json *st, const struct rp_model *m)
 {
-    char el[32];
-    double s =
-        m->elapsed_s >= 0 ? m->elapsed_s : (double)(m->t1_ns - m->t0_ns) / 1e9;
-    rp_fmt_duration(el, sizeof el, m->events ? s : -1);
     const char *run = jstr(st, "run_id");
     zerg_rbuf_puts(b, "<h1>zerg report: ");
     zerg_rbuf_esc(b, feature);
@@ -116,7 +133,7 @@ static void header(struct zerg_rbuf *b, const char *feature,
     header_row(b, "feature", feature);
     header_row(b, "run id", run ? run : m->run_id);
     header_row(b, "started", jstr(st, "started_at"));
-    header_row(b, "elapsed", el);
+    elapsed_row(b, m);
     header_row(b, "status", jstr(st, "status"));
     counts(b, zerg_json_get(st, "tasks"));
     metrics(b, zerg_json_get(st, "metrics"));
@@ -190,7 +207,8 @@ static void task_table(struct zerg_rbuf *b, const struct zerg_graph *g,
                        const zerg_json *tasks)
 {
     zerg_rbuf_printf(b,
-                     "<h2>Tasks (%zu)</h2>\n<table class=\"tasks\"><tr>"
+                     "<h2>Tasks (%zu)</h2>\n<div class=\"wide\">"
+                     "<table class=\"tasks\"><tr>"
                      "<th>id</th><th>level</th><th>status</th>"
                      "<th>attempts</th><th>retries</th><th>crashes</th>"
                      "<th>duration</th><th>cost</th><th>verified by</th>"
@@ -198,7 +216,7 @@ static void task_table(struct zerg_rbuf *b, const struct zerg_graph *g,
                      zerg_json_len(tasks));
     for (size_t i = 0; i < zerg_json_len(tasks); i++)
         task_row(b, g, zerg_json_key_at(tasks, i), zerg_json_at(tasks, i));
-    zerg_rbuf_puts(b, "</table>\n");
+    zerg_rbuf_puts(b, "</table></div>\n");
 }
 
 static void page(struct zerg_rbuf *b, const char *feature, const zerg_json *st,

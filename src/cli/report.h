@@ -53,6 +53,7 @@ enum rp_outcome {
     RP_CRASHED,     /* its worker crashed or went stale; reassigned */
     RP_TIMEOUT,     /* no progress: task_timeout */
     RP_INTERRUPTED, /* still open when the log ends, or its worker exited */
+    RP_REVIEW,      /* complete, but flagged for review (config_change warn) */
     RP_NOUTCOMES
 };
 
@@ -71,6 +72,7 @@ struct rp_attempt {
     int64_t start_ns, end_ns;
     enum rp_outcome outcome;
     int timed_out; /* a task_timeout came before the end */
+    int review;    /* a config_change warning came before the end */
     char *reason;  /* NULL or why it ended */
 };
 
@@ -87,6 +89,13 @@ struct rp_level_line {
     int64_t t_ns;
 };
 
+/* One rush of the run: from its rush_start to its rush_complete or
+ * rush_failed, or to its last event when it died without one. */
+struct rp_session {
+    int64_t start_ns, end_ns;
+    int ended; /* an end event was seen */
+};
+
 /* The most worker slots drawn: a log naming worker 10^9 is damage. */
 #define RP_MAX_LANES 4096
 
@@ -94,6 +103,7 @@ struct rp_model {
     char *feature; /* NULL: every event counts */
     char run_id[64];
     int64_t t0_ns, t1_ns; /* first and last event kept; 0 when none */
+    int64_t last_ns;      /* the event before the one being applied */
     double elapsed_s;     /* rush_complete/rush_failed data, -1 if none */
     struct rp_attempt *att;
     size_t natt, capatt;
@@ -101,6 +111,8 @@ struct rp_model {
     size_t nmk, capmk;
     struct rp_level_line *lv;
     size_t nlv, caplv;
+    struct rp_session *ss; /* the rushes of the run, a resume adds one */
+    size_t nss, capss;
     int nlanes;
     int *open; /* per lane: index in att of the running attempt, or -1 */
     size_t events, corrupt, other; /* kept, unreadable, not drawn */
@@ -114,6 +126,11 @@ void rp_model_close(struct rp_model *m);
  * resume starts the model over, so the page shows the latest run (and the
  * resumes of it).  Then closes what is still open as interrupted. */
 void rp_model_feed(struct rp_model *m, const char *text, size_t len);
+/* How long the run took, over all its rushes: wall is its first start
+ * to its last end (what its user waited, the span the timeline draws);
+ * running is the sum of its rushes (wall less the time between a stop
+ * and the resume).  -1 each when the log holds no event. */
+void rp_model_elapsed(const struct rp_model *m, double *wall, double *running);
 /* Makes sure lanes 0..n-1 exist (the state's worker slots). */
 int rp_model_lanes(struct rp_model *m, int n);
 

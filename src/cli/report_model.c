@@ -77,6 +77,8 @@ static void close_attempt(struct rp_model *m, int idx, int64_t t_ns,
     struct rp_attempt *a = &m->att[idx];
     a->end_ns = t_ns;
     a->outcome = a->timed_out && o != RP_COMPLETE ? RP_TIMEOUT : o;
+    if (a->review && o == RP_COMPLETE)
+        a->outcome = RP_REVIEW;
     if (reason) {
         free(a->reason);
         a->reason = strdup(reason);
@@ -220,6 +222,23 @@ static void on_worker_exit(struct rp_model *m, const struct ev *e)
         close_attempt(m, i, e->t_ns, RP_INTERRUPTED, e->msg);
 }
 
+/* A commit that changes zerg's own configuration: at WARN it is merged
+ * and flagged for review (at ERROR the attempt fails, task_failed says). */
+static void on_config_change(struct rp_model *m, const struct ev *e)
+{
+    const char *lvl = zerg_json_as_str(zerg_json_get(e->rec, "level"));
+    int i = find_open(m, e);
+    if (i < 0)
+        i = find_last(m, e->task);
+    if (i < 0 || !lvl || strcmp(lvl, "WARN"))
+        return;
+    m->att[i].review = 1;
+    if (m->att[i].outcome == RP_COMPLETE && m->open[m->att[i].lane] != i)
+        m->att[i].outcome = RP_REVIEW; /* the merge came after complete */
+    if (!m->att[i].reason)
+        m->att[i].reason = dup_or_null(e->msg);
+}
+
 static void add_level(struct rp_model *m, const struct ev *e, int start)
 {
     if (grow((void **)&m->lv, &m->caplv, m->nlv, sizeof *m->lv))
@@ -241,9 +260,25 @@ static void on_level_complete(struct rp_model *m, const struct ev *e)
 static void on_rush_end(struct rp_model *m, const struct ev *e)
 {
     m->elapsed_s = data_num(e, "elapsed", -1);
+    if (m->nss && !m->ss[m->nss - 1].ended) {
+        m->ss[m->nss - 1].end_ns = e->t_ns;
+        m->ss[m->nss - 1].ended = 1;
+    }
 }
 
 static void model_reset(struct rp_model *m);
+
+/* What the last rush left open ended with it, at its last event: a rush
+ * killed without a word (kill -9) is not drawn running until the resume. */
+static void end_session(struct rp_model *m, int64_t last_ns)
+{
+    for (int l = 0; l < m->nlanes; l++)
+        if (m->open[l] >= 0)
+            close_attempt(m, m->open[l], last_ns, RP_INTERRUPTED,
+                          "its rush ended");
+    if (m->nss && !m->ss[m->nss - 1].ended)
+        m->ss[m->nss - 1].end_ns = last_ns;
+}
 
 static void on_rush_start(struct rp_model *m, const struct ev *e)
 {
@@ -252,7 +287,12 @@ static void on_rush_start(struct rp_model *m, const struct ev *e)
         model_reset(m);
         m->t0_ns = m->t1_ns = e->t_ns;
         m->events = 1;
+    } else {
+        end_session(m, m->last_ns);
     }
+    if (!grow((void **)&m->ss, &m->capss, m->nss, sizeof *m->ss))
+        m->ss[m->nss++] =
+            (struct rp_session){.start_ns = e->t_ns, .end_ns = e->t_ns};
     const char *run = data_str(e, "run_id");
     if (run)
         snprintf(m->run_id, sizeof m->run_id, "%s", run);
@@ -271,7 +311,7 @@ static const struct {
     {"worker_respawn", on_respawn},  {"worker_exit", on_worker_exit},
     {"level_start", on_level_start}, {"level_complete", on_level_complete},
     {"rush_start", on_rush_start},   {"rush_complete", on_rush_end},
-    {"rush_failed", on_rush_end},
+    {"rush_failed", on_rush_end},    {"config_change", on_config_change},
 };
 
 static ev_fn handler_of(const char *name)
@@ -321,6 +361,7 @@ static void apply(struct rp_model *m, const struct ev *e)
         add_mark(m, e, RP_M_MERGE);
     else
         m->other++;
+    m->last_ns = e->t_ns;
 }
 
 static void feed_line(struct rp_model *m, const char *line, size_t len)
@@ -348,10 +389,34 @@ void rp_model_feed(struct rp_model *m, const char *text, size_t len)
         p += n + 1;
     }
     /* Still running when the log ends: drawn up to the last event. */
+    if (m->nss && !m->ss[m->nss - 1].ended)
+        m->ss[m->nss - 1].end_ns = m->t1_ns;
     for (int l = 0; l < m->nlanes; l++)
         if (m->open[l] >= 0)
             close_attempt(m, m->open[l], m->t1_ns, RP_INTERRUPTED,
                           "still running when the log ends");
+}
+
+void rp_model_elapsed(const struct rp_model *m, double *wall, double *running)
+{
+    *wall = *running = -1;
+    if (!m->events)
+        return;
+    *wall = (double)(m->t1_ns - m->t0_ns) / 1e9;
+    if (!m->nss) { /* a log without rush_start (cut by rotation) */
+        *running = m->elapsed_s >= 0 ? m->elapsed_s : *wall;
+        return;
+    }
+    int64_t sum = 0;
+    for (size_t i = 0; i < m->nss; i++)
+        sum += m->ss[i].end_ns - m->ss[i].start_ns;
+    *running = (double)sum / 1e9;
+    /* A rush times itself from its process start, a little before its
+     * rush_start: a one-rush run says what its last line said. */
+    if (m->nss == 1 && m->elapsed_s > *running)
+        *running = m->elapsed_s;
+    if (*running > *wall)
+        *wall = *running;
 }
 
 /* ---- life cycle ---------------------------------------------------------- */
@@ -366,11 +431,11 @@ static void model_reset(struct rp_model *m)
         free(m->mk[i].task);
         free(m->mk[i].text);
     }
-    m->natt = m->nmk = m->nlv = 0;
+    m->natt = m->nmk = m->nlv = m->nss = 0;
     for (int l = 0; l < m->nlanes; l++)
         m->open[l] = -1;
     m->events = m->other = 0;
-    m->t0_ns = m->t1_ns = 0;
+    m->t0_ns = m->t1_ns = m->last_ns = 0;
     m->elapsed_s = -1;
     m->run_id[0] = '\0';
 }
@@ -389,6 +454,7 @@ void rp_model_close(struct rp_model *m)
     free(m->att);
     free(m->mk);
     free(m->lv);
+    free(m->ss);
     free(m->open);
     free(m->feature);
     *m = (struct rp_model){0};

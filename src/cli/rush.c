@@ -23,6 +23,7 @@
 #include "cli/preflight.h"
 #include "cli/task_output.h"
 #include "cli/view.h"
+#include "zerg/protocol.h"
 #include "zerg/clock.h"
 #include "zerg/fsio.h"
 #include "zerg/graph.h"
@@ -365,6 +366,21 @@ static void say_resuming(const struct rush *r,
                : "");
 }
 
+/* What each task of the state being replaced took (the ETA of the next
+ * run of the same graph starts from it): its duration when it completed,
+ * else what the run before it measured.  NULL when out of memory. */
+static int64_t *prev_durations(const struct zerg_state *s)
+{
+    int64_t *v = calloc(s->ntasks + 1, sizeof *v);
+    for (size_t i = 0; v && i < s->ntasks; i++) {
+        const struct zerg_task_state *t = &s->tasks[i];
+        v[i] = t->status == ZERG_TASK_COMPLETE && t->duration_ms > 0
+                   ? t->duration_ms
+                   : t->prev_duration_ms;
+    }
+    return v;
+}
+
 /* Loads or creates the state.  Returns 0, RUSH_NOTHING_TO_DO, or an exit
  * code. */
 static int prepare_state(struct rush *r)
@@ -428,13 +444,17 @@ static int prepare_state(struct rush *r)
     /* The refs the replaced run made are still zerg's to clean up. */
     struct zerg_state_refs refs = s->git_refs;
     memset(&s->git_refs, 0, sizeof s->git_refs);
+    int64_t *prev = prev_durations(s);
     zerg_state_close(s);
     r->replaced_run = 1;
     rc = new_state(r);
     if (!rc) {
         for (size_t i = 0; i < refs.n; i++)
             zerg_state_ref_set(s, refs.v[i].name, refs.v[i].oid);
+        for (size_t i = 0; prev && i < s->ntasks; i++)
+            s->tasks[i].prev_duration_ms = prev[i];
     }
+    free(prev);
     zerg_state_refs_free(&refs);
     return rc;
 }
@@ -702,6 +722,23 @@ static int useful_workers(const struct rush *r, int asked)
     return (int)widest;
 }
 
+/* This rush's id (protocol.h): a resume keeps the feature run's part of
+ * the one before and adds its own, so every commit of the run carries one
+ * Zerg-Run across resumes; a fresh run, or an id too long to extend,
+ * starts a feature run of its own. */
+static void new_run_id(struct rush *r)
+{
+    char own[16];
+    size_t n = zerg_run_origin_len(r->prev_run_id);
+    make_run_id(own, sizeof own);
+    if (r->ro.resume && n && zerg_id_valid(r->prev_run_id) &&
+        n + 1 + strlen(own) < sizeof r->s.run_id)
+        snprintf(r->s.run_id, sizeof r->s.run_id, "%.*s.%s", (int)n,
+                 r->prev_run_id, own);
+    else
+        snprintf(r->s.run_id, sizeof r->s.run_id, "%s", own);
+}
+
 /* Everything that can fail with exit 2 has been checked; run it. */
 static int run(struct rush *r)
 {
@@ -712,7 +749,7 @@ static int run(struct rush *r)
     if (n > 0)
         self[n] = '\0';
     snprintf(r->prev_run_id, sizeof r->prev_run_id, "%s", r->s.run_id);
-    make_run_id(r->s.run_id, sizeof r->s.run_id);
+    new_run_id(r);
     if (r->ro.executor)
         setenv("ZERG_EXECUTOR", r->ro.executor, 1);
     struct zerg_launcher *l =

@@ -12,6 +12,7 @@
 #include "status_view.h"
 #include "status_ws.h"
 #include "cli/task_check.h"
+#include "cli/eta.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +33,7 @@
 #include "zerg/lock.h"
 #include "zerg/protocol.h"
 #include "zerg/state.h"
+#include "zerg/task_fsm.h"
 
 static const char usage[] =
     "usage: zerg status [--feature F] [--json] [--watch]\n"
@@ -71,9 +73,6 @@ static void on_sigint(int sig)
     (void)sig;
     interrupted = 1;
 }
-
-/* Unfinished tasks shown before "+N more": a big graph has thousands. */
-#define UNFINISHED_MAX 20
 
 /* ---- text --------------------------------------------------------------- */
 
@@ -151,6 +150,30 @@ static void print_counts(FILE *out, const struct view *v)
         first = 0;
     }
     fprintf(out, "%s(%zu in all)\n", first ? "" : " ", v->s.ntasks);
+}
+
+/* The time left (eta.h) on the slots that can still work: a running
+ * rush's, or what a resume would take on the slots the run had. */
+static void print_eta(FILE *out, const struct view *v)
+{
+    int workers = 0;
+    for (size_t i = 0; i < v->s.nworkers; i++)
+        workers +=
+            !v->running || (v->s.workers[i].status != ZERG_WORKER_RETIRED &&
+                            v->s.workers[i].status != ZERG_WORKER_STOPPED);
+    int64_t left = zerg_eta_ns(v->g, &v->s, workers, v->now_ns);
+    if (left <= 0 || (!v->running && sv_status_is(&v->s, "complete")))
+        return;
+    long long sec = (long long)(left / ZERG_NS_PER_S);
+    char t[32];
+    if (sec >= 3600)
+        snprintf(t, sizeof t, "%lld:%02lld:%02lld", sec / 3600, sec / 60 % 60,
+                 sec % 60);
+    else
+        snprintf(t, sizeof t, "%lld:%02lld", sec / 60, sec % 60);
+    fprintf(out, "ETA:    %s%s on %d worker%s\n", t,
+            v->running ? "" : " once resumed", workers ? workers : 1,
+            workers == 1 ? "" : "s");
 }
 
 /* The run's agent spend (DESIGN §14), when an executor recorded any. */
@@ -252,45 +275,116 @@ static void print_failed(FILE *out, const struct view *v)
                      "'zerg rush --resume'.\n");
 }
 
-/* "retry in 12s" for a task waiting for its retry, "" otherwise. */
-static void next_retry(const struct view *v, const struct zerg_task_state *t,
+/* The unfinished tasks, one group per status (running first), each
+ * group on a line or two: how many, the first ids (with the worker of a
+ * running one), "+N more", and the distinct reasons the group's tasks
+ * carry, each with its count.  A big graph has thousands of pending
+ * tasks; a list of them one a line hid what a level is waiting for. */
+#define UNFINISHED_IDS 6     /* ids shown per group before "+N more" */
+#define UNFINISHED_REASONS 3 /* distinct reasons shown per group */
+
+static const enum zerg_task_status unfinished_order[] = {
+    ZERG_TASK_IN_PROGRESS, ZERG_TASK_CLAIMED, ZERG_TASK_WAITING_RETRY,
+    ZERG_TASK_PENDING};
+
+/* The soonest retry of the group, "" when none is set. */
+static void next_retry(const struct view *v, enum zerg_task_status st,
                        char *buf, size_t size)
 {
+    int64_t soonest = 0;
     buf[0] = '\0';
-    if (t->status != ZERG_TASK_WAITING_RETRY || !t->retry_at_wall_ns)
+    for (size_t i = 0; st == ZERG_TASK_WAITING_RETRY && i < v->s.ntasks; i++) {
+        const struct zerg_task_state *t = &v->s.tasks[i];
+        if (t->status == st && t->retry_at_wall_ns &&
+            (!soonest || t->retry_at_wall_ns < soonest))
+            soonest = t->retry_at_wall_ns;
+    }
+    if (!soonest)
         return;
-    int64_t left = (t->retry_at_wall_ns - v->now_ns) / ZERG_NS_PER_S;
-    snprintf(buf, size, left > 0 ? "  retry in %llds" : "  retry due",
-             (long long)left);
+    int64_t left = (soonest - v->now_ns) / ZERG_NS_PER_S;
+    if (!v->running)
+        snprintf(buf, size, "  (retried when the run resumes)");
+    else
+        snprintf(buf, size,
+                 left > 0 ? "  (next retry in %llds)" : "  (next retry due)",
+                 (long long)left);
 }
 
-/* Every task not finished yet, with its status, why, and when it retries:
- * what a level is waiting for. */
-static void print_unfinished(FILE *out, const struct view *v)
+static int same_reason(const struct zerg_task_state *a,
+                       const struct zerg_task_state *b)
 {
-    size_t n = 0;
+    return !strcmp(a->reason ? a->reason : "", b->reason ? b->reason : "") &&
+           !strcmp(a->error ? a->error : "", b->error ? b->error : "");
+}
+
+/* "3x [exit] command failed: ..." for the first distinct reasons. */
+static void group_reasons(FILE *out, const struct view *v,
+                          enum zerg_task_status st)
+{
+    size_t shown = 0, other = 0;
     for (size_t i = 0; i < v->s.ntasks; i++) {
         const struct zerg_task_state *t = &v->s.tasks[i];
-        if (!sv_unfinished(t->status) || n++ >= UNFINISHED_MAX)
+        if (t->status != st || (!t->reason && !t->error))
             continue;
-        if (n == 1)
-            fputs("Unfinished tasks:\n", out);
-        char when[48];
-        next_retry(v, t, when, sizeof when);
-        fprintf(out, "  %s  %s%s", v->g->tasks[i].id,
-                zerg_task_status_name(t->status), when);
-        if (t->worker_id >= 0 && sv_unfinished(t->status) &&
-            t->status != ZERG_TASK_PENDING &&
-            t->status != ZERG_TASK_WAITING_RETRY)
-            fprintf(out, " on worker %d", t->worker_id);
-        if (t->reason || t->error) {
-            fprintf(out, "  [%s] ", t->reason ? t->reason : "-");
-            put_clean(out, t->error ? t->error : "", 160);
+        size_t first = 0, n = 0;
+        while (first < i && !(v->s.tasks[first].status == st &&
+                              same_reason(&v->s.tasks[first], t)))
+            first++;
+        if (first < i)
+            continue; /* counted with its first */
+        for (size_t j = i; j < v->s.ntasks; j++)
+            n += v->s.tasks[j].status == st && same_reason(&v->s.tasks[j], t);
+        if (shown++ >= UNFINISHED_REASONS) {
+            other += n;
+            continue;
         }
+        if (t->reason && t->error)
+            fprintf(out, "%22s%zux [%s] ", "", n, t->reason);
+        else
+            fprintf(out, "%22s%zux %s", "", n, t->reason ? t->reason : "");
+        put_clean(out, t->error ? t->error : "", 120);
         fputc('\n', out);
     }
-    if (n > UNFINISHED_MAX)
-        fprintf(out, "  +%zu more\n", n - UNFINISHED_MAX);
+    if (other)
+        fprintf(out, "%22s+%zu with other reasons\n", "", other);
+}
+
+static void print_group(FILE *out, const struct view *v,
+                        enum zerg_task_status st, size_t n)
+{
+    char when[64];
+    size_t shown = 0;
+    fprintf(out, "  %-14s %3zu  ", zerg_task_status_name(st), n);
+    for (size_t i = 0; i < v->s.ntasks && shown < UNFINISHED_IDS; i++) {
+        const struct zerg_task_state *t = &v->s.tasks[i];
+        if (t->status != st)
+            continue;
+        fprintf(out, "%s%s", shown++ ? ", " : "", v->g->tasks[i].id);
+        if (t->worker_id >= 0 &&
+            (st == ZERG_TASK_IN_PROGRESS || st == ZERG_TASK_CLAIMED))
+            fprintf(out, " (W%d)", t->worker_id);
+    }
+    if (n > shown)
+        fprintf(out, " +%zu more", n - shown);
+    next_retry(v, st, when, sizeof when);
+    fprintf(out, "%s\n", when);
+    group_reasons(out, v, st);
+}
+
+static void print_unfinished(FILE *out, const struct view *v)
+{
+    size_t c[ZERG_TASK_NSTATUS], all = 0;
+    zerg_task_count(v->s.tasks, NULL, v->s.ntasks, c);
+    for (size_t k = 0; k < sizeof unfinished_order / sizeof *unfinished_order;
+         k++)
+        all += c[unfinished_order[k]];
+    if (!all)
+        return;
+    fprintf(out, "Unfinished tasks (%zu):\n", all);
+    for (size_t k = 0; k < sizeof unfinished_order / sizeof *unfinished_order;
+         k++)
+        if (c[unfinished_order[k]])
+            print_group(out, v, unfinished_order[k], c[unfinished_order[k]]);
 }
 
 #define CHECKS_SHOWN 10 /* groups of tasks by check, then "+N more" */
@@ -329,6 +423,7 @@ static void print_text(FILE *out, const struct view *v, int color)
     print_header(out, v, color);
     print_levels(out, v);
     print_counts(out, v);
+    print_eta(out, v);
     print_cost(out, v);
     print_workers(out, v);
     zerg_status_ws_print(out, v->cli, v->feature, &v->s, v->g);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/eta.h"
 #include "cli/view.h"
 #include "zerg/clock.h"
 #include "zerg/graph.h"
@@ -143,62 +144,6 @@ static size_t finished(const size_t c[ZERG_TASK_NSTATUS])
     return c[ZERG_TASK_COMPLETE] + c[ZERG_TASK_FAILED] + c[ZERG_TASK_BLOCKED];
 }
 
-/* How long a finished task took, 0 when unknown. */
-static int64_t task_ns(const struct zerg_task_state *t)
-{
-    if (t->duration_ms > 0)
-        return t->duration_ms * ZERG_NS_PER_MS;
-    int64_t from =
-        t->started_at_wall_ns ? t->started_at_wall_ns : t->claimed_at_wall_ns;
-    return from && t->completed_at_wall_ns > from
-               ? t->completed_at_wall_ns - from
-               : 0;
-}
-
-/* Time left, or -1 before anything was measured.  Remaining tasks with an
- * estimate count it scaled by actual/estimated of the finished ones that
- * had one; the others (or all, without such a ratio) count the mean
- * measured duration.  The sum is shared by the live workers. */
-static int64_t eta_ns(const struct zerg_view *v, int workers)
-{
-    double act = 0, act_est = 0, est = 0, rem_est = 0;
-    size_t nact = 0, nrem = 0, nrem_plain = 0;
-
-    for (size_t i = 0; i < v->s->ntasks && i < v->g->ntasks; i++) {
-        const struct zerg_task_state *t = &v->s->tasks[i];
-        double e = v->g->tasks[i].estimate_minutes * 60.0 * ZERG_NS_PER_S;
-        if (t->status == ZERG_TASK_COMPLETE || t->status == ZERG_TASK_FAILED) {
-            int64_t d = task_ns(t);
-            if (d <= 0)
-                continue;
-            act += (double)d;
-            nact++;
-            if (e > 0) {
-                act_est += (double)d;
-                est += e;
-            }
-        } else if (t->status != ZERG_TASK_BLOCKED) {
-            nrem++;
-            if (e > 0)
-                rem_est += e;
-            else
-                nrem_plain++;
-        }
-    }
-    if (!nrem)
-        return 0;
-    if (!nact)
-        return -1;
-    double mean = act / (double)nact;
-    double work = est > 0
-                      ? rem_est * (act_est / est) + (double)nrem_plain * mean
-                      : (double)nrem * mean;
-    size_t par = workers > 0 ? (size_t)workers : 1;
-    if (par > nrem)
-        par = nrem;
-    return (int64_t)(work / (double)par);
-}
-
 /* Slots that can still take work (for the ETA). */
 static int live_workers(const struct zerg_orch *o)
 {
@@ -228,7 +173,8 @@ static void figures(const struct zerg_view *v, struct figures *f)
     zerg_task_count(v->s->tasks, NULL, v->s->ntasks, f->c);
     size_t fin = finished(f->c);
     int64_t elapsed = v->now_ns - v->start_ns;
-    int64_t left = eta_ns(v, live_workers(v->o));
+    int64_t left = zerg_eta_ns(v->g, v->s, live_workers(v->o),
+                               zerg_clock_wall(&zerg_clock_system));
     fmt_dur(f->el, sizeof f->el, elapsed);
     if (left < 0)
         snprintf(f->eta, sizeof f->eta, "?");

@@ -3,6 +3,7 @@
  * check that a feature or task id makes a valid ref component without
  * asking git (git check-ref-format's rules, applied to one component). */
 #include "git/ws_internal.h"
+#include "zerg/protocol.h"
 #include "zerg/err.h"
 
 #include <errno.h>
@@ -46,8 +47,9 @@ char *zerg_ws_commit_message(int worker, const char *title, const char *task,
         if (*p == '\n' || *p == '\r')
             *p = ' ';
     if (asprintf(&msg,
-                 "ZERG [W%d]: %s\n\nTask-ID: %s\nAttempt: %d\nZerg-Run: %s\n",
-                 worker, line, task, attempt, run_id) < 0)
+                 "ZERG [W%d]: %s\n\nTask-ID: %s\nAttempt: %d\nZerg-Run: %.*s\n",
+                 worker, line, task, attempt, (int)zerg_run_origin_len(run_id),
+                 run_id ? run_id : "") < 0)
         msg = NULL;
     free(line);
     return msg;

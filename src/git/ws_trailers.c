@@ -5,6 +5,7 @@
  * recognised without walking history again. */
 #include "git/git_internal.h"
 #include "git/ws_internal.h"
+#include "zerg/protocol.h"
 #include "zerg/err.h"
 
 #include <errno.h>
@@ -67,7 +68,10 @@ int ws_log_tasks(const struct zerg_git *g, const char *const *range,
 char *ws_done_key(const char *task, int attempt, const char *run)
 {
     char *key = NULL;
-    if (asprintf(&key, "%s\x1f%d\x1f%s", task, attempt, run ? run : "") < 0)
+    /* By the feature run (protocol.h): a commit of an earlier rush of the
+     * run and the same attempt merged by a later one are one. */
+    if (asprintf(&key, "%s\x1f%d\x1f%.*s", task, attempt,
+                 (int)zerg_run_origin_len(run), run ? run : "") < 0)
         return NULL;
     return key;
 }

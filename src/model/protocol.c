@@ -196,6 +196,11 @@ static int get_oid(const zerg_json *o, const char *key, char buf[ZERG_OID_MAX])
     return rc;
 }
 
+size_t zerg_run_origin_len(const char *id)
+{
+    return id ? strcspn(id, ".") : 0;
+}
+
 /* The writer's run id: a string of at most ZERG_RUN_ID_MAX - 1 bytes;
  * absent (files written by hand or by an older zerg) reads as "". */
 static int get_run_id(const zerg_json *o, char buf[ZERG_RUN_ID_MAX])

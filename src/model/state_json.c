@@ -63,6 +63,8 @@ static void put_task_extras(struct zerg_jw *w, const struct zerg_task_state *t)
         put_str(w, "commit", t->commit);
     if (t->conflict_count)
         put_num(w, "conflict_count", t->conflict_count);
+    if (t->prev_duration_ms > 0)
+        put_num(w, "prev_duration_ms", (double)t->prev_duration_ms);
     if (t->conflict_paths)
         put_str(w, "conflict_paths", t->conflict_paths);
     if (t->cost_usd > 0)

@@ -341,6 +341,7 @@ static int read_task(struct zerg_task_state *t, const char *id,
         (rc = rd_ts(&r, "completed_at", &t->completed_at_wall_ns)) ||
         (rc = rd_ts(&r, "retry_at", &t->retry_at_wall_ns)) ||
         (rc = rd_i64(&r, "duration_ms", &t->duration_ms)) ||
+        (rc = rd_i64(&r, "prev_duration_ms", &t->prev_duration_ms)) ||
         (rc = rd_str(&r, "error", &t->error)) ||
         (rc = rd_str(&r, "reason", &t->reason)) ||
         (rc = rd_oid(&r, "commit", t->commit)) ||

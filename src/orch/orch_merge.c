@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zerg/protocol.h"
 #include "zerg/err.h"
 #include "zerg/workspace.h"
 
@@ -326,10 +327,13 @@ struct found_ctx {
     int nruns;
 };
 
+/* Runs compare by their feature run part (protocol.h): a commit says
+ * which feature run made it; an older zerg's commit names its rush. */
 static int known_run(const struct found_ctx *c, const char *id)
 {
+    size_t n = zerg_run_origin_len(id);
     for (int i = 0; i < c->nruns; i++)
-        if (!strcmp(c->runs[i], id))
+        if (strlen(c->runs[i]) == n && !strncmp(c->runs[i], id, n))
             return 1;
     return 0;
 }
@@ -338,7 +342,8 @@ static void add_run(struct found_ctx *c, const char *id)
 {
     if (id && *id && !known_run(c, id) &&
         c->nruns < (int)(sizeof c->runs / sizeof *c->runs))
-        snprintf(c->runs[c->nruns++], sizeof c->runs[0], "%s", id);
+        snprintf(c->runs[c->nruns++], sizeof c->runs[0], "%.*s",
+                 (int)zerg_run_origin_len(id), id);
 }
 
 /* A task commit on the integration branch: that task is complete. */

@@ -423,10 +423,10 @@ json.dump(d, open(sys.argv[1], "w"))
 PY
 z -C "$proj" status
 want_rc 0
-want_out "Unfinished tasks:"
-want_out "A-L1-002  waiting_retry  retry in"
-want_out "[exit] command failed: exit 1"
-want_out "A-L2-001  pending"
+want_out "Unfinished tasks (2):"
+want_out "waiting_retry    1  A-L1-002  (retried when the run resumes)"
+want_out "1x [exit] command failed: exit 1"
+want_out "pending          1  A-L2-001"
 z -C "$proj" status --json
 want_out '"unfinished":[{"id":"A-L1-002","status":"waiting_retry"'
 want_out '"retry_at":"2200-01-01T00:00:00.000Z"'

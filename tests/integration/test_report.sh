@@ -84,8 +84,8 @@ grep -qx "$html" "$PROJ/report.out" || fail "report did not print its path"
 ! grep -Eq 'https?://' "$html" || fail "the page references the network: $(grep -Eo 'https?://[^"]*' "$html" | head -3)"
 ! grep -Eqi '<script|<link|@import|src=' "$html" || fail "the page loads something"
 grep -q 'CRASH-L1-001' "$html" && grep -q 'FAIL-L1-002' "$html" || fail "tasks missing from the page"
-grep -q 'class="bar o3"' "$html" || fail "no crashed/reassigned bar"
-grep -q 'class="bar o1"' "$html" || fail "no permanently failed bar"
+grep -q 'class="bar o3 ' "$html" || fail "no crashed/reassigned bar"
+grep -q 'class="bar o1 ' "$html" || fail "no permanently failed bar"
 grep -q 'class="marker m0"' "$html" || fail "no worker-crash marker"
 grep -q 'class="marker m2"' "$html" || fail "no respawn marker"
 grep -q 'class="level-line"' "$html" || fail "no level lines"
@@ -117,6 +117,125 @@ grep -q '&lt;script&gt;' "$PROJ/dom.html" || grep -q 'FAIL-L1-002' "$PROJ/dom.ht
     fail "the failed task is missing from the DOM"
 ! grep -q '<script>x</script>' "$PROJ/dom.html" || fail "a task's output became markup"
 pass "one lane per worker ($lanes) with the network cut off"
+
+# ---- a run stopped and resumed: 3 minutes in all, the last rush 4.7 s;
+# a 50 ms failure retried at once, a crash, a config change awaiting
+# review, and six levels inside one second.  Checked in Chromium: the
+# label boxes it lays out, the bars it draws, at 1400 and 800 px.
+new_project resumed
+python3 - "$PROJ" <<'PY2'
+import json, os, sys, datetime
+proj = sys.argv[1]
+t0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+def ts(ms):
+    return (t0 + datetime.timedelta(milliseconds=ms)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+ev = []
+def e(ms, worker, event, task=None, data=None, msg="m", level="INFO"):
+    ev.append({"ts": ts(ms), "worker": worker, "level": level, "event": event,
+               "task": task, "msg": msg, "feature": "f", "data": data or {}})
+e(0, None, "rush_start", data={"run_id": "r1", "resume": False})
+e(10, None, "level_start", data={"level": 1})
+e(20, 0, "task_claimed", "FLAKY-L1-001", {"attempt": 1})
+e(70, 0, "task_failed", "FLAKY-L1-001", {"retry": True}, "exit 3")
+e(71, 0, "task_claimed", "FLAKY-L1-001", {"attempt": 2})
+e(30000, 0, "task_complete", "FLAKY-L1-001", {"attempt": 2})
+e(20, 1, "task_claimed", "CRASH-L1-002", {"attempt": 1})
+e(5000, 1, "worker_crash", None, {"task": "CRASH-L1-002"}, "killed")
+e(5000, None, "task_reassigned", "CRASH-L1-002")
+e(5100, 1, "worker_respawn")
+e(5200, 1, "task_claimed", "CRASH-L1-002", {"attempt": 2})
+e(9000, 1, "config_change", "CRASH-L1-002", {}, "changes zerg's own configuration: review before merging", "WARN")
+e(9001, 1, "task_complete", "CRASH-L1-002", {"attempt": 2})
+e(30001, None, "level_complete", data={"level": 1})
+t = 30002
+for lvl in range(2, 8):
+    e(t, None, "level_start", data={"level": lvl})
+    e(t + 1, 0, "task_claimed", "Q-L%d-001" % lvl, {"attempt": 1})
+    e(t + 100, 0, "task_complete", "Q-L%d-001" % lvl, {"attempt": 1})
+    e(t + 101, None, "level_complete", data={"level": lvl})
+    t += 102
+e(t, None, "level_start", data={"level": 8})
+e(t + 1, 0, "task_claimed", "LONG-L8-001", {"attempt": 1})
+e(60000, None, "rush_failed", data={"elapsed": 60.0}, msg="Rush stopped")
+e(175300, None, "rush_start", data={"run_id": "r2", "resume": True})
+e(175310, 0, "task_claimed", "LONG-L8-001", {"attempt": 2})
+e(180000, 0, "task_complete", "LONG-L8-001", {"attempt": 2})
+e(180001, None, "level_complete", data={"level": 8})
+e(180002, None, "rush_complete", data={"elapsed": 4.7})
+with open(proj + "/.zerg/monitor.jsonl", "w") as f:
+    for x in ev:
+        f.write(json.dumps(x) + "\n")
+os.makedirs(proj + "/.zerg/state", exist_ok=True)
+json.dump({"feature": "f", "run_id": "r2", "started_at": ts(0), "status": "complete",
+           "tasks": {}, "workers": {"0": {}, "1": {}}, "metrics": {}},
+          open(proj + "/.zerg/state/f.json", "w"))
+PY2
+zerg report >/dev/null || fail "report of the resumed run failed"
+html="$PROJ/.zerg/reports/f.html"
+grep -q 'class="elapsed">3 min 00 s from the first start to the last end, over 2 rushes' "$html" ||
+    fail "elapsed does not cover the whole run: $(grep -o 'class="elapsed">[^<]*' "$html")"
+grep -q 'rushes running 1 min 04 s' "$html" || fail "the rushes' running time is not summed"
+[ "$(grep -c 'class="bar ' "$html")" -eq 12 ] || fail "not every attempt has a bar"
+grep -q 'class="bar o2 k-retried"' "$html" || fail "no retried bar"
+grep -q 'class="bar o3 k-crashed"' "$html" || fail "no crashed bar"
+grep -q 'class="bar o6 k-review"' "$html" || fail "no awaiting-review bar"
+grep -q 'class="gap"' "$html" || fail "the time between the rushes is not drawn"
+pass "a resumed run: whole elapsed, retried/crashed/review bars, the gap"
+
+# geometry PNG-PREFIX WIDTH: Chromium lays the page out at WIDTH px and a
+# script added to a copy reports every label's box and every bar's; the
+# labels of one row may not overlap, every bar is at least 3 px wide and
+# no bar of a lane covers another.
+geometry() {
+    local w=$1 copy="$PROJ/geo-$1.html"
+    python3 - "$html" "$copy" <<'PY2'
+import sys
+script = """<script>
+var out = [];
+document.querySelectorAll("text.lvl").forEach(function (t) {
+  var b = t.getBBox(); out.push(["L", b.x, b.x + b.width, b.y, t.textContent]); });
+document.querySelectorAll("rect.bar").forEach(function (r) {
+  var b = r.getBBox(); out.push(["B", b.x, b.x + b.width, b.y, ""]); });
+var p = document.createElement("pre"); p.id = "geo";
+p.textContent = JSON.stringify(out); document.body.appendChild(p);
+</script></body>"""
+page = open(sys.argv[1]).read()
+assert page.count("</body>") == 1
+open(sys.argv[2], "w").write(page.replace("</body>", script))
+PY2
+    chrome "$copy" --window-size="$w,900" --dump-dom > "$PROJ/geo-$w.dom" ||
+        fail "chromium --dump-dom failed at $w px"
+    chrome "$html" --window-size="$w,900" --screenshot="$PROJ/resumed-$w.png" ||
+        fail "no screenshot at $w px"
+    [ "$(distinct_colours "$PROJ/resumed-$w.png")" -gt 20 ] || fail "blank screenshot at $w px"
+    python3 - "$PROJ/geo-$w.dom" <<'PY2'
+import html, json, re, sys
+dom = open(sys.argv[1]).read()
+m = re.search(r'<pre id="geo">(.*?)</pre>', dom, re.S)
+assert m, "the geometry script did not run"
+items = json.loads(html.unescape(m.group(1)))
+labels = [i for i in items if i[0] == "L"]
+bars = [i for i in items if i[0] == "B"]
+names = [i[4] for i in labels]
+assert "resumed" in names and "L1" in names and "L2" in names, names
+for a in labels:
+    for b in labels:
+        if a is not b and abs(a[3] - b[3]) < 1 and a[1] < b[2] and b[1] < a[2]:
+            sys.exit("labels overlap: %r and %r" % (a, b))
+assert len(bars) == 12, "%d bars" % len(bars)
+for b in bars:
+    assert b[2] - b[1] >= 3, "a bar %.1f px wide: %r" % (b[2] - b[1], b)
+for a in bars:
+    for b in bars:
+        if a is not b and abs(a[3] - b[3]) < 1 and a[1] < b[2] - 0.01 and b[1] < a[2] - 0.01:
+            sys.exit("bars overlap on a lane: %r and %r" % (a, b))
+print("%d labels, %d bars" % (len(labels), len(bars)))
+PY2
+}
+for w in 1400 800; do
+    out=$(geometry "$w") || fail "geometry at $w px: $out"
+    pass "Chromium at $w px: $out, no label overlaps, every bar visible"
+done
 
 # ---- 2,000 synthetic tasks on 8 workers
 new_project big

@@ -56,6 +56,17 @@ for l in 1 2 3; do
 done
 pass "every task's commit is on the integration branch exactly once"
 
+# One feature run, one Zerg-Run: every rush of it (each resume has an id
+# of its own, the feature run's id and its own part) signs its commits
+# with the feature run's id.
+runs=$(G log --format='%(trailers:key=Zerg-Run,valueonly,separator=%x2C)' main..zerg/f/integration | sed '/^$/d' | sort -u)
+[ "$(printf '%s\n' "$runs" | wc -l)" = 1 ] ||
+    fail "the commits of one run carry $(printf '%s\n' "$runs" | wc -l) Zerg-Run ids: $(echo $runs)"
+rid=$(state_field run_id)
+[ "${rid%%.*}" = "$runs" ] && [ "$rid" != "$runs" ] ||
+    fail "the resumed rush's id $rid is not the feature run's $runs and a part of its own"
+pass "one Zerg-Run ($runs) across $kills kills and resumes; this rush is $rid"
+
 # ---- committed but not merged: merged on --resume, not run again
 new_project unmerged
 git_repo
