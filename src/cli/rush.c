@@ -648,6 +648,7 @@ static int orchestrate(struct rush *r, struct zerg_launcher *l, int workers,
         .schedule =
             r->ro.schedule_set ? (int)r->ro.schedule : r->cfg.rush_schedule,
         .offload_io = 1,
+        .checkpoint_fork = 1,
     };
     struct zerg_orch *o = zerg_orch_new(&oo, zerg_clock_mono(r->clock), &err);
     if (!o) {

@@ -48,9 +48,11 @@ static void defer_unlink(struct zerg_orch *o, const char *path)
     o->pending_unlink[o->nunlink++] = copy;
 }
 
-void orch_flush_unlinks(struct zerg_orch *o)
+void orch_flush_unlinks(struct zerg_orch *o, size_t n)
 {
-    for (size_t i = 0; i < o->nunlink; i++) {
+    if (n > o->nunlink)
+        n = o->nunlink;
+    for (size_t i = 0; i < n; i++) {
         if (o->offload) {
             zerg_offload_unlink(o->offload, o->pending_unlink[i]);
             continue;
@@ -58,9 +60,14 @@ void orch_flush_unlinks(struct zerg_orch *o)
         unlink(o->pending_unlink[i]);
         free(o->pending_unlink[i]);
     }
-    o->nunlink = 0;
-    o->nsynced = 0;
-    o->sync_upto = 0; /* what a sync in flight covered is deleted */
+    /* Those applied after the save began wait for the next one. */
+    if (n && n < o->nunlink)
+        memmove(o->pending_unlink, o->pending_unlink + n,
+                (o->nunlink - n) * sizeof *o->pending_unlink);
+    o->nunlink -= n;
+    o->nsynced = o->nsynced > n ? o->nsynced - n : 0;
+    /* what a sync in flight covered is deleted, or moved down */
+    o->sync_upto = o->sync_upto > n ? o->sync_upto - n : 0;
 }
 
 /* ---- group commit (state.durability: batch, DESIGN §16) --------------- */
