@@ -29,6 +29,7 @@ struct zerg_task {
     char *id;
     char *title;              /* "" when absent (shared: never written) */
     int level;                /* >= 1 */
+    uint32_t src_len;         /* its text in the file: see src_off */
     struct zerg_strlist deps; /* dependency ids as written */
     size_t *dep_idx;          /* same, as indexes into graph->tasks */
     struct zerg_strlist files_create, files_modify, files_read;
@@ -41,10 +42,11 @@ struct zerg_task {
     double estimate_minutes;        /* 0 when absent */
     size_t *wgroups;                /* the write groups it is in, ascending */
     size_t nwgroups;                /* 0: it shares no written path */
-    /* Where its object lies in the file (bytes from the start) and the
-     * zerg_graph_text_hash of that text: a worker reads just this
-     * (zerg_graph_read_task).  0, 0, 0 for a graph not read from text. */
-    uint32_t src_off, src_len, src_hash;
+    /* Where its object lies in the file (bytes from the start; src_len
+     * of them) and the zerg_graph_text_hash of that text: a worker reads
+     * just this (zerg_graph_read_task).  0, 0, 0 for a graph not read
+     * from text. */
+    uint32_t src_off, src_hash;
 };
 
 struct zerg_level {
