@@ -165,6 +165,7 @@ struct zerg_orch {
      * pending_unlink it records, whether another was asked for
      * meanwhile, and the level_start events that wait for it. */
     pid_t save_pid;
+    int save_fd; /* the child's sync time comes through it (save_pid > 0) */
     int64_t save_t0_ns;
     uint64_t dirty_gen, save_gen;
     size_t save_unlinks;
