@@ -27,6 +27,8 @@ SCALE_BASE = 1000           # overhead per task at the largest size over this
 SCALE_GROWTH = 1.3
 SCALE_TOP = 100000
 SCALE_RSS_KB = ((10000, 16 * 1024), (100000, 64 * 1024))
+SCALE_WORKER_KB = 8 * 1024 + 1  # at most 8 MiB, at SCALE_TOP tasks
+SCALE_TRANSITION_MS = 50.001    # at most 50 ms, every one at SCALE_TOP
 
 
 def load(results):
@@ -432,6 +434,26 @@ class Page:
                 continue
             self.summary_row(8, label, spread(one(kb), 1, " MiB", 1 / 1024.0),
                              target, verdict(one(kb), limit))
+
+        self.scale_top_targets(by_n, err)
+
+    def scale_top_targets(self, by_n, err):
+        """The largest worker and every level transition at SCALE_TOP:
+        neither may grow with the graph."""
+        r = by_n.get(SCALE_TOP)
+        why = self.scale_missing(SCALE_TOP, by_n, err) if not r else None
+        top = format(SCALE_TOP, ",")
+        kb = r.get("worker_hwm_kb") if r else None
+        self.summary_row(8, "worker peak RSS, %s tasks (scale run)" % top,
+                         spread(one(kb), 1, " MiB", 1 / 1024.0)
+                         if kb else "not measured", "≤ 8 MiB",
+                         verdict(one(kb), SCALE_WORKER_KB) if kb else
+                         "not measured: " + (why or "no memory sample"))
+        tr = r.get("transitions_ms") if r else None
+        self.summary_row(8, "level transition, %s tasks (scale run)" % top,
+                         spread(tr, 0, " ms") if tr else "not measured",
+                         "≤ 50 ms", verdict(tr, SCALE_TRANSITION_MS) if tr
+                         else "not measured: " + (why or "no transition"))
 
     def scale_growth(self, by_n, err):
         """Overhead per task at each size over the one at SCALE_BASE; the

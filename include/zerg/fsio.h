@@ -145,6 +145,10 @@ int zerg_fsio_project_of(const char *path, char *root, size_t size);
  * /etc/... is refused with ZERG_EOUTSIDE and err naming where it leads. */
 int zerg_fsio_read_input(const char *path, size_t max, char **data, size_t *len,
                          struct zerg_err *err);
+/* Opens a user input for reading with the checks of zerg_fsio_read_input
+ * (a regular file, inside its project); the fd (caller closes) or
+ * negative with err set. */
+int zerg_fsio_open_input(const char *path, struct zerg_err *err);
 
 /* mkdir -p; returns 0 or -errno. */
 int zerg_fsio_mkdirs(const char *path, mode_t mode);

@@ -29,6 +29,7 @@ struct zerg_task {
     char *id;
     char *title;              /* "" when absent (shared: never written) */
     int level;                /* >= 1 */
+    uint32_t src_len;         /* its text in the file: see src_off */
     struct zerg_strlist deps; /* dependency ids as written */
     size_t *dep_idx;          /* same, as indexes into graph->tasks */
     struct zerg_strlist files_create, files_modify, files_read;
@@ -41,6 +42,11 @@ struct zerg_task {
     double estimate_minutes;        /* 0 when absent */
     size_t *wgroups;                /* the write groups it is in, ascending */
     size_t nwgroups;                /* 0: it shares no written path */
+    /* Where its object lies in the file (bytes from the start; src_len
+     * of them) and the zerg_graph_text_hash of that text: a worker reads
+     * just this (zerg_graph_read_task).  0, 0, 0 for a graph not read
+     * from text. */
+    uint32_t src_off, src_hash;
 };
 
 struct zerg_level {
@@ -71,6 +77,22 @@ int zerg_graph_load(struct zerg_graph **out, const char *path,
 int zerg_graph_parse(struct zerg_graph **out, const char *name,
                      const char *text, size_t len, struct zerg_err *err);
 void zerg_graph_free(struct zerg_graph *g); /* accepts NULL */
+
+/* One task of a graph file the orchestrator loaded (and so validated):
+ * the src_len bytes at src_off of the open file fd, which must still
+ * hash to src_hash and be the object of task `id`.  *out is a graph of
+ * that one task, checked as zerg_graph_load checks each task (its level
+ * as written; dependencies, levels and conflicts, which are about the
+ * whole graph, are not filled in).  A worker needs one task per
+ * assignment, so its memory does not grow with the graph.  Returns 0;
+ * -ESTALE when those bytes are not that task any more (the file
+ * changed since: read it whole instead); or negative with err set. */
+int zerg_graph_read_task(struct zerg_graph **out, int fd, const char *name,
+                         const char *id, uint32_t off, uint32_t len,
+                         uint32_t hash, struct zerg_err *err);
+
+/* FNV-1a (32 bits) of a task's text, as src_hash. */
+uint32_t zerg_graph_text_hash(const char *s, size_t n);
 
 /* Index of the task with that id, or -1. */
 ssize_t zerg_graph_find(const struct zerg_graph *g, const char *id);

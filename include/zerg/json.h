@@ -83,8 +83,12 @@ zerg_json *zerg_json_parse(const char *text, size_t len, struct zerg_err *err);
  * all in memory.  The array stays in the returned tree, empty; *nitems
  * (may be NULL) gets the number of items handed over.  fn returns 0, or a
  * negative code to stop: the parse then returns NULL and err is left as fn
- * set it.  A second `key` array in the same object is an error. */
-typedef int zerg_json_item_fn(void *ctx, size_t i, const zerg_json *item);
+ * set it.  A second `key` array in the same object is an error.  An item
+ * that is an object or an array also comes with where its text lies in
+ * `text` (off, len: from its opening bracket to its closing one); a
+ * scalar item with 0, 0. */
+typedef int zerg_json_item_fn(void *ctx, size_t i, const zerg_json *item,
+                              size_t off, size_t len);
 zerg_json *zerg_json_parse_items(const char *text, size_t len, const char *key,
                                  zerg_json_item_fn *fn, void *ctx,
                                  size_t *nitems, struct zerg_err *err);

@@ -91,6 +91,11 @@ struct zerg_orch_opts {
      * leave it off so a batch is durable and a result gone when the tick
      * that synced or deleted it returns. */
     int offload_io;
+    /* State checkpoints written by a child process while the loop goes on
+     * (orch_save.c), the last one of the run excepted; the rush sets it,
+     * tests leave it off so a checkpoint is on disk when its tick
+     * returns. */
+    int checkpoint_fork;
 };
 
 struct zerg_orch;

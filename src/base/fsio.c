@@ -281,20 +281,32 @@ static int fd_inside(int fd, const char *path, const char *root,
                         path, real, top);
 }
 
-int zerg_fsio_read_input(const char *path, size_t max, char **data, size_t *len,
-                         struct zerg_err *err)
+static int open_input(const char *path, struct stat *st, struct zerg_err *err)
 {
     char root[PATH_MAX];
-    struct stat st;
-    *data = NULL;
-    int fd = open_checked(path, 0, &st, err);
+    int fd = open_checked(path, 0, st, err);
     if (fd < 0)
         return fd;
     int rc = zerg_fsio_project_of(path, root, sizeof root) == 0
                  ? fd_inside(fd, path, root, err)
                  : 0;
-    if (rc < 0)
-        return rc;
+    return rc < 0 ? rc : fd;
+}
+
+int zerg_fsio_open_input(const char *path, struct zerg_err *err)
+{
+    struct stat st;
+    return open_input(path, &st, err);
+}
+
+int zerg_fsio_read_input(const char *path, size_t max, char **data, size_t *len,
+                         struct zerg_err *err)
+{
+    struct stat st;
+    *data = NULL;
+    int fd = open_input(path, &st, err);
+    if (fd < 0)
+        return fd;
     return read_checked(fd, path, max, &st, data, len, err);
 }
 

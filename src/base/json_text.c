@@ -53,12 +53,16 @@ struct dec {
     zerg_json *stream, *item;
     size_t nitems;
     int fn_rc;
+    /* Where the item being built starts in the text: yajl has consumed
+     * its opening bracket when the callback runs. */
+    yajl_handle h;
+    size_t item_off;
 };
 
 /* Hands a finished item of the streamed array to the caller; takes v. */
-static int dec_deliver(struct dec *d, zerg_json *v)
+static int dec_deliver(struct dec *d, zerg_json *v, size_t off, size_t len)
 {
-    int rc = d->fn(d->ctx, d->nitems++, v);
+    int rc = d->fn(d->ctx, d->nitems++, v, off, len);
     zerg_json_free(v);
     if (rc < 0) {
         d->why = DEC_STOPPED;
@@ -77,8 +81,9 @@ static int dec_add(struct dec *d, zerg_json *v)
     }
     if (d->stream && d->depth > 0 && d->stack[d->depth - 1] == d->stream) {
         if (v->type != ZERG_JSON_ARRAY && v->type != ZERG_JSON_OBJECT)
-            return dec_deliver(d, v);
+            return dec_deliver(d, v, 0, 0);
         d->item = v; /* delivered when it closes */
+        d->item_off = yajl_get_bytes_consumed(d->h) - 1;
         return 1;
     }
     if (d->depth == 0) {
@@ -206,7 +211,8 @@ static int dec_close(void *ctx)
     }
     if (top == d->item) {
         d->item = NULL;
-        return dec_deliver(d, top);
+        size_t end = yajl_get_bytes_consumed(d->h);
+        return dec_deliver(d, top, d->item_off, end - d->item_off);
     }
     return 1;
 }
@@ -276,6 +282,7 @@ static zerg_json *dec_run(struct dec *d, const char *text, size_t len,
         return NULL;
     }
     yajl_config(h, yajl_dont_validate_strings, 1);
+    d->h = h;
     yajl_status st = yajl_parse(h, (const unsigned char *)text, len);
     size_t at = yajl_get_bytes_consumed(h);
     if (st == yajl_status_ok) {

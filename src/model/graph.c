@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph_internal.h"
 
@@ -48,8 +49,9 @@
 #define GRAPH_DEFAULT_TIMEOUT_NS (30 * INT64_C(1000000000))
 
 struct graph_index {
-    size_t mask;  /* capacity - 1; capacity is a power of two */
-    size_t *slot; /* task index + 1; 0 = empty */
+    size_t mask;    /* capacity - 1; capacity is a power of two */
+    uint32_t *slot; /* task index + 1; 0 = empty (4 bytes: half the
+                       memory, and a graph file of 64 MB holds fewer) */
 };
 
 /* ---- messages ---------------------------------------------------------- */
@@ -182,7 +184,7 @@ static int index_fit(struct zerg_graph *g, size_t n)
     if (n * 2 <= ix->mask + 1)
         return 0;
     size_t cap = (ix->mask + 1) * 2;
-    size_t *slot = calloc(cap, sizeof *slot);
+    uint32_t *slot = calloc(cap, sizeof *slot);
     if (!slot)
         return -ENOMEM;
     for (size_t h = 0; h <= ix->mask; h++) {
@@ -207,7 +209,7 @@ static void index_free(struct graph_index *ix)
 }
 
 /* Slot holding id, or the empty slot where it would go. */
-static size_t *index_slot(const struct zerg_graph *g, const char *id)
+static uint32_t *index_slot(const struct zerg_graph *g, const char *id)
 {
     const struct graph_index *ix = g->index;
     size_t h = hash_id(id) & ix->mask;
@@ -220,7 +222,7 @@ ssize_t zerg_graph_find(const struct zerg_graph *g, const char *id)
 {
     if (!g || !g->index || !id)
         return -1;
-    size_t *s = index_slot(g, id);
+    uint32_t *s = index_slot(g, id);
     return *s ? (ssize_t)(*s - 1) : -1;
 }
 
@@ -299,13 +301,13 @@ static int parse_id(struct parse_ctx *c, size_t i, const zerg_json *t)
             graph_show(sb, sizeof sb, v->u.str.s, v->u.str.len),
             strlen(v->u.str.s) != v->u.str.len ? "contains a NUL byte"
                                                : id_problem(v));
-    size_t *slot = index_slot(g, v->u.str.s);
+    uint32_t *slot = index_slot(g, v->u.str.s);
     if (*slot)
         return graph_task_err(c, i, "duplicate id \"%s\" (also tasks[%zu])",
-                              v->u.str.s, *slot - 1);
+                              v->u.str.s, (size_t)*slot - 1);
     if (!(g->tasks[i].id = strdup(v->u.str.s)))
         return graph_nomem(c);
-    *slot = i + 1;
+    *slot = (uint32_t)(i + 1);
     return 0;
 }
 
@@ -576,7 +578,8 @@ static int task_room(struct parse_ctx *c, size_t i)
  * read: a JSON syntax error anywhere, or a bad top level, is still the
  * error reported, as when the whole file was parsed first.  Only running
  * out of memory stops the parse. */
-static int on_task(void *ctx, size_t i, const zerg_json *t)
+static int on_task(void *ctx, size_t i, const zerg_json *t, size_t off,
+                   size_t len)
 {
     struct parse_ctx *c = ctx;
     if (c->task_rc < 0)
@@ -588,6 +591,12 @@ static int on_task(void *ctx, size_t i, const zerg_json *t)
     if ((rc = parse_task(c, i, t)) == -ENOMEM)
         return rc;
     c->task_rc = rc;
+    struct zerg_task *task = &c->g->tasks[i];
+    if (len) { /* the file is at most ZERG_GRAPH_MAX_BYTES */
+        task->src_off = (uint32_t)off;
+        task->src_len = (uint32_t)len;
+        task->src_hash = zerg_graph_text_hash(c->text + off, len);
+    }
     return 0;
 }
 
@@ -613,7 +622,8 @@ static int parse_doc(struct parse_ctx *c, const zerg_json *doc, size_t n)
 int zerg_graph_parse(struct zerg_graph **out, const char *name,
                      const char *text, size_t len, struct zerg_err *err)
 {
-    struct parse_ctx c = {.name = name ? name : "task graph", .err = err};
+    struct parse_ctx c = {
+        .name = name ? name : "task graph", .err = err, .text = text};
     struct zerg_err jerr = {0};
     zerg_json *doc = NULL;
     size_t n = 0;
@@ -665,6 +675,65 @@ int zerg_graph_load(struct zerg_graph **out, const char *path,
         return rc;
     rc = zerg_graph_parse(out, path, text, len, err);
     free(text);
+    return rc;
+}
+
+/* ---- one task, for a worker ------------------------------------------ */
+
+uint32_t zerg_graph_text_hash(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+/* The task's text from the file, if it still hashes as it did. */
+static char *task_text(int fd, uint32_t off, uint32_t len, uint32_t hash)
+{
+    char *text = len && len <= ZERG_GRAPH_MAX_BYTES ? malloc(len) : NULL;
+    if (text &&
+        (pread(fd, text, len, off) != (ssize_t)len || memchr(text, '\0', len) ||
+         zerg_graph_text_hash(text, len) != hash)) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+
+int zerg_graph_read_task(struct zerg_graph **out, int fd, const char *name,
+                         const char *id, uint32_t off, uint32_t len,
+                         uint32_t hash, struct zerg_err *err)
+{
+    struct parse_ctx c = {.name = name ? name : "task graph", .err = err};
+    struct zerg_err jerr = {0};
+    zerg_json *doc = NULL;
+    int rc = -ESTALE;
+    *out = NULL;
+    char *text = task_text(fd, off, len, hash);
+    if (!text || !(doc = zerg_json_parse(text, len, &jerr)) ||
+        !zerg_json_is(doc, ZERG_JSON_OBJECT) ||
+        !zerg_json_as_str(zerg_json_get(doc, "id")) ||
+        strcmp(zerg_json_as_str(zerg_json_get(doc, "id")), id) != 0)
+        goto out;
+    if (!(c.g = calloc(1, sizeof *c.g)) || task_room(&c, 0) < 0) {
+        rc = graph_nomem(&c);
+        goto out;
+    }
+    c.g->ntasks = 1;
+    if ((rc = parse_task(&c, 0, doc)) < 0)
+        goto out;
+    c.g->tasks[0].level = (int)c.raw_level[0];
+    c.g->tasks[0].src_off = off;
+    c.g->tasks[0].src_len = len;
+    c.g->tasks[0].src_hash = hash;
+    *out = c.g;
+    c.g = NULL;
+out:
+    free(c.raw_level);
+    free(text);
+    zerg_json_free(doc);
+    zerg_graph_free(c.g);
     return rc;
 }
 

@@ -18,6 +18,7 @@ struct zerg_err;
 
 struct parse_ctx {
     const char *name; /* file name for messages */
+    const char *text; /* the file's text, for each task's src_hash */
     struct zerg_err *err;
     struct zerg_graph *g;
     int zero_based;

@@ -274,6 +274,31 @@ static int path_error(struct zerg_err *err, const char *dir, const char *what)
 
 /* ---- assignment ----------------------------------------------------- */
 
+static int put_task_at(zerg_json *o, const struct zerg_assign *a)
+{
+    if (!a->task_len)
+        return 0;
+    return zerg_json_set_num(o, "task_offset", a->task_off) ||
+           zerg_json_set_num(o, "task_length", a->task_len) ||
+           zerg_json_set_num(o, "task_hash", a->task_hash);
+}
+
+/* The task's place in the graph file: all three or none. */
+static int get_task_at(const zerg_json *o, struct zerg_assign *a)
+{
+    int64_t v[3];
+    const char *key[3] = {"task_offset", "task_length", "task_hash"};
+    if (!zerg_json_get(o, "task_length"))
+        return 0;
+    for (int k = 0; k < 3; k++)
+        if (get_i64(o, key[k], 0, UINT32_MAX, &v[k]))
+            return ZERG_ECORRUPT;
+    a->task_off = (uint32_t)v[0];
+    a->task_len = (uint32_t)v[1];
+    a->task_hash = (uint32_t)v[2];
+    return 0;
+}
+
 int zerg_proto_write_assign(const char *dir, int slot,
                             const struct zerg_assign *a, struct zerg_err *err)
 {
@@ -295,7 +320,8 @@ int zerg_proto_write_assign(const char *dir, int slot,
                     put_str(o, "base", a->base) ||
                     put_str(o, "last_class", a->last_class) ||
                     put_str(o, "last_error", a->last_error) ||
-                    put_str(o, "last_conflicts", a->last_conflicts)
+                    put_str(o, "last_conflicts", a->last_conflicts) ||
+                    put_task_at(o, a)
                 ? -ENOMEM
                 : 0;
     /* slot-N is created, never followed: a link planted there would send
@@ -321,7 +347,9 @@ int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)
         get_bool(o, "stop", &v.stop) || get_oid(o, "base", v.base) ||
         opt_str(o, "last_class", v.last_class, sizeof v.last_class) ||
         opt_str(o, "last_error", v.last_error, sizeof v.last_error) ||
-        opt_str(o, "last_conflicts", v.last_conflicts, sizeof v.last_conflicts))
+        opt_str(o, "last_conflicts", v.last_conflicts,
+                sizeof v.last_conflicts) ||
+        get_task_at(o, &v))
         rc = ZERG_ECORRUPT;
     else
         *a = v;

@@ -166,6 +166,22 @@ struct zerg_orch {
     int replaying; /* applying the journal on --resume */
     int64_t last_save_mono_ns;
     int64_t save_cost_ns; /* how long the last state write took */
+    /* The checkpoint written by a child process (orch_save.c): its pid
+     * (0: none running), when it began, the change count it holds
+     * (dirty_gen counts orch_mark_dirty calls), how many results of
+     * pending_unlink it records, whether another was asked for
+     * meanwhile, and the level_start events that wait for it. */
+    pid_t save_pid;
+    int save_fd; /* the child's sync time comes through it (save_pid > 0) */
+    int64_t save_t0_ns;
+    uint64_t dirty_gen, save_gen;
+    size_t save_unlinks;
+    int save_again;
+    struct orch_announce {
+        int level;
+        uint64_t gen;
+    } * announce;
+    size_t nannounce;
     int64_t next_reconcile_mono_ns;
     int64_t next_lease_mono_ns;
     int64_t lease_seq;
@@ -227,6 +243,7 @@ static inline int64_t orch_wall_ns(const struct zerg_orch *o)
 static inline void orch_mark_dirty(struct zerg_orch *o)
 {
     o->dirty = 1;
+    o->dirty_gen++;
 }
 
 /* ---- orch_tasks.c: task moves with their log events ------------------- */
@@ -370,8 +387,30 @@ int orch_prepare_dir(struct zerg_orch *o, struct zerg_err *err);
 /* Applies and removes a `zerg retry` request file. */
 void orch_apply_retry_request(struct zerg_orch *o, const char *path,
                               int64_t now);
+/* ---- orch_save.c: the checkpoint written by a child process ---------- */
+
+/* Forks the child that writes the state as it is now; 0, or -errno when
+ * it could not (the caller then writes it itself). */
+int orch_save_start(struct zerg_orch *o, int64_t now);
+/* The child's end, if it has ended (wait: once it has): its results
+ * deleted and its level_start events said, or the failure logged. */
+void orch_save_reap(struct zerg_orch *o, int wait);
+/* level_start of lvl: now when no child is writing, else once the
+ * checkpoint holding it is durable. */
+void orch_save_announce(struct zerg_orch *o, int lvl);
+/* Says the waiting level_start events of the changes up to gen. */
+void orch_save_announced(struct zerg_orch *o, uint64_t gen);
+/* Waits for a child still writing; drops what never became durable. */
+void orch_save_close(struct zerg_orch *o);
+/* The level_start and level_complete events (orchestrator.c). */
+void orch_level_log(struct zerg_orch *o, const char *event, int lvl);
+
+/* Checkpoint kinds (orch_checkpoint): when due, now (in a child process
+ * where there is one), now and here. */
+enum { ORCH_SAVE_DUE, ORCH_SAVE_NOW, ORCH_SAVE_WAIT };
+
 /* Deletes the results applied before the checkpoint that just landed. */
-void orch_flush_unlinks(struct zerg_orch *o);
+void orch_flush_unlinks(struct zerg_orch *o, size_t n); /* the first n */
 /* state.durability: batch: makes the results applied since the last sync
  * durable with one sync once the batch window (10 ms, at least 4x the
  * last sync's cost) has passed: on the offload thread when there is one

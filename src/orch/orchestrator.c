@@ -48,23 +48,11 @@ static int64_t checkpoint_gap(const struct zerg_orch *o)
     return gap > o->o.checkpoint_ns ? gap : o->o.checkpoint_ns;
 }
 
-void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
+/* The checkpoint written here, on the loop. */
+static void save_here(struct zerg_orch *o)
 {
     struct zerg_err err = {0};
-    int save =
-        force || (o->dirty && now - o->last_save_mono_ns >= checkpoint_gap(o));
-
-    /* The journal before the checkpoint (state.durability: batch): the
-     * results applied so far are made durable, in one sync per batch,
-     * before a state write records them as done and before they are
-     * deleted.  Between checkpoints a batch is synced once its window
-     * has passed, so a power cut loses at most the last one. */
-    orch_sync_results(o, now, save);
-    if (!save)
-        return;
-    sync_workers(o);
-    o->s->updated_at_wall_ns = orch_wall_ns(o);
-    o->s->metrics.policy_errors = zerg_policy_error_count(o->o.policy);
+    uint64_t gen = o->dirty_gen;
     int64_t t0 = zerg_clock_mono(o->o.clock);
     int rc = zerg_state_save(o->s, o->g, o->state_path, &err);
     o->save_cost_ns = zerg_clock_mono(o->o.clock) - t0;
@@ -74,12 +62,48 @@ void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_ERROR,
                        "state_write_failed", NULL, NULL,
                        "Cannot write state: %s (will retry)", err.msg);
-        o->last_save_mono_ns = now;
         return;
     }
     o->dirty = 0;
+    orch_flush_unlinks(o, o->nunlink);
+    orch_save_announced(o, gen);
+}
+
+void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
+{
+    /* A child still writing the last one: the next waits for it, except
+     * the last of the run, which waits here. */
+    orch_save_reap(o, force == ORCH_SAVE_WAIT);
+    if (o->save_pid) {
+        if (force)
+            o->save_again = 1;
+        orch_sync_results(o, now, 0);
+        return;
+    }
+    int save = force || o->save_again ||
+               (o->dirty && now - o->last_save_mono_ns >= checkpoint_gap(o));
+    int child = force != ORCH_SAVE_WAIT && o->o.checkpoint_fork;
+
+    /* The journal before the checkpoint (state.durability: batch): the
+     * results applied so far are made durable, in one sync per batch,
+     * before a state write records them as done and before they are
+     * deleted (by the child, first thing, when there is one: a syncfs
+     * waits for all the filesystem's dirty data, tens of ms on a busy
+     * disk).  Between checkpoints a batch is synced once its window has
+     * passed, so a power cut loses at most the last one. */
+    orch_sync_results(o, now, save && !child);
+    if (!save)
+        return;
+    sync_workers(o);
+    o->s->updated_at_wall_ns = orch_wall_ns(o);
+    o->s->metrics.policy_errors = zerg_policy_error_count(o->o.policy);
+    o->save_again = 0;
+    if (child && orch_save_start(o, now) == 0)
+        return; /* orch_save.c */
+    if (child)
+        orch_sync_results(o, now, 1); /* no child: as without one */
+    save_here(o);
     o->last_save_mono_ns = now;
-    orch_flush_unlinks(o);
 }
 
 /* ------------------------------------------------------------------ */
@@ -157,8 +181,6 @@ static ssize_t next_task(struct zerg_orch *o, int64_t now, int64_t *wake)
     return -1;
 }
 
-static void level_log(struct zerg_orch *o, const char *event, int lvl);
-
 /* A level's first claim under dag (any level whose tasks are ready, not
  * only the current one): it is running from now on, durably, then said. */
 static void level_claimed(struct zerg_orch *o, int lvl, int64_t now)
@@ -169,8 +191,8 @@ static void level_claimed(struct zerg_orch *o, int lvl, int64_t now)
     ls->status = ZERG_LEVEL_RUNNING;
     ls->started_at_wall_ns = orch_wall_ns(o);
     orch_mark_dirty(o);
-    orch_checkpoint(o, now, 1);
-    level_log(o, "level_start", lvl);
+    orch_checkpoint(o, now, ORCH_SAVE_NOW);
+    orch_save_announce(o, lvl);
 }
 
 static int assign(struct zerg_orch *o, struct slot *sl, size_t t, int64_t now)
@@ -180,8 +202,12 @@ static int assign(struct zerg_orch *o, struct slot *sl, size_t t, int64_t now)
     struct zerg_assign a = {.epoch = sl->proc.epoch,
                             .attempt = st->attempt + 1};
 
+    const struct zerg_task *tk = &o->g->tasks[t];
     snprintf(a.task, sizeof a.task, "%s", orch_tid(o, t));
     snprintf(a.run_id, sizeof a.run_id, "%s", o->s->run_id);
+    a.task_off = tk->src_off; /* the worker reads this task only */
+    a.task_len = tk->src_len;
+    a.task_hash = tk->src_hash;
     orch_ws_assign_base(o, &a);
     orch_retry_context(o, t, &a);
     if (zerg_proto_write_assign(o->run_dir, sl->id, &a, &err) < 0) {
@@ -229,7 +255,7 @@ static void dispatch(struct zerg_orch *o, int64_t now, int64_t *wake)
     orch_dag_settle(o);
 }
 
-static void level_log(struct zerg_orch *o, const char *event, int lvl)
+void orch_level_log(struct zerg_orch *o, const char *event, int lvl)
 {
     const struct zerg_level *L = &o->g->levels[lvl];
     size_t c[ZERG_TASK_NSTATUS];
@@ -282,7 +308,7 @@ static int close_level(struct zerg_orch *o, int lvl, int64_t now)
     if (s->levels[lvl].status != ZERG_LEVEL_COMPLETE) {
         s->levels[lvl].status = ZERG_LEVEL_COMPLETE;
         s->levels[lvl].completed_at_wall_ns = orch_wall_ns(o);
-        level_log(o, "level_complete", lvl);
+        orch_level_log(o, "level_complete", lvl);
     }
     return 1;
 }
@@ -336,9 +362,9 @@ static void advance_levels(struct zerg_orch *o, int64_t now, int64_t *wake)
         }
         /* Every level transition is durable before it is announced; under
          * dag a level already running was announced at its first claim. */
-        orch_checkpoint(o, now, 1);
+        orch_checkpoint(o, now, ORCH_SAVE_NOW);
         if (fresh || !o->dag)
-            level_log(o, "level_start", s->current_level);
+            orch_save_announce(o, s->current_level);
     }
 }
 
@@ -414,7 +440,7 @@ static void finish(struct zerg_orch *o, int64_t now)
         free(o->s->error);
         o->s->error = strdup(o->run_error);
     }
-    orch_checkpoint(o, now, 1);
+    orch_checkpoint(o, now, ORCH_SAVE_WAIT);
     zerg_offload_drain(o->offload); /* the run's results are gone now */
     o->finished = 1;
     zerg_orch_summary(o, summary, sizeof summary);
@@ -527,7 +553,7 @@ static int64_t tick_ending(struct zerg_orch *o, int64_t now, int64_t wake)
         orch_stop_workers(o, SIGKILL, now);
         o->stop_deadline_mono_ns = now + ZERG_NS_PER_S;
     }
-    orch_checkpoint(o, now, 0);
+    orch_checkpoint(o, now, ORCH_SAVE_DUE);
     lower(&wake, o->stop_deadline_mono_ns);
     return wake;
 }
@@ -537,7 +563,7 @@ static void start_finishing(struct zerg_orch *o, int64_t now)
     o->finishing = 1;
     o->stop_deadline_mono_ns = now + 3 * ZERG_NS_PER_S;
     orch_stop_workers(o, 0, now);
-    orch_checkpoint(o, now, 1);
+    orch_checkpoint(o, now, ORCH_SAVE_NOW);
 }
 
 int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
@@ -573,9 +599,11 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
         budget_stop(o, now);
     if (o->gate_failed && !o->stopping && !orch_running_tasks(o))
         zerg_orch_request_stop(o, 0, now); /* dag: the last one finished */
-    orch_checkpoint(o, now, 0);
+    orch_checkpoint(o, now, ORCH_SAVE_DUE);
     if (o->dirty)
         lower(&wake, o->last_save_mono_ns + checkpoint_gap(o));
+    if (o->save_pid) /* its SIGCHLD wakes the loop; this in case not */
+        lower(&wake, now + 50 * ZERG_NS_PER_MS);
     return wake < now ? now : wake;
 }
 
@@ -761,6 +789,7 @@ void zerg_orch_free(struct zerg_orch *o)
 {
     if (!o)
         return;
+    orch_save_close(o);
     free(o->slots);
     free(o->retry_at_mono_ns);
     free(o->applied_attempt);

@@ -175,10 +175,13 @@ static int load_inputs(struct worker *w)
     if (executor_override(&w->cfg.executor) < 0)
         return zerg_err_set(w->err, -ENOMEM, "out of memory");
     const char *gp = o->graph_path ? o->graph_path : graph_path;
-    rc = zerg_graph_load(&w->graph, gp, &e);
+    /* Opened, not read: the orchestrator validated it, and each
+     * assignment says where its task is (worker_run.c). */
+    snprintf(w->graph_path, sizeof w->graph_path, "%s", gp);
+    w->graph_fd = rc = zerg_fsio_open_input(gp, &e);
     if (rc < 0)
         return zerg_err_set(w->err, rc, "cannot read task graph %s: %s", gp,
-                            rc > -4096 && rc != -EFBIG ? strerror(-rc) : e.msg);
+                            rc > -4096 ? strerror(-rc) : e.msg);
     return 0;
 }
 
@@ -287,6 +290,8 @@ static void worker_close(struct worker *w)
     }
     zerg_log_close(w->log);
     zerg_graph_free(w->graph);
+    if (w->graph_fd >= 0)
+        close(w->graph_fd);
     zerg_config_free(&w->cfg);
     if (w->inofd >= 0)
         close(w->inofd);
@@ -310,6 +315,7 @@ int zerg_worker_run(const struct zerg_worker_opts *o, struct zerg_err *err)
         .self = getpid(),
         .sigfd = -1,
         .inofd = -1,
+        .graph_fd = -1,
         .task_wd = -1,
         .tasks_fd = -1,
         .null_fd = -1,

@@ -523,6 +523,56 @@ static void hb_spend_clear(struct worker *w)
     w->hb.cost_usd = 0;
 }
 
+/* The whole graph, read once, for assignments that do not say where
+ * their task is. */
+static const struct zerg_task *task_in_graph(struct worker *w,
+                                             const struct zerg_assign *a,
+                                             struct zerg_result *r)
+{
+    struct zerg_err e = {0};
+    int rc = w->graph ? 0 : zerg_graph_load(&w->graph, w->graph_path, &e);
+    ssize_t idx = rc < 0 ? -1 : zerg_graph_find(w->graph, a->task);
+    if (idx >= 0)
+        return &w->graph->tasks[idx];
+    if (rc < 0)
+        snprintf(r->error, sizeof r->error, "cannot read the task graph: %s",
+                 e.msg);
+    else
+        snprintf(r->error, sizeof r->error, "task %s is not in the task graph",
+                 a->task);
+    return NULL;
+}
+
+/* The assigned task: read alone from where the assignment says it is in
+ * the graph file (*one gets it, the caller frees it), so that the
+ * worker's memory does not grow with the graph; else from the whole
+ * graph.  NULL with r->error set when there is none. */
+static const struct zerg_task *task_of(struct worker *w,
+                                       const struct zerg_assign *a,
+                                       struct zerg_graph **one,
+                                       struct zerg_result *r)
+{
+    struct zerg_err e = {0};
+    *one = NULL;
+    if (!a->task_len)
+        return task_in_graph(w, a, r);
+    int rc = zerg_graph_read_task(one, w->graph_fd, w->graph_path, a->task,
+                                  a->task_off, a->task_len, a->task_hash, &e);
+    if (rc == 0)
+        return &(*one)->tasks[0];
+    if (rc != -ESTALE) {
+        snprintf(r->error, sizeof r->error, "cannot read task %s: %s", a->task,
+                 e.msg[0] ? e.msg : strerror(-rc));
+        return NULL;
+    }
+    if (!w->graph_changed_said++)
+        fprintf(stderr,
+                "zerg worker %d: %s changed since the rush read it: "
+                "reading it whole\n",
+                w->o->slot, w->graph_path);
+    return task_in_graph(w, a, r);
+}
+
 void wk_run_task(struct worker *w, const struct zerg_assign *a)
 {
     int64_t start = wk_now_ns(w);
@@ -540,14 +590,13 @@ void wk_run_task(struct worker *w, const struct zerg_assign *a)
     snprintf(w->hb.task_id, sizeof w->hb.task_id, "%s", a->task);
     w->hb.attempt = a->attempt;
     hb_spend_clear(w);
-    ssize_t idx = zerg_graph_find(w->graph, a->task);
-    if (idx < 0) {
+    struct zerg_graph *one;
+    const struct zerg_task *t = task_of(w, a, &one, &r);
+    if (!t)
         snprintf(r.stage, sizeof r.stage, "setup");
-        snprintf(r.error, sizeof r.error, "task %s is not in the task graph",
-                 a->task);
-    } else {
-        run_stages(w, &w->graph->tasks[idx], a, &r);
-    }
+    else
+        run_stages(w, t, a, &r);
+    zerg_graph_free(one);
     if (w->exit_code >= 0)
         return; /* interrupted: the orchestrator sees the worker exit */
     r.duration_ms = (wk_now_ns(w) - start) / ZERG_NS_PER_MS;

@@ -50,7 +50,14 @@ struct worker {
     const struct zerg_clock *clock;
     struct zerg_err *err;
     struct zerg_config cfg;
+    /* The task graph file, kept open: each assignment says where its
+     * task lies in it, and that one task is read (worker_run.c).  The
+     * whole graph is read only for an assignment that does not say, or
+     * once the file changed under the rush; then it stays in graph. */
+    int graph_fd;
+    char graph_path[PATH_MAX];
     struct zerg_graph *graph;
+    int graph_changed_said;
     struct zerg_log *log;
     char state_dir[PATH_MAX], assign_path[PATH_MAX];
     int64_t hb_interval_ns, lease_stale_ns, poll_ns;

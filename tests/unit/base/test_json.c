@@ -520,9 +520,12 @@ static void test_streaming_writer(void **state)
 struct items {
     char seen[256];
     size_t calls, stop_at; /* stop_at: the call that stops (0: none) */
+    const char *text;      /* when set: each item's span gathers in spans */
+    char spans[256];
 };
 
-static int on_item(void *ctx, size_t i, const zerg_json *item)
+static int on_item(void *ctx, size_t i, const zerg_json *item, size_t off,
+                   size_t len)
 {
     struct items *it = ctx;
     assert_int_equal(i, it->calls);
@@ -532,6 +535,12 @@ static int on_item(void *ctx, size_t i, const zerg_json *item)
     strncat(it->seen, s, sizeof it->seen - strlen(it->seen) - 2);
     strcat(it->seen, ";");
     free(s);
+    if (it->text) {
+        size_t used = strlen(it->spans);
+        assert_true(used + len + 2 < sizeof it->spans);
+        memcpy(it->spans + used, it->text + off, len);
+        strcpy(it->spans + used + len, ";");
+    }
     return 0;
 }
 
@@ -542,7 +551,7 @@ static void test_parse_items(void **state)
     const char *doc = "{\"z\":1,\"tasks\":[{\"id\":\"a\",\"deps\":[1,[2]]},"
                       "3,\"s\",{\"b\":{\"y\":1,\"x\":2}}],"
                       "\"in\":{\"tasks\":[4]}}";
-    struct items it = {0};
+    struct items it = {.text = doc};
     size_t n = 99;
     struct zerg_err err = {0};
     zerg_json *v = zerg_json_parse_items(doc, strlen(doc), "tasks", on_item,
@@ -551,6 +560,9 @@ static void test_parse_items(void **state)
     assert_int_equal(n, 4);
     assert_string_equal(it.seen, "{\"deps\":[1,[2]],\"id\":\"a\"};3;\"s\";"
                                  "{\"b\":{\"x\":2,\"y\":1}};");
+    /* Each object's own text, as written (a scalar has none). */
+    assert_string_equal(it.spans, "{\"id\":\"a\",\"deps\":[1,[2]]};;;"
+                                  "{\"b\":{\"y\":1,\"x\":2}};");
     char *rest = encode_ok(v);
     /* Only the top level's array streams; a nested "tasks" stays. */
     assert_string_equal(rest, "{\"in\":{\"tasks\":[4]},\"tasks\":{},\"z\":1}");
@@ -582,13 +594,14 @@ static void test_parse_items(void **state)
 
     /* An empty array as an item is an item too (read as {}), also when a
      * syntax error follows it: each one delivered or freed (ASan). */
-    const char *empty = "{\"tasks\":[[],{\"a\":[]},[]]}";
-    struct items it5 = {0};
+    const char *empty = "{\"tasks\":[[], {\"a\":[]}\n,[ ]]}";
+    struct items it5 = {.text = empty};
     v = zerg_json_parse_items(empty, strlen(empty), "tasks", on_item, &it5, &n,
                               &err);
     assert_non_null(v);
     assert_int_equal(n, 3);
     assert_string_equal(it5.seen, "{};{\"a\":{}};{};");
+    assert_string_equal(it5.spans, "[];{\"a\":[]};[ ];");
     zerg_json_free(v);
     const char *cut = "{\"tasks\":[[],{\"x\":[]}, {\"y\": x";
     struct items it6 = {0};

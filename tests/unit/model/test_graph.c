@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,6 +470,71 @@ static void test_load_errors(void **state)
 }
 
 /* ---- (c) behaviour ---------------------------------------------------- */
+
+/* Each task's text in the file, and a worker's read of that one task:
+ * the same fields as the whole load, and -ESTALE once the bytes there
+ * are not that task any more. */
+static void test_read_one_task(void **state)
+{
+    (void)state;
+    const char *dir = tu_mkdtemp();
+    char path[PATH_MAX];
+    struct zerg_err err = {0};
+    struct zerg_graph *g = NULL, *one = NULL;
+    const char *doc =
+        "{\"tasks\": [{\"id\": \"A-L1-x\", \"command\": \"true\"},\n"
+        "  {\"id\":\"B\",\"level\":2,\"dependencies\":[\"A-L1-x\"],"
+        "\"files\":{\"create\":[\"b.txt\"]},\"title\":\"Bee\","
+        "\"verification\":{\"command\":\"test -f b.txt\","
+        "\"timeout_seconds\":7}}]}";
+    tu_write(dir, "g.json", doc);
+    snprintf(path, sizeof path, "%s/g.json", dir);
+    assert_int_equal(zerg_graph_load(&g, path, &err), 0);
+    const struct zerg_task *b = &g->tasks[1];
+    assert_int_equal(b->src_off, strstr(doc, "{\"id\":\"B\"") - doc);
+    assert_int_equal(b->src_off + b->src_len, strlen(doc) - 2);
+    assert_true(b->src_hash ==
+                zerg_graph_text_hash(doc + b->src_off, b->src_len));
+
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(zerg_graph_read_task(&one, fd, path, "B", b->src_off,
+                                          b->src_len, b->src_hash, &err),
+                     0);
+    assert_int_equal(one->ntasks, 1);
+    const struct zerg_task *t = &one->tasks[0];
+    assert_string_equal(t->id, "B");
+    assert_string_equal(t->title, "Bee");
+    assert_int_equal(t->level, 2);
+    assert_int_equal(t->deps.n, 1);
+    assert_string_equal(t->files_create.v[0], "b.txt");
+    assert_string_equal(t->verify_command, "test -f b.txt");
+    assert_true(t->verify_timeout_ns == 7 * INT64_C(1000000000));
+    zerg_graph_free(one);
+    /* The level of an id, as written. */
+    const struct zerg_task *a = &g->tasks[0];
+    assert_int_equal(zerg_graph_read_task(&one, fd, path, "A-L1-x", a->src_off,
+                                          a->src_len, a->src_hash, &err),
+                     0);
+    assert_int_equal(one->tasks[0].level, 1);
+    assert_string_equal(one->tasks[0].command, "true");
+    zerg_graph_free(one);
+
+    /* Another id, other bytes, a place past the end: stale. */
+    assert_int_equal(zerg_graph_read_task(&one, fd, path, "A-L1-x", b->src_off,
+                                          b->src_len, b->src_hash, &err),
+                     -ESTALE);
+    assert_int_equal(zerg_graph_read_task(&one, fd, path, "B", b->src_off,
+                                          b->src_len, b->src_hash ^ 1, &err),
+                     -ESTALE);
+    assert_int_equal(zerg_graph_read_task(&one, fd, path, "B", 1u << 20,
+                                          b->src_len, b->src_hash, &err),
+                     -ESTALE);
+    assert_null(one);
+    close(fd);
+    zerg_graph_free(g);
+    tu_rmtree(dir);
+}
 
 static void test_same_level_order(void **state)
 {
@@ -958,6 +1024,7 @@ int main(void)
         cmocka_unit_test(test_truncated_fixture),
         cmocka_unit_test(test_huge_description_loads),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_read_one_task),
         cmocka_unit_test(test_same_level_order),
         cmocka_unit_test(test_levels_gaps_and_ids),
         cmocka_unit_test(test_zero_based_graph),

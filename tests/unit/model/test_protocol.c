@@ -63,6 +63,21 @@ static void test_assign_roundtrip(void **state)
     assert_string_equal(b.task, "A-L1-001");
     assert_int_equal(b.attempt, 2);
     assert_int_equal(b.stop, 0);
+    assert_int_equal(b.task_len, 0); /* no place given */
+
+    /* The task's place in the graph file, all three or none. */
+    a.task_off = 4000000000u;
+    a.task_len = 120;
+    a.task_hash = 0xdeadbeefu;
+    assert_int_equal(zerg_proto_write_assign(f->dir, 1, &a, &err), 0);
+    assert_int_equal(zerg_proto_read_assign(f->dir, 1, &b), 0);
+    assert_true(b.task_off == 4000000000u);
+    assert_int_equal(b.task_len, 120);
+    assert_true(b.task_hash == 0xdeadbeefu);
+    tu_write(f->dir, "slot-1/assign.json",
+             "{\"epoch\":42,\"run_id\":\"\",\"task\":\"A\",\"attempt\":1,"
+             "\"stop\":false,\"task_length\":5}");
+    assert_int_equal(zerg_proto_read_assign(f->dir, 1, &b), ZERG_ECORRUPT);
 
     /* idle + stop: task is JSON null on disk */
     struct zerg_assign idle = {.epoch = 43, .stop = 1};

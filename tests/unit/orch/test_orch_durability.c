@@ -416,6 +416,50 @@ static void test_checkpoint_waits_for_sync_in_flight(void **state)
     stop(x);
 }
 
+/* Ticks until the checkpoint child has ended and been reaped; fails the
+ * test loudly if it never does. */
+static void wait_save_child(struct fx *x)
+{
+    for (int i = 0; x->o->save_pid && i < 20000; i++) {
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+        tick(x);
+    }
+    if (x->o->save_pid)
+        fail_msg("the checkpoint process %d never ended", (int)x->o->save_pid);
+}
+
+/* With checkpoint_fork (what a rush uses) the level transition's
+ * checkpoint is written by a child process: the next level's task is
+ * handed out at once, while level_start waits until the document holding
+ * the transition is on disk, and the results it records are deleted only
+ * then.  A change made meanwhile keeps the state dirty. */
+static void test_forked_checkpoint_at_transition(void **state)
+{
+    (void)state;
+    struct fx *x = start_graph(graph4, 3);
+    x->o->o.checkpoint_fork = 1;
+    slow_checkpoints(x);
+    complete_slot(x, 0);
+    complete_slot(x, 1);
+    complete_slot(x, 2);
+    tick(x); /* the level is done: the transition */
+    assert_true(x->o->save_pid > 0);
+    assert_int_equal(status_of(x, "A-L2-001"), ZERG_TASK_CLAIMED);
+    assert_true(x->o->dirty); /* the claim came after the fork */
+    char *ev = fx_events(x);
+    assert_false(tu_contains(ev, "Level 2 started"));
+    free(ev);
+    assert_int_equal(results_on_disk(x), 3);
+    wait_save_child(x);
+    ev = fx_events(x);
+    assert_true(tu_contains(ev, "Level 2 started"));
+    free(ev);
+    assert_int_equal(complete_in_state_file(x), 3);
+    assert_int_equal(results_on_disk(x), 0);
+    assert_true(x->o->dirty);
+    stop(x);
+}
+
 /* syncfs failing (a writeback error somewhere on the filesystem): the
  * batch's own files are fsynced instead, and the run goes on quietly. */
 static int syncfs_eio(int fd)
@@ -502,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_kill_loses_nothing),
         cmocka_unit_test(test_power_loss_reruns_at_most_last_batch),
         cmocka_unit_test(test_offloaded_sync_does_not_hold_the_loop),
+        cmocka_unit_test(test_forked_checkpoint_at_transition),
         cmocka_unit_test(test_checkpoint_waits_for_sync_in_flight),
         cmocka_unit_test(test_syncfs_failure_falls_back),
         cmocka_unit_test(test_offloaded_syncfs_failure_falls_back),

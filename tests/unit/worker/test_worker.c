@@ -520,6 +520,73 @@ static void run_one(struct fx *f, struct zerg_result *r)
 
 /* ---- real processes ------------------------------------------------- */
 
+/* T1's place in the graph file, as the orchestrator puts it in the
+ * assignment. */
+static struct zerg_assign placed(const struct fx *f, const char *task)
+{
+    char path[PATH_MAX];
+    struct zerg_graph *g = NULL;
+    struct zerg_err err = {0};
+    snprintf(path, sizeof path, "%s/.gsd/specs/feat/task-graph.json",
+             f->project);
+    if (zerg_graph_load(&g, path, &err) < 0)
+        fail_msg("%s", err.msg);
+    ssize_t i = zerg_graph_find(g, task);
+    assert_true(i >= 0);
+    struct zerg_assign a = {.epoch = EPOCH,
+                            .attempt = 1,
+                            .task_off = g->tasks[i].src_off,
+                            .task_len = g->tasks[i].src_len,
+                            .task_hash = g->tasks[i].src_hash};
+    snprintf(a.task, sizeof a.task, "%s", task);
+    zerg_graph_free(g);
+    return a;
+}
+
+/* The worker reads the one task its assignment places, not the whole
+ * graph: once the orchestrator has read the file, a task after T1 that
+ * no longer parses does not stop T1 from running.  The same assignment
+ * with bytes that no longer match (the file changed there) reads the
+ * whole graph instead, which now fails. */
+static void test_reads_one_task(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_worker_opts o = fx_opts(f);
+    struct zerg_result r;
+    struct zerg_err err = {0};
+    char msg[512];
+    write_graph(f, "touch ran-T1", NULL, NULL,
+                "{\"id\":\"T2\",\"level\":1,\"command\":\"true\"}");
+    struct zerg_assign a = placed(f, "T1");
+    char *doc = project_file(f, ".gsd/specs/feat/task-graph.json");
+    char *t2 = strstr(doc, "{\"id\":\"T2\"");
+    assert_non_null(t2);
+    strcpy(t2, "{\"id\":\"T2\",\"level\":\"one\"}]}");
+    tu_write(f->project, ".gsd/specs/feat/task-graph.json", doc);
+    free(doc);
+
+    start_worker(f, &o);
+    wait_seq(f, 1);
+    assert_int_equal(zerg_proto_write_assign(f->state, 0, &a, &err), 0);
+    wait_result(f, "T1", 1, &r);
+    assert_int_equal(r.outcome, ZERG_OUTCOME_COMPLETE);
+    assert_string_equal(r.error, "");
+    char *ran = project_file(f, "ran-T1");
+    assert_non_null(ran);
+    free(ran);
+
+    a.attempt = 2;
+    a.task_hash ^= 1;
+    assert_int_equal(zerg_proto_write_assign(f->state, 0, &a, &err), 0);
+    wait_result(f, "T1", 2, &r);
+    assert_int_equal(r.outcome, ZERG_OUTCOME_FAILED);
+    assert_string_equal(r.stage, "setup");
+    assert_true(tu_contains(r.error, "cannot read the task graph"));
+    assert_true(tu_contains(r.error, "level must be an integer"));
+    assign(f, EPOCH, NULL, 0, 1);
+    assert_int_equal(wait_worker(f, msg, sizeof msg), 0);
+}
+
 static void test_task_completes(void **state)
 {
     struct fx *f = *state;
@@ -1068,6 +1135,7 @@ int main(void)
         cmocka_unit_test(test_task_env),
         cmocka_unit_test(test_parse_progress),
         FX(test_task_completes),
+        FX(test_reads_one_task),
         FX(test_verification_fails),
         FX(test_command_fails),
         FX(test_verification_timeout),
