@@ -535,8 +535,8 @@ static const struct zerg_task *task_in_graph(struct worker *w,
     if (idx >= 0)
         return &w->graph->tasks[idx];
     if (rc < 0)
-        snprintf(r->error, sizeof r->error, "cannot read the task graph: %s",
-                 e.msg);
+        snprintf(r->error, sizeof r->error,
+                 "cannot read the task graph: %.180s", e.msg);
     else
         snprintf(r->error, sizeof r->error, "task %s is not in the task graph",
                  a->task);
@@ -561,8 +561,8 @@ static const struct zerg_task *task_of(struct worker *w,
     if (rc == 0)
         return &(*one)->tasks[0];
     if (rc != -ESTALE) {
-        snprintf(r->error, sizeof r->error, "cannot read task %s: %s", a->task,
-                 e.msg[0] ? e.msg : strerror(-rc));
+        snprintf(r->error, sizeof r->error, "cannot read task %s: %.150s",
+                 a->task, e.msg[0] ? e.msg : strerror(-rc));
         return NULL;
     }
     if (!w->graph_changed_said++)
