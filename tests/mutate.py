@@ -84,7 +84,7 @@ MUTATIONS = {
         "a task's setsid daemon outliving the task",
     ),
     "atomic-replace": (
-        "src/base/fsio.c",
+        "src/base/fsio_write.c",
         "if (rc == 0 && zerg_fsio_ops.rename(tmp, path) < 0)",
         "if (rc == 0 && (unlink(path), zerg_fsio_ops.rename(tmp, path)) < 0)",
         "unit.test_fsio",
@@ -92,8 +92,8 @@ MUTATIONS = {
     ),
     "spend-cap": (
         "src/orch/orch_pool.c",
-        "if (cap <= 0 || o->budget_exhausted || spent < cap)",
-        "if (1)",
+        "    if (spent < cap)\n        return;",
+        "    if (1)\n        return;",
         "unit.test_orch_budget|integration.test_agent_budget",
         "rush.max_cost_usd never reached: claims go on past the cap",
     ),
