@@ -224,6 +224,21 @@ static int remove_own(struct cleanup *c, const char *path, const char *name,
     return rc;
 }
 
+/* 1 when dir/name is a container slot's directory (worker-N, holding a
+ * .git directory of its own), with its path. */
+static int own_slot_path(const char *dir, const char *name, char *path,
+                         size_t n)
+{
+    char dotgit[PATH_MAX + 8];
+    struct stat st;
+    if (strncmp(name, "worker-", 7) ||
+        zerg_fsio_path(path, n, "%s%s", dir, name))
+        return 0;
+    snprintf(dotgit, sizeof dotgit, "%s/.git", path);
+    return !lstat(path, &st) && S_ISDIR(st.st_mode) && !lstat(dotgit, &st) &&
+           S_ISDIR(st.st_mode);
+}
+
 /* The feature's slots that are no worktree git lists: container slots. */
 static int remove_own_slots(struct cleanup *c, const char *dir,
                             struct zerg_err *err)
@@ -231,17 +246,13 @@ static int remove_own_slots(struct cleanup *c, const char *dir,
     DIR *d = opendir(dir);
     int rc = 0;
     for (struct dirent *e; d && !rc && (e = readdir(d));) {
-        char path[PATH_MAX], dotgit[PATH_MAX + 8];
-        struct stat st;
+        char path[PATH_MAX];
         int listed = 0;
-        if (strncmp(e->d_name, "worker-", 7) ||
-            zerg_fsio_path(path, sizeof path, "%s%s", dir, e->d_name))
+        if (!own_slot_path(dir, e->d_name, path, sizeof path))
             continue;
         for (size_t i = 0; i < c->nwts; i++)
             listed |= !strcmp(c->wts[i].path, path);
-        snprintf(dotgit, sizeof dotgit, "%s/.git", path);
-        if (!listed && !lstat(path, &st) && S_ISDIR(st.st_mode) &&
-            !lstat(dotgit, &st) && S_ISDIR(st.st_mode))
+        if (!listed)
             rc = remove_own(c, path, e->d_name, err);
     }
     if (d)
@@ -572,16 +583,13 @@ static void describe_own(const struct zerg_git *g, const char *dir,
 {
     DIR *d = opendir(dir);
     for (struct dirent *e; d && out->nworktrees < 64 && (e = readdir(d));) {
-        char path[PATH_MAX], dotgit[PATH_MAX + 8];
-        struct stat st;
+        char path[PATH_MAX];
         int listed = 0;
-        if (strncmp(e->d_name, "worker-", 7) ||
-            zerg_fsio_path(path, sizeof path, "%s%s", dir, e->d_name))
+        if (!own_slot_path(dir, e->d_name, path, sizeof path))
             continue;
         for (int i = 0; i < out->nworktrees; i++)
             listed |= !strcmp(out->wt[i].path, path);
-        snprintf(dotgit, sizeof dotgit, "%s/.git", path);
-        if (listed || lstat(dotgit, &st) || !S_ISDIR(st.st_mode))
+        if (listed)
             continue;
         int k = out->nworktrees++;
         out->wt[k].slot = atoi(e->d_name + 7);

@@ -211,6 +211,22 @@ static int write_record(const char *gitdir, const char *task, int attempt,
                                   err);
 }
 
+/* The end of every prepare: the leftovers saved (when save), the tree
+ * reset to base, the attempt recorded. */
+static int clean_slot(const struct zerg_git *g, const char *top,
+                      const char *gitdir, const char *base,
+                      const char *logs_dir, const char *task, int attempt,
+                      int save, struct zerg_ws_prepared *out,
+                      struct zerg_err *err)
+{
+    int rc = save ? save_leftovers(g, top, gitdir, logs_dir, out, err) : 0;
+    if (!rc)
+        rc = reset_to(g, top, base, err);
+    if (!rc)
+        rc = write_record(gitdir, task, attempt, err);
+    return rc;
+}
+
 /* The path, the .git and the lock of a slot, before anything runs in
  * it: a link is refused, a broken .git and a stale lock are healed. */
 static int heal_slot(const struct zerg_git *g, const char *worktree,
@@ -248,13 +264,9 @@ int zerg_ws_slot_prepare(const struct zerg_git *g, const char *worktree,
         rc = ws_git_dir(g, top, gitdir, sizeof gitdir, err);
     if (!rc && ws_heal_lock(gitdir, g->common_dir, branch, top, &lock) == 1)
         snprintf(out->lock, sizeof out->lock, "%s", lock.why);
-    if (!rc)
-        rc = save_leftovers(g, top, gitdir, logs_dir, out, err);
-    if (!rc)
-        rc = reset_to(g, top, base, err);
-    if (!rc)
-        rc = write_record(gitdir, task, attempt, err);
-    return rc;
+    return rc ? rc
+              : clean_slot(g, top, gitdir, base, logs_dir, task, attempt, 1,
+                           out, err);
 }
 
 /* A container worker's slot (ws_own.c): the repository checked and
@@ -294,13 +306,9 @@ int zerg_ws_own_prepare(const struct zerg_git *g, const char *worktree,
         born = rc >= 0;
         rc = rc < 0 ? rc : 0;
     }
-    if (!rc && born)
-        rc = save_leftovers(g, top, gitdir, logs_dir, out, err);
-    if (!rc)
-        rc = reset_to(g, top, base, err);
-    if (!rc)
-        rc = write_record(gitdir, task, attempt, err);
-    return rc;
+    return rc ? rc
+              : clean_slot(g, top, gitdir, base, logs_dir, task, attempt, born,
+                           out, err);
 }
 
 int zerg_ws_attempt_prepare(const struct zerg_git *g, const char *worktree,
