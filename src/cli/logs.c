@@ -43,7 +43,8 @@
 #define ORCH_FILTER (-2) /* --worker orch */
 
 static const char usage[] =
-    "usage: zerg logs [--worker N] [--task ID [--attempt N]] [--event NAME]\n"
+    "usage: zerg logs [--worker N] [--task ID [--attempt N] [--raw]]\n"
+    "                 [--event NAME]\n"
     "                 [--level L] [--since TIME] [--tail N] [--follow]\n"
     "                 [--json] [--all-runs]\n"
     "       zerg logs --joblog [--task ID] [--json]\n"
@@ -61,6 +62,10 @@ static const char usage[] =
     "  --task ID     events about task ID, then the output of its last\n"
     "                attempt (.zerg/logs/F/tasks/ID/attempt-N.log)\n"
     "  --attempt N   with --task: the output of attempt N\n"
+    "                (an agent's as a transcript: what it said, each tool\n"
+    "                call and result, how it ended, cost and tokens)\n"
+    "  --raw         with --task: the output as it is, the agent's\n"
+    "                stream-json events too\n"
     "  --event NAME  events named NAME (a comma-separated list allowed),\n"
     "                e.g. task_failed,worker_respawn\n"
     "  --level L     events at level L or above: DEBUG, INFO, WARN, ERROR\n"
@@ -93,6 +98,7 @@ struct filter {
     int follow_live;  /* --follow past the first read: print as they come */
     size_t tail;      /* --tail N: the last N lines only, 0: all */
     int attempt;      /* --attempt N of --task's output, 0: the last */
+    int raw;          /* --raw: the output as written, no transcript */
     char **ring;      /* --tail: the last lines printed, in order */
     size_t nring, ring_at;
     int joblog;                  /* --joblog (logs_joblog.c) */
@@ -445,6 +451,7 @@ static int parse(int argc, char **argv, struct filter *f)
         {"json", no_argument, NULL, 'j'},
         {"joblog", no_argument, NULL, 'J'},
         {"all-runs", no_argument, NULL, 'A'},
+        {"raw", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -502,6 +509,9 @@ static int parse(int argc, char **argv, struct filter *f)
         case 'A':
             f->all_runs = 1;
             break;
+        case 'R':
+            f->raw = 1;
+            break;
         case 'h':
             fputs(usage, stdout);
             return ZERG_EXIT_OK;
@@ -512,6 +522,8 @@ static int parse(int argc, char **argv, struct filter *f)
     if (optind < argc)
         return zerg_cli_usage_error("logs", "unexpected argument '%s'",
                                     argv[optind]);
+    if (f->raw && !f->task)
+        return zerg_cli_usage_error("logs", "--raw needs --task");
     if (f->attempt && !f->task)
         return zerg_cli_usage_error("logs", "--attempt needs --task");
     if (f->joblog &&
@@ -538,7 +550,7 @@ static void print_task_output(struct zerg_cli *cli, const struct filter *f)
         return;
     }
     printf("==> %s <==\n", path);
-    if (zerg_task_output_print(stdout, path, f->tail, "") < 0)
+    if (zerg_task_output_print_as(stdout, path, f->tail, "", f->raw) < 0)
         fprintf(stderr, "zerg logs: cannot read %s\n", path);
 }
 

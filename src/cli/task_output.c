@@ -5,8 +5,11 @@
  * prints it after the task's events, and the end of a failed rush prints
  * the last lines of each failed task's, so the real error is on the
  * screen, not only in a file.  Control characters other than newline and
- * tab are shown as '?': task output must not drive the terminal. */
+ * tab are shown as '?': task output must not drive the terminal.  An
+ * agent attempt's log is shown as its transcript (transcript.c) unless
+ * raw output is asked for. */
 #include "cli/task_output.h"
+#include "cli/transcript.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -80,14 +83,42 @@ static int read_end(const char *path, size_t lines, char **text, size_t *len)
     return rc;
 }
 
+/* An agent attempt's log as its transcript (transcript.c); with lines,
+ * the cut first line of a tail read is dropped first. */
+static void as_transcript(char **text, size_t *len, size_t lines)
+{
+    char *t = *text;
+    size_t n = *len;
+    if (lines && n >= TAIL_READ_BYTES) {
+        const char *nl = memchr(t, '\n', n);
+        size_t skip = nl ? (size_t)(nl - t) + 1 : n;
+        t += skip, n -= skip;
+    }
+    size_t tl = 0;
+    char *tr =
+        zerg_transcript_has_events(t, n) ? zerg_transcript(t, n, &tl) : NULL;
+    if (!tr)
+        return;
+    free(*text);
+    *text = tr, *len = tl;
+}
+
 int zerg_task_output_print(FILE *out, const char *path, size_t lines,
                            const char *indent)
+{
+    return zerg_task_output_print_as(out, path, lines, indent, 0);
+}
+
+int zerg_task_output_print_as(FILE *out, const char *path, size_t lines,
+                              const char *indent, int raw)
 {
     char *text = NULL;
     size_t len = 0;
     int rc = read_end(path, lines, &text, &len);
     if (rc < 0)
         return rc;
+    if (!raw)
+        as_transcript(&text, &len, lines);
     size_t from = lines ? zerg_text_tail_start(text, len, lines) : 0;
     for (size_t i = from; i < len;) {
         const char *nl = memchr(text + i, '\n', len - i);

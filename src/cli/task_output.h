@@ -14,9 +14,13 @@ int zerg_task_output_path(const struct zerg_cli *cli, const char *feature,
                           size_t size);
 
 /* Prints the log at path (with lines > 0 only its last lines), each line
- * after indent, control characters shown as '?'.  0 or negative. */
+ * after indent, control characters shown as '?'; an agent attempt's log
+ * as its transcript (DESIGN §21).  0 or negative. */
 int zerg_task_output_print(FILE *out, const char *path, size_t lines,
                            const char *indent);
+/* The same; raw: the file as it is, the agent's events too. */
+int zerg_task_output_print_as(FILE *out, const char *path, size_t lines,
+                              const char *indent, int raw);
 
 struct zerg_graph;
 struct zerg_state;

@@ -15,6 +15,9 @@
 #      model whole (on stdin)
 #   h. a retry's prompt carries the agent's final message and the failed
 #      verification's output, bounded, never raw events or zerg's lines
+#   i. `zerg logs --task` shows an agent attempt as a transcript (tool
+#      calls with their argument, the final message, cost and tokens),
+#      `--raw` the events; a failed rush's summary shows no raw events
 # A CLI that cannot be installed fails the test.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-agent.sh"
@@ -188,5 +191,23 @@ grep -q 'VERIFY-SAID-NO' "$p2" || fail "retry prompt: no verification output: $(
 ! grep -q '"type"\|==== zerg\|--dangerously' "$p2" || fail "retry prompt: raw events or zerg's lines: $(cat "$p2")"
 [ $(( $(stat -c %s "$p2") - $(stat -c %s "$p1") )) -le 4096 ] || fail "retry prompt: over 4 KB more than the first"
 pass "a retry's prompt has the final message and the verification's output, bounded, no raw events"
+
+# ---- i. the transcript -------------------------------------------------------
+HOME="$PROJ/home" "$ZERG" -C "$PROJ" logs --task R-L1-001 --attempt 1 > "$PROJ/tr.txt" 2>&1 ||
+    fail "transcript: zerg logs exited $?"
+grep -q '^agent: MY-FINAL-WORDS' "$PROJ/tr.txt" || fail "transcript: no agent line: $(cat "$PROJ/tr.txt")"
+grep -qE '^result: success, [0-9]+ turns, \$[0-9.]+, [0-9]+ in / [0-9]+ out tokens \(cache [0-9]+ read' "$PROJ/tr.txt" ||
+    fail "transcript: no result line: $(cat "$PROJ/tr.txt")"
+grep -q '^session .*, model ' "$PROJ/tr.txt" || fail "transcript: no session line"
+grep -q 'VERIFY-SAID-NO' "$PROJ/tr.txt" || fail "transcript: the verification's output is gone"
+! grep -q '{"type"' "$PROJ/tr.txt" || fail "transcript: raw events shown: $(grep -m1 '{"type"' "$PROJ/tr.txt" | cut -c1-200)"
+HOME="$PROJ/home" "$ZERG" -C "$PROJ" logs --task R-L1-001 --attempt 1 --raw > "$PROJ/raw.txt"
+grep -q '^{.*"type":"result"' "$PROJ/raw.txt" || fail "transcript: --raw does not show the events"
+PROJ=$TEST_ROOT/killed
+HOME="$PROJ/home" "$ZERG" -C "$PROJ" logs --task K-L1-001 --attempt 2 > "$PROJ/tr.txt"
+grep -qE '^tool:  Write .*k\.txt' "$PROJ/tr.txt" || fail "transcript: no tool line with its path: $(tail -12 "$PROJ/tr.txt")"
+! grep -q '  | {"type"' "$TEST_ROOT/faked/rush.out" || fail "transcript: the failure summary shows raw events"
+grep -q '  | result: error' "$TEST_ROOT/faked/rush.out" || fail "transcript: the failure summary has no result line: $(tail -12 "$TEST_ROOT/faked/rush.out")"
+pass "zerg logs --task shows a transcript (--raw the events); the failure summary too"
 
 echo "$TESTS_PASSED passed, 0 failed"
