@@ -2,11 +2,13 @@
  * of src/orch/.  They form layers, each calling only the ones below it:
  *
  *   orch_loop.c       the real event loop (poll over signalfd + inotify)
- *   orchestrator.c    new/free, tick, dispatch, levels, checkpoint, summary
+ *   orchestrator.c    new/free, tick, dispatch, levels, checkpoint
  *   orch_intake.c     files from workers and `zerg retry`: heartbeats,
  *                     results (fencing, journal replay), retry requests
  *   orch_reconcile.c  snapshot -> reconcile.check -> validated fixes
  *   orch_slot.c       the worker-slot life cycle: state x event table
+ *   orch_watch.c      the watchdogs: the slot events time raises
+ *   orch_summary.c    the paragraph a rush ends with
  *   orch_tasks.c      task moves with their log events (the leaf)
  *   orch_dag.c        rush.schedule dag: the ready set (told of every move)
  *
@@ -290,7 +292,8 @@ void orch_wgroups_add(struct zerg_orch *o, size_t t, int d);
 
 void orch_slot_event(struct zerg_orch *o, struct slot *sl, enum slot_event ev,
                      const struct slot_ev_arg *arg, int64_t now);
-/* Watchdogs and due spawns; returns the earliest wake-up it needs. */
+/* orch_watch.c: watchdogs and due spawns; returns the earliest wake-up
+ * it needs. */
 int64_t orch_tick_workers(struct zerg_orch *o, int64_t now, int64_t wake);
 /* STOP to every slot (sig 0: ask through the assignment file). */
 void orch_stop_workers(struct zerg_orch *o, int sig, int64_t now);
