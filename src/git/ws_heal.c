@@ -53,8 +53,7 @@ static char *read_small(const char *path)
     return data;
 }
 
-/* 1 when the file holds exactly want (after its newline). */
-static int file_says(const char *path, const char *want)
+int ws_file_says(const char *path, const char *want)
 {
     char *text = read_small(path);
     int same = text && !strcmp(text, want);
@@ -80,9 +79,9 @@ int ws_admin_dir(const struct zerg_git *g, const char *path, const char *branch,
         if (e->d_name[0] == '.')
             continue;
         snprintf(file, sizeof file, "%s/%s/gitdir", dir, e->d_name);
-        int exact = file_says(file, want);
+        int exact = ws_file_says(file, want);
         snprintf(file, sizeof file, "%s/%s/HEAD", dir, e->d_name);
-        if (exact || (!found && file_says(file, head))) {
+        if (exact || (!found && ws_file_says(file, head))) {
             snprintf(buf, n, "%s/%s", dir, e->d_name);
             found = exact ? 2 : 1;
         }
@@ -107,7 +106,7 @@ static const char *dotgit_fault(const char *dotgit, const char *admin)
     if (!S_ISREG(st.st_mode))
         return "its .git is not a regular file";
     snprintf(want, sizeof want, "gitdir: %s", admin);
-    return file_says(dotgit, want)
+    return ws_file_says(dotgit, want)
                ? NULL
                : "its .git does not name the slot's git dir";
 }

@@ -168,6 +168,9 @@ int ws_git_dir(const struct zerg_git *g, const char *dir, char *buf, size_t n,
                struct zerg_err *err);
 
 /* ws_heal.c: a slot that heals (DESIGN §18). */
+/* 1 when the small file at path (never through a link) holds exactly
+ * want, its trailing newline aside. */
+int ws_file_says(const char *path, const char *want);
 struct ws_heal {
     char why[200];        /* what was wrong, "" when nothing */
     char saved[PATH_MAX]; /* where the broken .git went, "" when nowhere */

@@ -47,19 +47,13 @@ static int put(const char *gitdir, const char *name, const char *text,
                                   err);
 }
 
-/* A small file's whole text equals want. */
+/* gitdir/name holds want (its newline aside). */
 static int holds(const char *gitdir, const char *name, const char *want)
 {
-    char path[PATH_MAX + 64], *data = NULL;
-    size_t len = 0;
-    struct zerg_err ignored = {0};
+    char path[PATH_MAX + 64], line[PATH_MAX + 40];
     snprintf(path, sizeof path, "%s/%s", gitdir, name);
-    if (zerg_fsio_read_file(path, 8192, ZERG_FSIO_NOFOLLOW, &data, &len,
-                            &ignored))
-        return 0;
-    int same = len == strlen(want) && !memcmp(data, want, len);
-    free(data);
-    return same;
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(want, "\n"), want);
+    return ws_file_says(path, line);
 }
 
 static int make_repo(const char *gitdir, const char *head, const char *alt,

@@ -252,7 +252,8 @@ void wk_agent_finish(const struct worker *w, int log_fd, int is_executor,
         claude && w->stream.sum.events ? &w->stream.sum : NULL;
     if (!claude && !failed)
         return; /* nothing to read the log for */
-    char *text = read_end(log_fd, &len);
+    /* The log's end: for the classifier's tail, or without the stream. */
+    char *text = failed || !live ? read_end(log_fd, &len) : NULL;
     zerg_agent_summary_init(&s);
     if (text && claude && !live)
         zerg_agent_summary_feed_text(&s, text, len);
