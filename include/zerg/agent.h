@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zerg/failure.h"
+
 /* ---- stream-json events ------------------------------------------- */
 
 /* Lines longer than this are not parsed (they are ZERG_AGENT_EV_OTHER).
@@ -149,23 +151,7 @@ void zerg_agent_summary_close(struct zerg_agent_summary *s);
 
 /* ---- failure classes ---------------------------------------------- */
 
-/* One taxonomy for spawn, worker and task failures (DESIGN §14), in
- * data.class of the log events and given to the retry policy. */
-enum zerg_failure_class {
-    ZERG_FAILURE_TASK,        /* the work failed: exit code, verification */
-    ZERG_FAILURE_TIMEOUT,     /* a stage ran past its timeout */
-    ZERG_FAILURE_CRASH,       /* a process died of a signal */
-    ZERG_FAILURE_CONFLICT,    /* the work conflicts with merged work (§13) */
-    ZERG_FAILURE_ENVIRONMENT, /* executor missing, not logged in, root */
-    ZERG_FAILURE_RATE_LIMIT,  /* 429, usage limit, 529 overloaded */
-};
-#define ZERG_FAILURE_CLASS_COUNT 6
-
-/* "task", "timeout", "crash", "conflict", "environment", "rate_limit";
- * NULL for a value out of range. */
-const char *zerg_failure_class_name(enum zerg_failure_class c);
-/* The class named name; -EINVAL (and *out untouched) for another name. */
-int zerg_failure_class_parse(const char *name, enum zerg_failure_class *out);
+/* The classes themselves are zerg/failure.h's table. */
 
 enum zerg_failure_stage {
     ZERG_STAGE_COMMAND,      /* the task's command or the executor */

@@ -27,7 +27,9 @@
 #define ZERG_PROTOCOL_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
+#include "zerg/failure.h"
 #include "zerg/graph.h"
 
 struct zerg_err;
@@ -129,6 +131,10 @@ struct zerg_result {
     /* Failed: the failure class (DESIGN §14) and, for environment, the
      * fix; rate_limit: when the limit resets (wall s, 0 = unknown). */
     char cls[16]; /* "" = let the orchestrator decide */
+    /* cls read once, at the boundary: has_class 0 for "", and a name
+     * outside the taxonomy reads as task (DESIGN §20: unknown -> task). */
+    int has_class;
+    enum zerg_failure_class fclass;
     char fix[256];
     int64_t reset_at_s;
     /* An agent executor's run (claude): "" / 0 when none. */
@@ -148,6 +154,16 @@ struct zerg_result {
     struct zerg_path_list forced;
     struct zerg_path_list ignored;
 };
+
+/* A failed result's class, in both its forms. */
+static inline void zerg_result_set_class(struct zerg_result *r,
+                                         enum zerg_failure_class c)
+{
+    const char *name = zerg_failure_class_name(c);
+    r->has_class = name != NULL;
+    r->fclass = name ? c : ZERG_FAILURE_TASK;
+    snprintf(r->cls, sizeof r->cls, "%s", name ? name : "");
+}
 
 /* The run directory of feature under state_dir (.zerg/state).  0 or
  * -ENAMETOOLONG. */

@@ -18,38 +18,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const CLASS_NAMES[ZERG_FAILURE_CLASS_COUNT] = {
-    [ZERG_FAILURE_TASK] = "task",
-    [ZERG_FAILURE_TIMEOUT] = "timeout",
-    [ZERG_FAILURE_CRASH] = "crash",
-    [ZERG_FAILURE_CONFLICT] = "conflict",
-    [ZERG_FAILURE_ENVIRONMENT] = "environment",
-    [ZERG_FAILURE_RATE_LIMIT] = "rate_limit",
-};
-_Static_assert(ZERG_FAILURE_RATE_LIMIT + 1 == ZERG_FAILURE_CLASS_COUNT,
-               "CLASS_NAMES covers every class");
-
 static const char *const STAGE_NAMES[] = {
     [ZERG_STAGE_COMMAND] = "command",
     [ZERG_STAGE_VERIFICATION] = "verification",
     [ZERG_STAGE_SETUP] = "setup",
 };
 #define N_STAGES (sizeof STAGE_NAMES / sizeof STAGE_NAMES[0])
-
-const char *zerg_failure_class_name(enum zerg_failure_class c)
-{
-    return (unsigned)c < ZERG_FAILURE_CLASS_COUNT ? CLASS_NAMES[c] : NULL;
-}
-
-int zerg_failure_class_parse(const char *name, enum zerg_failure_class *out)
-{
-    for (int i = 0; name && i < ZERG_FAILURE_CLASS_COUNT; i++)
-        if (strcmp(name, CLASS_NAMES[i]) == 0) {
-            *out = (enum zerg_failure_class)i;
-            return 0;
-        }
-    return -EINVAL;
-}
 
 const char *zerg_failure_stage_name(enum zerg_failure_stage s)
 {

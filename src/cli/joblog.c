@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "zerg/clock.h"
+#include "zerg/failure.h"
 
 void zerg_joblog_close(struct zerg_joblog *jl)
 {
@@ -170,28 +171,6 @@ static void begun(struct zerg_joblog *jl, const zerg_json *rec,
         r->start_ns = ts_ns;
 }
 
-/* The failure class a retry decision's failure kind stands for. */
-static const char *class_of_kind(const char *kind)
-{
-    static const char *const map[][2] = {
-        {"exit", "task"},
-        {"verification", "task"},
-        {"scope", "task"},
-        {"missing_output", "task"},
-        {"config_change", "task"},
-        {"timeout", "timeout"},
-        {"crash", "crash"},
-        {"heartbeat_stale", "crash"},
-        {"conflict", "conflict"},
-        {"environment", "environment"},
-        {"rate_limit", "rate_limit"},
-    };
-    for (size_t i = 0; kind && i < sizeof map / sizeof *map; i++)
-        if (!strcmp(kind, map[i][0]))
-            return map[i][1];
-    return NULL;
-}
-
 static void ended(struct zerg_jl_row *r, enum zerg_jl_end end, const char *cls,
                   const zerg_json *data, int64_t ts_ns)
 {
@@ -212,10 +191,13 @@ static void failed(struct zerg_jl_row *r, const zerg_json *data, int reassigned,
 {
     const char *kind = str_of(data, "failure");
     const char *cls = str_of(data, "class");
-    if (!cls)
-        cls = class_of_kind(kind);
+    enum zerg_failure_class fc;
+    if (!cls || zerg_failure_class_parse(cls, &fc) < 0) {
+        fc = zerg_failure_class_of_kind(kind);
+        cls = kind ? zerg_failure_class_name(fc) : NULL;
+    }
     enum zerg_jl_end end = reassigned ? ZERG_JL_REASSIGNED : ZERG_JL_FAILED;
-    if (cls && !strcmp(cls, "crash"))
+    if (cls && zerg_failure_class_route(fc) == ZERG_ROUTE_CRASH)
         end = ZERG_JL_CRASHED;
     ended(r, end, cls, data, ts_ns);
 }
@@ -292,7 +274,8 @@ static enum zerg_jl_end row_end(const struct zerg_jl_row *r)
     if (r->end != ZERG_JL_RUNNING || !r->have_result)
         return r->end;
     /* A record but no verdict yet (the rush stopped before it was read). */
-    if (!strcmp(res->cls, "crash"))
+    if (res->has_class &&
+        zerg_failure_class_route(res->fclass) == ZERG_ROUTE_CRASH)
         return ZERG_JL_CRASHED;
     return res->outcome == ZERG_OUTCOME_COMPLETE ? ZERG_JL_COMPLETE
                                                  : ZERG_JL_FAILED;

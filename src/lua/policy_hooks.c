@@ -9,6 +9,7 @@
 
 #include "lua/policy_call.h"
 #include "zerg/config.h"
+#include "zerg/failure.h"
 
 /* A `verdict [, reason]` answer (stale, respawn). */
 static void read_verdict(lua_State *L, const struct zerg_policy_call *c,
@@ -374,15 +375,11 @@ struct retry_call {
  * classified it, else from the kind. */
 static const char *retry_class(const struct zerg_retry_in *in)
 {
-    const char *k = in->failure ? in->failure : "exit";
     if (in->failure_class && *in->failure_class)
         return in->failure_class;
-    if (!strcmp(k, "timeout"))
-        return "timeout";
-    if (!strcmp(k, "crash") || !strcmp(k, "heartbeat_stale"))
-        return "crash";
-    return "task";
+    return zerg_failure_class_name(zerg_failure_class_of_kind(in->failure));
 }
+
 static int retry_push(lua_State *L, struct zerg_policy_call *c)
 {
     const struct zerg_retry_in *in = ((struct retry_call *)c)->in;

@@ -497,6 +497,19 @@ static int result_extra(zerg_json *o, const struct zerg_result *r)
                : 0;
 }
 
+/* The class's name into the enum, once: nothing past the protocol
+ * compares class names.  A name outside the taxonomy is a task failure,
+ * never one that stops or pauses the pool. */
+static void read_class(struct zerg_result *v)
+{
+    v->has_class = v->cls[0] != '\0';
+    if (v->has_class && zerg_failure_class_parse(v->cls, &v->fclass) < 0) {
+        v->fclass = ZERG_FAILURE_TASK;
+        snprintf(v->cls, sizeof v->cls, "%s",
+                 zerg_failure_class_name(ZERG_FAILURE_TASK));
+    }
+}
+
 static int read_result_extra(const zerg_json *o, struct zerg_result *v)
 {
     return opt_str(o, "class", v->cls, sizeof v->cls) ||
@@ -565,6 +578,7 @@ static int result_get(const zerg_json *o, struct zerg_result *r)
         proto_paths_get(o, "forced", &v.forced) ||
         proto_paths_get(o, "ignored", &v.ignored))
         return ZERG_ECORRUPT;
+    read_class(&v);
     *r = v;
     return 0;
 }

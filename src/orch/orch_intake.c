@@ -402,14 +402,14 @@ static void result_failed(struct zerg_orch *o, size_t t,
         kind = "exit";
     /* The worker says crash when its own git was killed under it: the
      * crash path, uncharged and capped by max_task_crashes. */
-    if (!strcmp(r->cls, "crash"))
+    if (r->has_class && zerg_failure_class_route(r->fclass) == ZERG_ROUTE_CRASH)
         kind = "crash";
     char err[400];
     snprintf(err, sizeof err, "%s %s: %s", r->stage,
              r->timed_out ? "timed out" : "failed",
              r->error[0] ? r->error : "no detail");
-    orch_task_failure_cls(o, t, kind, r->cls[0] ? r->cls : NULL, r->exit_code,
-                          r->signal, err, now);
+    orch_task_failure_cls(o, t, kind, r->has_class ? r->cls : NULL,
+                          r->exit_code, r->signal, err, now);
 }
 
 /* ---- results that came by line first --------------------------------- */

@@ -152,14 +152,19 @@ static void pool_pause(struct zerg_orch *o, const struct zerg_result *r,
 int orch_pool_failure(struct zerg_orch *o, size_t t,
                       const struct zerg_result *r, int64_t now)
 {
-    if (!strcmp(r->cls, "environment")) {
+    if (!r->has_class)
+        return 0;
+    switch (zerg_failure_class_route(r->fclass)) {
+    case ZERG_ROUTE_STOP:
         environment_stop(o, t, r, now);
         return 1;
-    }
-    if (!strcmp(r->cls, "rate_limit")) {
+    case ZERG_ROUTE_PAUSE:
         pool_pause(o, r, now);
-        orch_requeue(o, t, "rate_limit");
+        orch_requeue(o, t, zerg_failure_class_name(r->fclass));
         return 1;
+    case ZERG_ROUTE_RETRY:
+    case ZERG_ROUTE_CRASH:
+        break;
     }
     return 0;
 }

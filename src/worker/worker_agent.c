@@ -146,7 +146,7 @@ int wk_agent_too_long(const struct worker *w, const char *prompt, int on_stdin,
     if (on_stdin || n < ARG_ONE_MAX)
         return 0;
     snprintf(r->stage, sizeof r->stage, "command");
-    snprintf(r->cls, sizeof r->cls, "task");
+    zerg_result_set_class(r, ZERG_FAILURE_TASK);
     snprintf(r->error, sizeof r->error,
              "the prompt is %zu KiB, more than the %d KiB one argument of a "
              "command can hold (execve: E2BIG), so workers.executor was not "
@@ -232,7 +232,7 @@ static void classify(const struct worker *w, const struct zerg_agent_summary *s,
     zerg_failure_stage_parse(r->stage, &in.stage);
     struct zerg_failure_out out;
     zerg_failure_classify(&in, &out);
-    snprintf(r->cls, sizeof r->cls, "%s", zerg_failure_class_name(out.cls));
+    zerg_result_set_class(r, out.cls);
     snprintf(r->fix, sizeof r->fix, "%s", out.fix);
     r->reset_at_s = out.reset_at_s;
     if (out.reason[0] && (out.cls == ZERG_FAILURE_ENVIRONMENT ||

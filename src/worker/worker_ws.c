@@ -115,7 +115,7 @@ static void log_prepared(struct worker *w, const struct zerg_assign *a,
 static void git_killed(int rc, struct zerg_result *r)
 {
     if (rc == ZERG_EGIT_KILLED)
-        snprintf(r->cls, sizeof r->cls, "crash");
+        zerg_result_set_class(r, ZERG_FAILURE_CRASH);
 }
 
 int wk_ws_before(struct worker *w, const struct zerg_assign *a,

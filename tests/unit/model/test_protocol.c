@@ -200,6 +200,49 @@ static void test_result_roundtrip(void **state)
     assert_string_equal(got.error, "");
 }
 
+/* The class is read once, at the boundary: a known name is its enum, no
+ * name is no class, and a name outside the taxonomy (a newer or a broken
+ * worker) is a task failure, never one that stops or pauses the pool. */
+static void test_result_class_read_once(void **state)
+{
+    struct fx *f = *state;
+    struct zerg_err err = {0};
+    struct zerg_result r = {.epoch = 1,
+                            .worker_id = 1,
+                            .attempt = 1,
+                            .outcome = ZERG_OUTCOME_FAILED},
+                       got;
+    strcpy(r.task, "C-L1-001");
+    strcpy(r.stage, "command");
+    strcpy(r.error, "failed");
+    char path[PATH_MAX];
+    zerg_proto_result_path(path, sizeof path, f->dir, "C-L1-001", 1);
+    static const struct {
+        const char *written, *read;
+        int has;
+        enum zerg_failure_class c;
+    } rows[] = {
+        {"", "", 0, ZERG_FAILURE_TASK},
+        {"rate_limit", "rate_limit", 1, ZERG_FAILURE_RATE_LIMIT},
+        {"environment", "environment", 1, ZERG_FAILURE_ENVIRONMENT},
+        {"crash", "crash", 1, ZERG_FAILURE_CRASH},
+        {"Environment", "task", 1, ZERG_FAILURE_TASK},
+        {"out_of_space", "task", 1, ZERG_FAILURE_TASK},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        snprintf(r.cls, sizeof r.cls, "%s", rows[i].written);
+        assert_int_equal(zerg_proto_write_result(f->dir, &r, &err), 0);
+        assert_int_equal(zerg_proto_read_result(path, &got), 0);
+        assert_string_equal(got.cls, rows[i].read);
+        assert_int_equal(got.has_class, rows[i].has);
+        if (rows[i].has)
+            assert_int_equal(got.fclass, rows[i].c);
+    }
+    zerg_result_set_class(&r, ZERG_FAILURE_CONFLICT);
+    assert_string_equal(r.cls, "conflict");
+    assert_true(r.has_class && r.fclass == ZERG_FAILURE_CONFLICT);
+}
+
 /* What an attempt produced beyond its exit status reaches the
  * orchestrator: the missing declared outputs, the ignored files committed
  * anyway and those left out, bounded to 20 paths with the total kept. */
@@ -473,6 +516,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_heartbeat_roundtrip, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_result_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_result_class_read_once, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_result_output_lists, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_result_rejects_bad_id, setup,
