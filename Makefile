@@ -33,7 +33,7 @@ check:
 	@cmake --build build-check -j $(JOBS)
 	@build-check/zerg validate -C examples/demo --check-wiring
 	@cd build-check && ctest --output-on-failure -j $(JOBS)
-	@python3 tests/mutate.py $${CHECK_MUTATIONS:-fencing levels crash-charge attempt-ceiling spend-cap checkpoint-wait logs-feature}
+	@python3 tests/mutate.py $${CHECK_MUTATIONS:-fencing levels crash-charge attempt-ceiling spend-cap checkpoint-wait logs-feature class-route}
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-15}
 
 test: check

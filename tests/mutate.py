@@ -5,7 +5,8 @@ Every entry below is a one-line mutation of the code that keeps one of
 zerg's promises (fencing, level completion, crash charging, backoff caps,
 retry ceilings, same-file serialization, containment of what a task
 starts, atomic replace, the spend cap, checkpoints after the journal's
-sync, logs per feature).  For each, the script applies it to a scratch
+sync, logs per feature, the failure classes' routes, log rotation
+while a run goes on).  For each, the script applies it to a scratch
 copy of the tree, builds that copy and runs the tests named; the
 mutation must make at least one of them fail.  A mutation that survives
 means the suite no longer guards that promise.
@@ -110,6 +111,20 @@ MUTATIONS = {
         "if (0 && f->feature && (!feat || strcmp(feat, f->feature) != 0))",
         "integration.test_two_features",
         "`zerg logs --feature F` showing other features' events",
+    ),
+    "class-route": (
+        "include/zerg/failure.h",
+        'X(RATE_LIMIT, "rate_limit", 0, PAUSE,',
+        'X(RATE_LIMIT, "rate_limit", 0, RETRY,',
+        "unit.test_failure_class|integration.test_agent_stream",
+        "a rate limit charged to the task instead of pausing the pool",
+    ),
+    "rotate-live": (
+        "src/launch/launcher_subprocess.c",
+        ".caps = {.local_pids = 1, .reopens_logs = 1},",
+        ".caps = {.local_pids = 1, .reopens_logs = 0},",
+        "integration.test_log_rotate_live",
+        "the run's log no longer rotating while workers reopen it by path",
     ),
 }
 

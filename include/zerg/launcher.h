@@ -1,17 +1,18 @@
 /* launcher.h - how a worker comes to exist: one ops table, three launchers.
  *
- * A launcher is an ops table (DESIGN §15): spawn, poll, cancel, reaped,
- * cleanup and free, plus what it can do (capabilities).  Everything above
+ * A launcher is an ops table (DESIGN §15): spawn, cancel, reaped,
+ * cleanup and free, the gate ops, plus what it can do (capabilities).
+ * Every op and capability here has a caller.  Everything above
  * this interface is shared; the orchestrator never asks which launcher it
  * drives, only what it can do.
  *
  * The three launchers here all start one local child process per worker
  * incarnation: the `zerg worker` process itself (subprocess, wrapped by
  * workers.launch_prefix), the container runtime's attached `run`
- * (container) or `srun` (slurm), whose exit is the worker's end.  For
- * them poll is NULL: the orchestrator reaps the child and calls reaped.
- * A launcher whose worker is not a child of ours (a Kubernetes Job, a
- * remote Docker host: docs/wiki/Cluster-Mode.md) would implement poll. */
+ * (container) or `srun` (slurm), whose exit is the worker's end: the
+ * orchestrator reaps the child and calls reaped.  A launcher whose worker
+ * is not a child of ours (a Kubernetes Job: docs/wiki/Cluster-Mode.md)
+ * would add a poll op, and the orchestrator's loop a caller for it. */
 #ifndef ZERG_LAUNCHER_H
 #define ZERG_LAUNCHER_H
 
@@ -59,7 +60,7 @@ struct zerg_proc {
                       subprocess mode */
     int slot;
     uint64_t epoch;
-    /* stdio_events: the read end (non-blocking, close-on-exec) of the pipe
+    /* The read end (non-blocking, close-on-exec) of the pipe
      * that carries the worker's stdout, its event lines (zerg/protocol.h);
      * whoever runs the event loop reads and closes it.  0 = none, so a
      * zeroed zerg_proc has none (the launcher never hands out fd 0). */
@@ -92,20 +93,18 @@ enum zerg_cancel {
 /* What a launcher can do; the orchestrator decides by these, never by
  * name. */
 struct zerg_launcher_caps {
-    int shared_fs;      /* workers see the project and .zerg/state on the
-                           same filesystem as the orchestrator */
-    int stdio_events;   /* the worker's stdout comes back to us (its JSON
-                           event lines could be read there) */
-    int local_pids;     /* the worker's processes are in our pid namespace:
-                           a task's process group can be killed from here */
-    int max_concurrent; /* workers it runs at once, 0 = no limit of its own */
-    double submit_rate; /* spawns per second it tolerates, 0 = no limit */
+    int local_pids;   /* the worker's processes are in our pid namespace:
+                         a task's process group can be killed from here */
+    int reopens_logs; /* the worker reopens a log by its path at each line,
+                         so the log can rotate while it runs (a container
+                         keeps writing a renamed file through its bind
+                         mount: rotation waits for the next rush) */
 };
 
 struct zerg_launcher;
 /* The first six members keep their order: tables written positionally
- * (the tests' fake launchers) stay valid; poll and caps follow, zero when
- * omitted (no poll, no capabilities). */
+ * (the tests' fake launchers) stay valid; caps follow, zero when omitted
+ * (no capabilities). */
 struct zerg_launcher_ops {
     const char *name; /* "subprocess" | "container" | "slurm" */
     /* Starts a worker.  0, or a negative code with err set and *class
@@ -125,11 +124,6 @@ struct zerg_launcher_ops {
     int (*cleanup)(struct zerg_launcher *l, const char *feature,
                    const char *run_id);
     void (*free)(struct zerg_launcher *l);
-    /* Non-blocking: 1 with *wstatus when the worker has ended, 0 while it
-     * runs, negative when it cannot tell.  NULL when the worker is our
-     * child process (the orchestrator reaps it by pid). */
-    int (*poll)(struct zerg_launcher *l, const struct zerg_proc *p,
-                int *wstatus);
     struct zerg_launcher_caps caps;
     /* Quality gates where the workers' code runs (DESIGN §19): fills out
      * with the argv that runs req->command there (argv[0] is found on

@@ -216,8 +216,8 @@ int zerg_proto_read_lease(const char *dir, const char *feature, int *pid,
 int zerg_proto_classify(const char *name, int *slot);
 
 /* ---- event lines on a worker's stdout (DESIGN §15) ------------------
- * Where the launcher relays the worker's stdout (capability
- * stdio_events), the worker also writes each heartbeat and each result
+ * Where the launcher relays the worker's stdout (zerg_proc.events_fd),
+ * the worker also writes each heartbeat and each result
  * there, after the file, as one line:
  *   {"zerg":1,"kind":"heartbeat", ...the heartbeat file's fields...}
  *   {"zerg":1,"kind":"result", ...the result file's fields...}

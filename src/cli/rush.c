@@ -337,14 +337,13 @@ static void rotate_at_start(struct rush *r, const char *zerg_dir)
         fprintf(stderr, "zerg rush: warning: %s\n", err.msg);
 }
 
-/* While running, only in subprocess mode: a subprocess worker reopens a
- * rotated file at its next line, a container keeps writing the renamed
- * one through its bind mount (launcher_container.c), so with containers
- * the files rotate at rush start only. */
+/* While running, only where workers reopen a rotated file at their next
+ * line (capability reopens_logs); elsewhere the files rotate at rush start
+ * only. */
 static void rotate_while_running(struct rush *r, const struct zerg_launcher *l)
 {
     struct zerg_log_rotation rot = log_rotation(r);
-    if (strcmp(l->ops->name, "subprocess") == 0)
+    if (l->ops->caps.reopens_logs)
         zerg_log_set_rotation(r->log, &rot);
 }
 
@@ -423,6 +422,8 @@ static struct zerg_launcher *make_launcher(const struct zerg_config *cfg,
     struct zerg_launcher *l = zerg_launcher_container_new(cfg, log, &err);
     if (!l)
         zerg_cli_error("rush", "container mode unavailable: %s", err.msg);
+    else /* its cleanup finds this project's containers by label */
+        zerg_container_set_project(l, project);
     return l;
 }
 
@@ -430,8 +431,6 @@ static void cleanup_leftovers(struct zerg_cli *cli, const char *feature,
                               const struct zerg_state *s,
                               struct zerg_launcher *l, struct zerg_log *log)
 {
-    if (!strcmp(l->ops->name, "container"))
-        zerg_container_set_project(l, cli->project);
     int n = zerg_subprocess_kill_leftovers(cli->project, feature, s->run_id);
     n += l->ops->cleanup(l, feature, s->run_id);
     if (n > 0)

@@ -616,10 +616,9 @@ static const struct zerg_launcher_ops container_ops = {
     .reaped = ct_reaped,
     .cleanup = ct_cleanup,
     .free = ct_free,
-    .poll = NULL, /* the attached client is our child */
-    /* The bind mounts share the files; the worker's pids are the
-     * container's, and its output goes to the worker log. */
-    .caps = {.shared_fs = 1},
+    /* The attached client is our child; the worker's pids are the
+     * container's; a bind-mounted log keeps its inode when renamed. */
+    .caps = {0},
     .gate_argv = ct_gate_argv,
     .gate_stop = ct_gate_stop,
 };

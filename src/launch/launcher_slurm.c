@@ -580,10 +580,10 @@ static const struct zerg_launcher_ops slurm_ops = {
     .reaped = sl_reaped,
     .cleanup = sl_cleanup,
     .free = sl_free,
-    .poll = NULL, /* srun is our child: reaped by pid */
-    /* shared_fs is a requirement of this mode (documented), not probed;
-     * srun relays the worker's stdout; its pids live on the nodes. */
-    .caps = {.shared_fs = 1, .stdio_events = 1, .submit_rate = 20},
+    /* srun is our child, reaped by pid; the worker's pids live on the
+     * nodes; logs rotate at rush start only, as a node may hold them open
+     * across the shared filesystem. */
+    .caps = {0},
 };
 
 /* 1 when prog is an executable on PATH. */

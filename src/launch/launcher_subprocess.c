@@ -6,7 +6,7 @@
  * worker without touching the orchestrator) and PR_SET_PDEATHSIG(SIGTERM),
  * so it dies with the orchestrator even after kill -9.  Its stdout is a
  * pipe back to the orchestrator, which reads the worker's event lines
- * there (capability stdio_events, DESIGN §15); its stderr goes to
+ * there (zerg_proc.events_fd, DESIGN §15); its stderr goes to
  * .zerg/logs/{feature}/worker-{slot}.log.  An exec failure is reported back
  * through a close-on-exec pipe, so "binary not found" is a permanent spawn
  * failure at once instead of a mysterious early exit.
@@ -572,8 +572,8 @@ static const struct zerg_launcher_ops subprocess_ops = {
     .reaped = sp_reaped,
     .cleanup = sp_cleanup,
     .free = sp_free,
-    .poll = NULL, /* the worker is our child: reaped by pid */
-    .caps = {.shared_fs = 1, .stdio_events = 1, .local_pids = 1},
+    /* The worker is our child, reaped by pid, and opens its logs by path. */
+    .caps = {.local_pids = 1, .reopens_logs = 1},
 };
 
 struct zerg_launcher *

@@ -1,6 +1,6 @@
 /* orch_stdio.c - the workers' event lines on stdout (DESIGN §15).
  *
- * Where the launcher relays a worker's stdout (capability stdio_events:
+ * Where the launcher relays a worker's stdout (zerg_proc.events_fd:
  * subprocess through a pipe, slurm through srun --unbuffered into one),
  * the worker writes each heartbeat and each result there as one JSON line,
  * after its file (zerg/protocol.h).  This file reads those pipes in the
