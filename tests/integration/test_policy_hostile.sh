@@ -2,7 +2,7 @@
 # A policy override that hangs inside one C library call: a pattern that
 # backtracks 2^30 times in string.find.  The count hook never runs inside
 # a C function; the sandbox's bounded matcher charges each step to the
-# budget instead (docs/wiki/Resilience-Architecture.md, "Sandbox and
+# budget instead (docs/wiki/Policy-API.md, "Sandbox and
 # budgets").  At a file's top level `zerg validate` must report it and
 # exit 2; inside a hook the rush goes on with the bundled decision and
 # logs policy_error.  Each command has a timeout well under the test's.
