@@ -89,4 +89,24 @@ for cmd in rush status stop retry logs lua validate; do
     grep -q "zerg $cmd" "$src/README.md" || fail "README lacks zerg $cmd"
 done
 pass "every command has --help, a man page entry and a README mention"
+
+# README's command list carries every option each command's usage names,
+# and the top-level help lists every command README shows.
+"$ZERG" --help > "$PROJ/help-all.txt" || fail "zerg --help exited $?"
+for cmd in rush status stop retry logs report lua validate cleanup; do
+    grep -q "^  $cmd " "$PROJ/help-all.txt" || fail "zerg --help does not list $cmd"
+    "$ZERG" "$cmd" --help > "$PROJ/help.txt" || fail "zerg $cmd --help exited $?"
+    python3 - "$PROJ/help.txt" "$src/README.md" "$cmd" <<'PY' || fail "README's usage of zerg $cmd lags its --help"
+import re, sys
+help_text, readme, cmd = open(sys.argv[1]).read(), open(sys.argv[2]).read(), sys.argv[3]
+usage = help_text.split("\n\n")[0]                 # the usage paragraph
+block = readme.split("## Commands", 1)[1].split("\n\n", 2)[1]
+mine = "\n".join(re.findall(r"^    zerg %s .*(?:\n {10,}.*)*" % cmd, block, re.M))
+lacking = sorted(set(re.findall(r"--[a-z][a-z-]*", usage)) - set(re.findall(r"--[a-z][a-z-]*", mine)))
+if not mine or lacking:
+    print("README's zerg %s lacks %s" % (cmd, lacking or "a usage line"))
+    sys.exit(1)
+PY
+done
+pass "README's command list matches every command's --help"
 echo "$TESTS_PASSED passed, 0 failed"
