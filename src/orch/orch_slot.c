@@ -181,13 +181,12 @@ static void nop(struct zerg_orch *o, struct slot *sl,
     (void)o, (void)sl, (void)a, (void)now;
 }
 
+/* A cell the table says cannot happen: orch_slot_event logs the event and
+ * what came with it (refused), and nothing changes. */
 static void bad(struct zerg_orch *o, struct slot *sl,
                 const struct slot_ev_arg *a, int64_t now)
 {
-    (void)a, (void)now;
-    zerg_log_event(o->o.log, sl->id, ZERG_LOG_ERROR, "slot_event_refused", NULL,
-                   NULL, "Worker %d: unexpected event in state %s", sl->id,
-                   orch_slot_state_name(sl->state));
+    (void)o, (void)sl, (void)a, (void)now;
 }
 
 static void spawn_failed(struct zerg_orch *o, struct slot *sl,
@@ -563,11 +562,36 @@ static const struct slot_action *const slot_table[SLOT_NSTATES][SLOT_NEVENTS] = 
 };
 /* clang-format on */
 
+/* slot_event_refused: the event, the state and what came with the event,
+ * so the log says what reached the slot, not only that something did. */
+static void refused(struct zerg_orch *o, const struct slot *sl,
+                    enum slot_event ev, const struct slot_ev_arg *a)
+{
+    zerg_json *data = zerg_json_obj();
+    zerg_json_set_str(data, "event", event_names[ev]);
+    zerg_json_set_str(data, "state", orch_slot_state_name(sl->state));
+    if (ev == SLOT_EV_SPAWN_ERR && a->error)
+        zerg_json_set_str(data, "error", a->error);
+    if (ev == SLOT_EV_ASSIGN)
+        zerg_json_set_str(data, "task", orch_tid(o, a->task));
+    if (ev == SLOT_EV_STOP)
+        zerg_json_set_num(data, "signal", a->sig);
+    if (ev == SLOT_EV_CHILD_EXIT && a->exit) {
+        zerg_json_set_num(data, "exit_code", a->exit->exit_code);
+        zerg_json_set_num(data, "signal", a->exit->signal);
+    }
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_ERROR, "slot_event_refused", NULL,
+                   data, "Worker %d: event %s refused in state %s", sl->id,
+                   event_names[ev], orch_slot_state_name(sl->state));
+}
+
 void orch_slot_event(struct zerg_orch *o, struct slot *sl, enum slot_event ev,
                      const struct slot_ev_arg *arg, int64_t now)
 {
     static const struct slot_ev_arg none = {0};
     const struct slot_action *act = slot_table[sl->state][ev];
+    if (act->fn == bad)
+        refused(o, sl, ev, arg ? arg : &none);
     act->fn(o, sl, arg ? arg : &none, now);
 }
 
