@@ -193,11 +193,13 @@ struct zerg_orch {
 
     int stopping;    /* 1 graceful, 2 forced */
     int stop_signal; /* the signal that asked for the stop, 0 = none */
-    int64_t stop_deadline_mono_ns; /* SIGKILL to what is still alive */
-    int stop_killed;               /* that deadline passed once */
-    int finishing;                 /* all work terminal: stopping workers */
-    int finished;                  /* final state written */
-    int failed_run;                /* runtime failure (no workers left, ...) */
+    int64_t stop_deadline_mono_ns;    /* SIGKILL to what is still alive */
+    int64_t final_save_since_mono_ns; /* the run's last checkpoint first
+                                         failed then; 0 = it has not */
+    int stop_killed;                  /* that deadline passed once */
+    int finishing;                    /* all work terminal: stopping workers */
+    int finished;                     /* final state written */
+    int failed_run; /* runtime failure (no workers left, ...) */
     char run_error[512];
 
     char ws_tip[ZERG_OID_MAX]; /* worktree isolation: the integration tip */
@@ -425,7 +427,9 @@ int orch_sync_results(struct zerg_orch *o, int64_t now, int force);
 
 /* ---- orchestrator.c --------------------------------------------------- */
 
-void orch_checkpoint(struct zerg_orch *o, int64_t now, int force);
+/* 0, or negative when the checkpoint written here (ORCH_SAVE_WAIT, or no
+ * child) failed: the old file is intact and the results stay on disk. */
+int orch_checkpoint(struct zerg_orch *o, int64_t now, int force);
 
 /* ---- orch_halt.c: --halt and rush.timeout_seconds ---------------------- */
 

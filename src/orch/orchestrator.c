@@ -48,8 +48,8 @@ static int64_t checkpoint_gap(const struct zerg_orch *o)
     return gap > o->o.checkpoint_ns ? gap : o->o.checkpoint_ns;
 }
 
-/* The checkpoint written here, on the loop. */
-static void save_here(struct zerg_orch *o)
+/* The checkpoint written here, on the loop.  0 or negative. */
+static int save_here(struct zerg_orch *o)
 {
     struct zerg_err err = {0};
     uint64_t gen = o->dirty_gen;
@@ -62,14 +62,15 @@ static void save_here(struct zerg_orch *o)
         zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_ERROR,
                        "state_write_failed", NULL, NULL,
                        "Cannot write state: %s (will retry)", err.msg);
-        return;
+        return rc;
     }
     o->dirty = 0;
     orch_flush_unlinks(o, o->nunlink);
     orch_save_announced(o, gen);
+    return 0;
 }
 
-void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
+int orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
 {
     /* A child still writing the last one: the next waits for it, except
      * the last of the run, which waits here. */
@@ -78,7 +79,7 @@ void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
         if (force)
             o->save_again = 1;
         orch_sync_results(o, now, 0);
-        return;
+        return 0;
     }
     int save = force || o->save_again ||
                (o->dirty && now - o->last_save_mono_ns >= checkpoint_gap(o));
@@ -93,17 +94,18 @@ void orch_checkpoint(struct zerg_orch *o, int64_t now, int force)
      * passed, so a power cut loses at most the last one. */
     orch_sync_results(o, now, save && !child);
     if (!save)
-        return;
+        return 0;
     sync_workers(o);
     o->s->updated_at_wall_ns = orch_wall_ns(o);
     o->s->metrics.policy_errors = zerg_policy_error_count(o->o.policy);
     o->save_again = 0;
     if (child && orch_save_start(o, now) == 0)
-        return; /* orch_save.c */
+        return 0; /* orch_save.c */
     if (child)
         orch_sync_results(o, now, 1); /* no child: as without one */
-    save_here(o);
+    int rc = save_here(o);
     o->last_save_mono_ns = now;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -426,7 +428,28 @@ static int all_complete(const struct zerg_orch *o)
     return c[ZERG_TASK_COMPLETE] == o->g->ntasks;
 }
 
-static void finish(struct zerg_orch *o, int64_t now)
+/* The run's last checkpoint failed (a full disk, say): the rush does not
+ * end on a state file that says less than it did.  It tries again every
+ * second for FINAL_SAVE_NS, then ends failed, the results kept on disk
+ * for --resume.  1 while it keeps trying. */
+#define FINAL_SAVE_NS (60 * ZERG_NS_PER_S)
+static int final_save_pending(struct zerg_orch *o, int64_t now)
+{
+    if (orch_checkpoint(o, now, ORCH_SAVE_WAIT) == 0)
+        return 0;
+    if (!o->final_save_since_mono_ns)
+        o->final_save_since_mono_ns = now;
+    if (now - o->final_save_since_mono_ns < FINAL_SAVE_NS)
+        return 1;
+    o->failed_run = 1;
+    snprintf(o->run_error, sizeof o->run_error,
+             "the final state could not be written for %.0fs; the results "
+             "are kept: run zerg rush --resume",
+             ORCH_SEC(FINAL_SAVE_NS));
+    return 0;
+}
+
+static int finish(struct zerg_orch *o, int64_t now)
 {
     size_t c[ZERG_TASK_NSTATUS];
     char summary[1024];
@@ -440,7 +463,9 @@ static void finish(struct zerg_orch *o, int64_t now)
         free(o->s->error);
         o->s->error = strdup(o->run_error);
     }
-    orch_checkpoint(o, now, ORCH_SAVE_WAIT);
+    if (final_save_pending(o, now))
+        return -1;
+    ok = ok && !o->failed_run;
     zerg_offload_drain(o->offload); /* the run's results are gone now */
     o->finished = 1;
     zerg_orch_summary(o, summary, sizeof summary);
@@ -461,6 +486,7 @@ static void finish(struct zerg_orch *o, int64_t now)
                    : ok        ? "complete"
                                : "failed",
                    ORCH_SEC(now - o->started_mono_ns), summary);
+    return 0;
 }
 
 /* rush.max_cost_usd reached and nothing runs any more: end, resumable. */
@@ -543,7 +569,8 @@ static void stop_grace_over(struct zerg_orch *o)
 static int64_t tick_ending(struct zerg_orch *o, int64_t now, int64_t wake)
 {
     if (!orch_any_alive(o)) {
-        finish(o, now);
+        if (finish(o, now) < 0) /* the last checkpoint failed: again */
+            lower(&wake, now + ZERG_NS_PER_S);
         return wake;
     }
     if (now >= o->stop_deadline_mono_ns) {

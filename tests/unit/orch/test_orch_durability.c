@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -537,6 +538,46 @@ static void test_sync_failure_keeps_journal(void **state)
     stop(x);
 }
 
+/* The run's last checkpoint fails (the state file's place is taken, as a
+ * full disk would refuse it): the rush does not end on a state file that
+ * says less than it did.  It tries again each second, and ends complete
+ * once the write goes through. */
+static void test_final_checkpoint_retried(void **st)
+{
+    (void)st;
+    struct fx *x = fx_new(graph3, 2, 0);
+    start_ready(x);
+    complete_slot(x, 0);
+    complete_slot(x, 1);
+    tick(x);
+    int slot = x->o->slots[0].task >= 0 ? 0 : 1;
+    char path[400], inside[440];
+    snprintf(path, sizeof path, "%s/t.json", x->state_dir);
+    snprintf(inside, sizeof inside, "%s/keep", path);
+    (void)unlink(path); /* an earlier checkpoint may have written it */
+    assert_int_equal(mkdir(path, 0755), 0); /* rename over it fails */
+    tu_write(path, "keep", "x");
+    complete_slot(x, slot);
+    tick(x);
+    finish_workers(x);
+    assert_false(zerg_orch_done(x->o));
+    advance(x, 1.5);
+    assert_false(zerg_orch_done(x->o));
+    char *ev = fx_events(x);
+    assert_true(tu_contains(ev, "state_write_failed"));
+    free(ev);
+    assert_int_equal(unlink(inside), 0);
+    assert_int_equal(rmdir(path), 0);
+    advance(x, 1.5);
+    assert_true(zerg_orch_done(x->o));
+    assert_int_equal(zerg_orch_exit_code(x->o), ZERG_EXIT_OK);
+    char *doc = tu_read(path);
+    assert_true(tu_contains(doc, "\"complete\""));
+    assert_false(tu_contains(doc, "\"in_progress\""));
+    free(doc);
+    fx_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -551,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_syncfs_failure_falls_back),
         cmocka_unit_test(test_offloaded_syncfs_failure_falls_back),
         cmocka_unit_test(test_sync_failure_keeps_journal),
+        cmocka_unit_test(test_final_checkpoint_retried),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
