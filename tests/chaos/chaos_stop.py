@@ -17,7 +17,9 @@ Meanwhile the harness SIGSTOPs the orchestrator and SIGCONTs it later:
           its intake of results and beats, past the heartbeat threshold;
 
 Stops go on until each kind was made (merge_short twice, long ones
---min-stops times) or --seconds pass; meanwhile a task sleeps 0.2 to
+--min-stops times; a level or merge stop first while one is missing, as
+only the rush's progress makes them possible) or --seconds pass (the
+quota's own stops may take QUOTA_CAP more); meanwhile a task sleeps 0.2 to
 0.8 s and the last level waits, afterwards none, so the rush ends soon
 after the last stop.
   level   right after a level_complete line, while the next level is
@@ -61,6 +63,8 @@ QUOTA = {"level": 1, "short": 1, "merge": 1, "merge_short": 2}
 chaos_git.TARGETS["orch_merge"] = ("orch", {"merge-tree", "commit-tree",
                                             "update-ref"})
 CONTROL_CAP = 60.0
+# How long the stops a run still owes its quota may take past --seconds.
+QUOTA_CAP = 60.0
 HUNT_SECONDS = 3.0
 # A worker that sees the stale lease logs at once; its event may be
 # written a little after the SIGCONT when it was busy in a stage.
@@ -321,11 +325,24 @@ def quota_met(a, inj, stops):
     return all(inj.done[k] >= n for k, n in QUOTA.items() if k in inj.weights)
 
 
+def pick(inj):
+    """A kind the quota still owes that only the rush's progress makes
+    possible (a level change, a merge) comes first: once the last level
+    waits at the gate there is none left to catch.  A stop of the
+    orchestrator as such can be made at any time, so it waits its turn."""
+    owed = [k for k in sorted(inj.weights) if k not in ("long", "short")
+            and inj.done[k] < QUOTA.get(k, 1)]
+    return inj.rng.choice(owed) if owed else inj.pick()
+
+
 def drive(a, rng, root, rush, inj, stops, proj):
     """cl.drive, but until the quota is met rather than for a time: the
-    stops take the time, not the tasks.  Then the tasks go fast."""
+    stops take the time, not the tasks.  Then the tasks go fast.  The
+    last level waits at the gate until then; a run that has not met its
+    quota --seconds + QUOTA_CAP after the start fails on what it lacks
+    (a loaded machine makes no stop shorter)."""
     rush.start(False)
-    deadline = time.monotonic() + a.seconds
+    deadline = time.monotonic() + a.seconds + QUOTA_CAP
     done = False
     while not done and not quota_met(a, inj, stops) and \
             time.monotonic() < deadline:
@@ -333,7 +350,7 @@ def drive(a, rng, root, rush, inj, stops, proj):
         if not rush.running():
             done = rush.check_if_ended()
             continue
-        kind = inj.pick()
+        kind = pick(inj)
         if inject(kind, rush, rng, proj, stops):
             inj.performed(kind)
     with open(pace_file(root), "w") as f:
