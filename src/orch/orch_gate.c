@@ -181,13 +181,11 @@ static int gate_start(struct zerg_orch *o, int lvl, int64_t now,
 static void gate_stops_run(struct zerg_orch *o, const char *msg, int64_t now)
 {
     o->gate_failed = 1;
-    o->failed_run = 1;
-    snprintf(o->run_error, sizeof o->run_error, "%s", msg);
-    /* Under rush.schedule dag tasks of later levels may be running: they
-     * finish and the tick stops the rush once none is left; no new task
-     * is claimed meanwhile.  Under levels nothing runs beside a gate. */
-    if (!o->dag)
-        zerg_orch_request_stop(o, 0, now);
+    orch_run_fail(o, "%s", msg);
+    /* Under rush.schedule dag tasks of later levels may be running: the
+     * run is closed, they finish and it stops once none is left.  Under
+     * levels nothing runs beside a gate. */
+    orch_run_event(o, o->dag ? RUN_EV_CLOSE : RUN_EV_STOP, 0, now);
 }
 
 static void gate_ended(struct zerg_orch *o, int lvl, int status, int timed_out,

@@ -143,14 +143,6 @@ static void log_verdict(struct zerg_orch *o, enum orch_halt_verdict v,
                              "finish");
 }
 
-static int task_running(const struct zerg_orch *o)
-{
-    for (int i = 0; i < o->nslots; i++)
-        if (o->slots[i].task >= 0)
-            return 1;
-    return 0;
-}
-
 int orch_halt_tick(struct zerg_orch *o, int64_t now, int64_t *wake)
 {
     int64_t elapsed = now - o->started_mono_ns;
@@ -163,18 +155,16 @@ int orch_halt_tick(struct zerg_orch *o, int64_t now, int64_t *wake)
             o->halt_failed = failed_in_run(o);
         o->halt_verdict = v;
         log_verdict(o, v, elapsed);
-        /* Through the graceful stop: SIGTERM, the stop grace, SIGKILL. */
-        if (v != ORCH_HALT_SOON)
-            zerg_orch_request_stop(o, 0, now);
+        /* Through the graceful stop: SIGTERM, the stop grace, SIGKILL;
+         * SOON closes the run, which stops once nothing runs. */
+        orch_run_event(o, v == ORCH_HALT_SOON ? RUN_EV_CLOSE : RUN_EV_STOP, 0,
+                       now);
     }
     if (o->halt_verdict == ORCH_HALT_GO) {
         if (o->o.timeout_ns > 0 && o->started_mono_ns + o->o.timeout_ns < *wake)
             *wake = o->started_mono_ns + o->o.timeout_ns;
         return 0;
     }
-    /* SOON: the last running task ended, so end the rush gracefully. */
-    if (o->halt_verdict == ORCH_HALT_SOON && !task_running(o))
-        zerg_orch_request_stop(o, 0, now);
     return 1;
 }
 

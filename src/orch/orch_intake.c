@@ -491,7 +491,7 @@ static int apply_result(struct zerg_orch *o, const struct zerg_result *rp,
      * heartbeat, timeout) is not the task's failure: the worker's exit
      * decides what happens to it. */
     if (r.outcome != ZERG_OUTCOME_COMPLETE &&
-        (o->stopping || (sl && sl->state == SLOT_KILLING)))
+        (o->stop_asked || (sl && sl->state == SLOT_KILLING)))
         return 0;
     if (r.outcome == ZERG_OUTCOME_COMPLETE)
         result_complete(o, t, &r, now);
@@ -682,15 +682,8 @@ static void retry_applied(struct zerg_orch *o,
     orch_mark_dirty(o);
     orch_reconcile(o, 1, now);
     /* Accepted while the rush was stopping its workers because everything
-     * had ended: it goes on instead, with its pool. */
-    if (n > 0 && o->finishing && !o->stopping && !o->failed_run &&
-        !o->finished) {
-        o->finishing = 0;
-        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "rush_continues",
-                       NULL, NULL, "The rush goes on: %d task%s to run again",
-                       n, n == 1 ? "" : "s");
-        orch_revive_workers(o, now);
-    }
+     * had ended: it goes on instead, with its pool (the run table). */
+    orch_run_event(o, RUN_EV_REOPEN, n, now);
 }
 
 void orch_apply_retry_request(struct zerg_orch *o, const char *path,

@@ -138,6 +138,31 @@ static inline int slot_in_pool(const struct slot *sl)
 
 #define ORCH_CONFIG_NOTES 16 /* tasks the summary names as config changes */
 
+/* The run life cycle (orch_run.c has the table and what each state
+ * means).  The order matters: from FINISHING on the rush is ending. */
+enum run_state {
+    RUN_ACTIVE,
+    RUN_CLOSED,
+    RUN_FINISHING,
+    RUN_STOPPING,
+    RUN_KILLING,
+    RUN_SAVING,
+    RUN_DONE,
+    RUN_NSTATES
+};
+enum run_event {
+    RUN_EV_CLOSE,     /* no new claim from now on */
+    RUN_EV_IDLE,      /* no task is running */
+    RUN_EV_ALL_ENDED, /* past the last level, or no worker is left */
+    RUN_EV_REOPEN,    /* zerg retry requeued arg tasks */
+    RUN_EV_STOP,      /* a graceful stop was asked */
+    RUN_EV_FORCE,     /* a forced stop was asked */
+    RUN_EV_DEADLINE,  /* the ending's deadline passed */
+    RUN_EV_GONE,      /* no worker is alive */
+    RUN_EV_SAVED,     /* the last checkpoint was written, or given up */
+    RUN_NEVENTS
+};
+
 struct zerg_orch {
     struct zerg_orch_opts o;
     const struct zerg_config *cfg;
@@ -191,16 +216,14 @@ struct zerg_orch {
     int64_t next_hb_scan_mono_ns;
     int64_t started_mono_ns;
 
-    int stopping;    /* 1 graceful, 2 forced */
-    int stop_signal; /* the signal that asked for the stop, 0 = none */
-    int64_t stop_deadline_mono_ns;    /* SIGKILL to what is still alive */
+    enum run_state run_state; /* orch_run.c: the run life cycle */
+    int stop_asked;           /* a stop was asked: 1 graceful, 2 forced */
+    int stop_signal;          /* the signal that asked for the stop, 0 = none */
+    int64_t stop_deadline_mono_ns;    /* the ending's next SIGKILL */
     int64_t final_save_since_mono_ns; /* the run's last checkpoint first
                                          failed then; 0 = it has not */
-    int stop_killed;                  /* that deadline passed once */
-    int finishing;                    /* all work terminal: stopping workers */
-    int finished;                     /* final state written */
-    int failed_run; /* runtime failure (no workers left, ...) */
-    char run_error[512];
+    int failed_run;      /* orch_run_fail: the run cannot succeed */
+    char run_error[512]; /* ... and why */
 
     char ws_tip[ZERG_OID_MAX]; /* worktree isolation: the integration tip */
     int budget_exhausted;      /* rush.max_cost_usd reached */
@@ -308,6 +331,22 @@ int orch_slot_runs(const struct zerg_orch *o, int w, size_t t);
 /* The table as Markdown, for the docs (like snprintf). */
 int orch_slot_table_markdown(char *buf, size_t size);
 const char *orch_slot_state_name(enum slot_state s);
+
+/* ---- orch_run.c: the run table ---------------------------------------- */
+
+void orch_run_event(struct zerg_orch *o, enum run_event ev, int arg,
+                    int64_t now);
+/* The run cannot succeed: why (printf-style); the last one said wins. */
+void orch_run_fail(struct zerg_orch *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The tick from FINISHING on; returns the earliest wake-up it needs. */
+int64_t orch_run_tick_ending(struct zerg_orch *o, int64_t now, int64_t wake);
+/* 1 from FINISHING on: no worker is wanted any more. */
+int orch_run_ending(const struct zerg_orch *o);
+/* The run's status in the state document ("running", "stopped", ...). */
+void orch_run_status(struct zerg_orch *o, const char *status);
+int orch_run_table_markdown(char *buf, size_t size);
+const char *orch_run_state_name(enum run_state s);
 
 /* ---- orch_merge.c: the merge queue (worktree isolation) --------------- */
 

@@ -208,9 +208,8 @@ static void merge_broken(struct zerg_orch *o, size_t t, const char *msg,
     snprintf(e, sizeof e, "cannot merge into %.100s: %.380s", ws(o)->branch,
              msg);
     orch_task_fail_now(o, t, "merge_error", e);
-    o->failed_run = 1;
-    snprintf(o->run_error, sizeof o->run_error, "%s", e);
-    zerg_orch_request_stop(o, 0, now);
+    orch_run_fail(o, "%s", e);
+    orch_run_event(o, RUN_EV_STOP, 0, now);
 }
 
 /* The integration branch got checked out in a worktree during the run:
@@ -241,9 +240,8 @@ static void merge_held(struct zerg_orch *o, size_t t,
                    "%s): %s",
                    r->task, ref[0] ? ref : "its worker branch", msg);
     orch_requeue(o, t, "not merged: the integration branch is checked out");
-    o->failed_run = 1;
-    snprintf(o->run_error, sizeof o->run_error, "%s", msg);
-    zerg_orch_request_stop(o, 0, now);
+    orch_run_fail(o, "%s", msg);
+    orch_run_event(o, RUN_EV_STOP, 0, now);
 }
 
 /* Container workers: the commit is taken from the attempt's bundle

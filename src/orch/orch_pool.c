@@ -93,8 +93,7 @@ void orch_pool_check_cap(struct zerg_orch *o, int64_t now)
                    stop ? "running ones are stopped (rush.cost_cap_action: "
                           "stop)"
                         : "running ones finish");
-    if (stop)
-        zerg_orch_request_stop(o, 0, now);
+    orch_run_event(o, stop ? RUN_EV_STOP : RUN_EV_CLOSE, 0, now);
 }
 
 /* ---- environment -------------------------------------------------------- */
@@ -105,18 +104,16 @@ static void environment_stop(struct zerg_orch *o, size_t t,
     orch_requeue(o, t, "environment");
     if (o->failed_run)
         return;
-    snprintf(o->run_error, sizeof o->run_error,
-             "task %s cannot run here: %.200s%s%.200s", r->task,
-             r->error[0] ? r->error : "the executor failed",
-             r->fix[0] ? ". Fix: " : "", r->fix);
-    o->failed_run = 1;
+    orch_run_fail(o, "task %s cannot run here: %.200s%s%.200s", r->task,
+                  r->error[0] ? r->error : "the executor failed",
+                  r->fix[0] ? ". Fix: " : "", r->fix);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_str(data, "class", "environment");
     zerg_json_set_str(data, "fix", r->fix);
     zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_ERROR, "task_failed",
                    r->task, data, "Task %s: %s (environment; no retry charged)",
                    r->task, o->run_error);
-    zerg_orch_request_stop(o, 0, now);
+    orch_run_event(o, RUN_EV_STOP, 0, now);
 }
 
 /* ---- the pause ---------------------------------------------------------- */

@@ -401,7 +401,7 @@ static void exit_stopped(struct zerg_orch *o, struct slot *sl,
     int t = sl->task;
     /* Stopped because the rush was finishing, which it no longer is:
      * back into the pool. */
-    int wanted = !o->finishing && !o->stopping;
+    int wanted = !orch_run_ending(o);
     if (wanted)
         sl->spawn_at_mono_ns = now;
     enter(o, sl, wanted ? SLOT_BACKOFF : SLOT_STOPPED);
@@ -519,7 +519,8 @@ static void child_exit(struct zerg_orch *o, struct slot *sl,
                        const struct slot_ev_arg *a, int64_t now)
 {
     int killing = sl->state == SLOT_KILLING;
-    if ((killing && sl->kill == KILL_STOP) || (o->finishing && sl->task < 0))
+    if ((killing && sl->kill == KILL_STOP) ||
+        (o->run_state == RUN_FINISHING && sl->task < 0))
         exit_stopped(o, sl, a->exit, now);
     else if (!slot_ready(sl))
         exit_unready(o, sl, a->exit, now);

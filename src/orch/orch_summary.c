@@ -25,9 +25,9 @@ static void summary_next(const struct zerg_orch *o, size_t complete, char *buf,
                  " Stopped: %s\nFix it, then `zerg rush --resume` runs the "
                  "gate again.",
                  o->run_error);
-    else if (o->stopping && o->failed_run)
+    else if (o->stop_asked && o->failed_run)
         snprintf(buf, size, " Stopped: %s.", o->run_error);
-    else if (o->stopping)
+    else if (o->stop_asked)
         snprintf(buf, size, " Stopped: continue with `zerg rush --resume`.");
     else if (o->run_error[0])
         snprintf(buf, size,

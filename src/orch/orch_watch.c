@@ -131,7 +131,7 @@ int64_t orch_tick_workers(struct zerg_orch *o, int64_t now, int64_t wake)
     for (int i = 0; i < o->nslots; i++) {
         struct slot *sl = &o->slots[i];
         check_slot(o, sl, now, &wake);
-        if (sl->state != SLOT_BACKOFF || o->finishing || o->stopping)
+        if (sl->state != SLOT_BACKOFF || orch_run_ending(o))
             continue;
         if (sl->spawn_at_mono_ns <= now)
             orch_slot_event(o, sl, SLOT_EV_SPAWN_DUE, NULL, now);

@@ -6,8 +6,9 @@
  * once those are handled: the tick itself, dispatch of the current
  * level's tasks (under rush.schedule dag: of every ready task, orch_dag.c)
  * to idle slots, level transitions (judged from task
- * states after a thorough reconciliation, FR-4), the checkpoint and the
- * end of the rush.  Only orch_checkpoint writes the state document. */
+ * states after a thorough reconciliation, FR-4) and the checkpoint; how
+ * the rush stops and ends is the run table (orch_run.c).  Only
+ * orch_checkpoint writes the state document. */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -370,140 +371,10 @@ static void advance_levels(struct zerg_orch *o, int64_t now, int64_t *wake)
     }
 }
 
-/* ------------------------------------------------------------------ */
-/* Stop and finish.                                                    */
-
-static void set_run_status(struct zerg_orch *o, const char *status)
-{
-    char *copy = strdup(status);
-    if (!copy)
-        return;
-    free(o->s->status);
-    o->s->status = copy;
-    orch_mark_dirty(o);
-}
-
-/* Graceful: each worker is asked to end (SIGTERM through the launcher),
- * and ends its running task the same way: SIGTERM to the task's process
- * group, SIGKILL after workers.stop_grace_seconds.  The tick holds that
- * deadline and ORCH_STOP_MARGIN_NS more (the worker's own SIGKILL, its
- * sweep and exit come first): what is still alive then is killed
- * (tick_ending), so a worker that does not answer cannot keep the rush.
- * Forced: SIGKILL now. */
-void zerg_orch_request_stop(struct zerg_orch *o, int force, int64_t now)
-{
-    if (o->stopping >= (force ? 2 : 1))
-        return;
-    int64_t grace = force ? 0 : o->cfg->stop_grace_ns;
-    o->stopping = force ? 2 : 1;
-    /* Forced: killed below; the tick kills again each second until the
-     * workers are reaped. */
-    o->stop_deadline_mono_ns =
-        now + (force ? ZERG_NS_PER_S : grace + ORCH_STOP_MARGIN_NS);
-    o->stop_killed = 0;
-    orch_gate_abort(o);
-    zerg_json *data = zerg_json_obj();
-    zerg_json_set_bool(data, "forced", force);
-    zerg_json_set_num(data, "grace", ORCH_SEC(grace));
-    if (force)
-        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "rush_stop",
-                       NULL, data,
-                       "Stop requested (forced): killing the workers and "
-                       "their tasks now");
-    else
-        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "rush_stop",
-                       NULL, data,
-                       "Stop requested: the running tasks get SIGTERM and "
-                       "%gs to end before SIGKILL (Ctrl-C again or `zerg "
-                       "stop --force` kills them now)",
-                       ORCH_SEC(grace));
-    orch_stop_workers(o, force ? SIGKILL : SIGTERM, now);
-    set_run_status(o, "stopped");
-}
-
-static int all_complete(const struct zerg_orch *o)
-{
-    size_t c[ZERG_TASK_NSTATUS];
-    zerg_task_count(o->s->tasks, NULL, o->g->ntasks, c);
-    return c[ZERG_TASK_COMPLETE] == o->g->ntasks;
-}
-
-/* The run's last checkpoint failed (a full disk, say): the rush does not
- * end on a state file that says less than it did.  It tries again every
- * second for FINAL_SAVE_NS, then ends failed, the results kept on disk
- * for --resume.  1 while it keeps trying. */
-#define FINAL_SAVE_NS (60 * ZERG_NS_PER_S)
-static int final_save_pending(struct zerg_orch *o, int64_t now)
-{
-    if (orch_checkpoint(o, now, ORCH_SAVE_WAIT) == 0)
-        return 0;
-    if (!o->final_save_since_mono_ns)
-        o->final_save_since_mono_ns = now;
-    if (now - o->final_save_since_mono_ns < FINAL_SAVE_NS)
-        return 1;
-    o->failed_run = 1;
-    snprintf(o->run_error, sizeof o->run_error,
-             "the final state could not be written for %.0fs; the results "
-             "are kept: run zerg rush --resume",
-             ORCH_SEC(FINAL_SAVE_NS));
-    return 0;
-}
-
-static int finish(struct zerg_orch *o, int64_t now)
-{
-    size_t c[ZERG_TASK_NSTATUS];
-    char summary[1024];
-
-    zerg_task_count(o->s->tasks, NULL, o->g->ntasks, c);
-    int ok = c[ZERG_TASK_COMPLETE] == o->g->ntasks && !o->failed_run;
-    set_run_status(o, o->stopping && !o->failed_run ? "stopped"
-                      : ok                          ? "complete"
-                                                    : "failed");
-    if (o->run_error[0]) {
-        free(o->s->error);
-        o->s->error = strdup(o->run_error);
-    }
-    if (final_save_pending(o, now))
-        return -1;
-    ok = ok && !o->failed_run;
-    zerg_offload_drain(o->offload); /* the run's results are gone now */
-    o->finished = 1;
-    zerg_orch_summary(o, summary, sizeof summary);
-    zerg_json *data = zerg_json_obj();
-    zerg_json_set_num(data, "complete", (double)c[ZERG_TASK_COMPLETE]);
-    zerg_json_set_num(data, "failed", (double)c[ZERG_TASK_FAILED]);
-    zerg_json_set_num(data, "blocked", (double)c[ZERG_TASK_BLOCKED]);
-    zerg_json_set_num(data, "tasks", (double)o->g->ntasks);
-    zerg_json_set_num(data, "elapsed", ORCH_SEC(now - o->started_mono_ns));
-    zerg_json_set_num(data, "worker_crashes",
-                      (double)o->s->metrics.worker_crashes);
-    zerg_json_set_num(data, "task_reassignments",
-                      (double)o->s->metrics.task_reassignments);
-    zerg_log_event(o->o.log, ZERG_LOG_ORCH, ok ? ZERG_LOG_INFO : ZERG_LOG_ERROR,
-                   ok ? "rush_complete" : "rush_failed", NULL, data,
-                   "Rush %s in %.1fs: %s",
-                   o->stopping ? "stopped"
-                   : ok        ? "complete"
-                               : "failed",
-                   ORCH_SEC(now - o->started_mono_ns), summary);
-    return 0;
-}
-
-/* rush.max_cost_usd reached and nothing runs any more: end, resumable. */
-static void budget_stop(struct zerg_orch *o, int64_t now)
-{
-    o->failed_run = 1;
-    snprintf(o->run_error, sizeof o->run_error,
-             "rush.max_cost_usd ($%.2f) reached: $%.2f spent; raise it and "
-             "continue with `zerg rush --resume`",
-             o->cfg->rush_max_cost_usd, zerg_state_cost_usd(o->s));
-    zerg_orch_request_stop(o, 0, now);
-}
-
 static int orch_running_tasks(const struct zerg_orch *o)
 {
     for (int i = 0; i < o->nslots; i++)
-        if (o->slots[i].state == SLOT_BUSY)
+        if (o->slots[i].task >= 0)
             return 1;
     return 0;
 }
@@ -546,86 +417,35 @@ static int64_t tick_periodic(struct zerg_orch *o, int64_t now, int64_t wake)
     return wake;
 }
 
-/* A graceful stop's grace is over: what is still alive is killed. */
-static void stop_grace_over(struct zerg_orch *o)
-{
-    int alive = 0;
-    for (int i = 0; i < o->nslots; i++)
-        alive += slot_alive(&o->slots[i]);
-    zerg_json *data = zerg_json_obj();
-    zerg_json_set_num(data, "grace", ORCH_SEC(o->cfg->stop_grace_ns));
-    zerg_json_set_num(data, "workers", alive);
-    zerg_log_event(
-        o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN, "stop_grace_over", NULL, data,
-        "%d worker%s still alive %gs after the stop grace of %gs: killing "
-        "them and their tasks (SIGKILL)",
-        alive, alive == 1 ? "" : "s", ORCH_SEC(ORCH_STOP_MARGIN_NS),
-        ORCH_SEC(o->cfg->stop_grace_ns));
-}
-
-/* Stopping or finishing: wait for every worker, SIGKILL past the deadline
- * (a stop's grace and margin, the finishing workers' 3 s), then write the
- * final state.  The deadline is a timer of the loop: nothing here waits. */
-static int64_t tick_ending(struct zerg_orch *o, int64_t now, int64_t wake)
-{
-    if (!orch_any_alive(o)) {
-        if (finish(o, now) < 0) /* the last checkpoint failed: again */
-            lower(&wake, now + ZERG_NS_PER_S);
-        return wake;
-    }
-    if (now >= o->stop_deadline_mono_ns) {
-        if (o->stopping == 1 && !o->stop_killed)
-            stop_grace_over(o);
-        o->stop_killed = 1;
-        orch_stop_workers(o, SIGKILL, now);
-        o->stop_deadline_mono_ns = now + ZERG_NS_PER_S;
-    }
-    orch_checkpoint(o, now, ORCH_SAVE_DUE);
-    lower(&wake, o->stop_deadline_mono_ns);
-    return wake;
-}
-
-static void start_finishing(struct zerg_orch *o, int64_t now)
-{
-    o->finishing = 1;
-    o->stop_deadline_mono_ns = now + 3 * ZERG_NS_PER_S;
-    orch_stop_workers(o, 0, now);
-    orch_checkpoint(o, now, ORCH_SAVE_NOW);
-}
-
 int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
 {
     int64_t wake = now + 60 * ZERG_NS_PER_S;
 
-    if (o->finished)
-        return wake;
-    if (o->stopping || o->finishing)
-        return tick_ending(o, now, wake);
+    if (orch_run_ending(o))
+        return orch_run_tick_ending(o, now, wake);
     wake = tick_periodic(o, now, wake);
     advance_levels(o, now, &wake);
     /* Past the last level every task is terminal (each level was found
      * done on the way), so this needs no scan of the tasks. */
     if (o->s->current_level > o->g->nlevels) {
-        start_finishing(o, now);
+        orch_run_event(o, RUN_EV_ALL_ENDED, 0, now);
         return now;
     }
     wake = orch_tick_workers(o, now, wake);
     if (orch_live_slots(o) == 0) {
-        snprintf(o->run_error, sizeof o->run_error,
-                 "no worker is left to run the remaining tasks (all %d "
-                 "retired: spawn retries or respawn cap exhausted)",
-                 o->nslots);
-        o->failed_run = 1;
-        o->finishing = 1;
+        orch_run_fail(o,
+                      "no worker is left to run the remaining tasks (all %d "
+                      "retired: spawn retries or respawn cap exhausted)",
+                      o->nslots);
+        orch_run_event(o, RUN_EV_ALL_ENDED, 0, now);
         return now;
     }
-    if (!orch_halt_tick(o, now, &wake) && /* --halt, rush.timeout_seconds */
-        !orch_pool_closed(o, now, &wake)) /* rate limit, spend cap */
+    int held = orch_halt_tick(o, now, &wake); /* --halt, timeout_seconds */
+    held |= orch_pool_closed(o, now, &wake);  /* rate limit, spend cap */
+    if (!held && o->run_state == RUN_ACTIVE)
         dispatch(o, now, &wake);
-    else if (o->budget_exhausted && !orch_running_tasks(o))
-        budget_stop(o, now);
-    if (o->gate_failed && !o->stopping && !orch_running_tasks(o))
-        zerg_orch_request_stop(o, 0, now); /* dag: the last one finished */
+    if (!orch_running_tasks(o))
+        orch_run_event(o, RUN_EV_IDLE, 0, now);
     orch_checkpoint(o, now, ORCH_SAVE_DUE);
     if (o->dirty)
         lower(&wake, o->last_save_mono_ns + checkpoint_gap(o));
@@ -636,19 +456,6 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
 
 /* ------------------------------------------------------------------ */
 /* Life cycle.                                                         */
-
-int zerg_orch_done(const struct zerg_orch *o)
-{
-    return o->finished;
-}
-
-int zerg_orch_exit_code(const struct zerg_orch *o)
-{
-    if (o->stopping && o->stop_signal)
-        return 128 + o->stop_signal;
-    return all_complete(o) && !o->failed_run && !o->stopping ? ZERG_EXIT_OK
-                                                             : ZERG_EXIT_FAIL;
-}
 
 size_t zerg_orch_pids(const struct zerg_orch *o, pid_t *out, size_t max)
 {
@@ -733,7 +540,7 @@ struct zerg_orch *zerg_orch_new(const struct zerg_orch_opts *opts, int64_t now,
     o->started_mono_ns = now;
     o->spent_usd = -1;
     o->next_reconcile_mono_ns = now + o->cfg->reconcile_interval_ns;
-    set_run_status(o, "running");
+    orch_run_status(o, "running");
     if (orch_prepare_dir(o, err) < 0 || orch_ws_refresh_tip(o, err) < 0)
         goto fail;
     if (opts->resume)

@@ -110,3 +110,11 @@ PY
 done
 pass "README's command list matches every command's --help"
 echo "$TESTS_PASSED passed, 0 failed"
+
+# The architecture page's map of the orchestrator names every file of it.
+for f in "$src"/src/orch/*.c; do
+    b=$(basename "$f")
+    grep -qE "^ +$b " "$src/docs/wiki/Resilience-Architecture.md" ||
+        fail "Resilience-Architecture.md's map lacks src/orch/$b"
+done
+pass "the architecture page maps every orchestrator file"

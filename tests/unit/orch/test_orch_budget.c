@@ -145,7 +145,7 @@ static void test_in_flight_spend_reaches_cap(void **st)
         heartbeat_spend(x, b, "B", 1, 5000, 0.5); /* 1.10 in flight */
         tick(x);
         assert_int_equal(events_named(x, "budget_exhausted"), 1);
-        assert_int_equal(x->o->stopping != 0, stop);
+        assert_int_equal(x->o->stop_asked != 0, stop);
         assert_int_equal(status_of(x, "C"), ZERG_TASK_PENDING);
         fx_free(x);
     }

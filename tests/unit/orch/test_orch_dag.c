@@ -379,15 +379,15 @@ static void test_failing_gate_stops_claims_running_finish(void **st)
     assert_true(running(x, "C"));
     advance(x, 2); /* past the gate's timeout: killed, a required failure */
     assert_true(x->o->gate_failed);
-    assert_false(x->o->stopping);
+    assert_false(x->o->stop_asked);
     commit_slot(x, slot_of(x, "C"));
     tick(x);
     assert_int_equal(status_of(x, "C"), ZERG_TASK_COMPLETE);
     assert_int_equal(status_of(x, "D"), ZERG_TASK_PENDING); /* not claimed */
-    assert_false(x->o->stopping);
+    assert_false(x->o->stop_asked);
     commit_slot(x, slot_of(x, "B"));
     tick(x); /* the last running task ended: the rush stops */
-    assert_true(x->o->stopping);
+    assert_true(x->o->stop_asked);
     finish_workers(x);
     assert_true(zerg_orch_done(x->o));
     assert_int_equal(zerg_orch_exit_code(x->o), ZERG_EXIT_FAIL);
