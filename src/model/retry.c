@@ -23,6 +23,7 @@
 #include "zerg/err.h"
 #include "zerg/fsio.h"
 #include "zerg/json.h"
+#include "zerg/level_fsm.h"
 #include "zerg/state.h"
 #include "zerg/task_fsm.h"
 
@@ -66,11 +67,8 @@ static void reopen_levels(struct zerg_state *s, const struct zerg_graph *g,
         if (!requeued[i])
             continue;
         int lv = task_level(s, g, i);
-        if (s->levels && lv >= 1 && lv <= s->nlevels &&
-            s->levels[lv].status == ZERG_LEVEL_COMPLETE) {
-            s->levels[lv].status = ZERG_LEVEL_PENDING;
-            s->levels[lv].completed_at_wall_ns = 0;
-        }
+        if (s->levels && lv >= 1 && lv <= s->nlevels)
+            zerg_level_apply(&s->levels[lv], ZERG_LEVEL_EV_RESET, 0);
         if (lv >= 1 && (lowest == 0 || lv < lowest))
             lowest = lv;
     }

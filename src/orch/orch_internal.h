@@ -25,6 +25,7 @@
 #include "zerg/config.h"
 #include "zerg/graph.h"
 #include "zerg/launcher.h"
+#include "zerg/level_fsm.h"
 #include "zerg/log.h"
 #include "zerg/orchestrator.h"
 #include "zerg/policy.h"

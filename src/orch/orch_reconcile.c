@@ -190,10 +190,7 @@ static zerg_json *snapshot(const struct zerg_orch *o, int thorough,
 static void level_reopen(struct zerg_orch *o, int lvl)
 {
     struct zerg_level_state *ls = &o->s->levels[lvl];
-    if (ls->status == ZERG_LEVEL_COMPLETE) {
-        ls->status = ZERG_LEVEL_RUNNING;
-        ls->completed_at_wall_ns = 0;
-    }
+    zerg_level_apply(ls, ZERG_LEVEL_EV_REOPEN, 0);
     if (o->s->current_level > lvl)
         o->s->current_level = lvl;
     o->level_cursor[lvl] = 0;
@@ -289,11 +286,9 @@ static int apply_level_fix(struct zerg_orch *o, const struct zerg_fix *f)
     case ZERG_FIX_COMPLETE_LEVEL:
         /* The current level is completed by the level transition itself;
          * this fix is for lower levels whose mark was lost. */
-        if (!done || ls->status == ZERG_LEVEL_COMPLETE ||
-            f->level >= s->current_level)
+        if (!done || f->level >= s->current_level)
             return 0;
-        ls->status = ZERG_LEVEL_COMPLETE;
-        return 1;
+        return zerg_level_apply(ls, ZERG_LEVEL_EV_COMPLETE, orch_wall_ns(o));
     default:
         return 0;
     }

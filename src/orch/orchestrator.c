@@ -189,10 +189,8 @@ static ssize_t next_task(struct zerg_orch *o, int64_t now, int64_t *wake)
 static void level_claimed(struct zerg_orch *o, int lvl, int64_t now)
 {
     struct zerg_level_state *ls = &o->s->levels[lvl];
-    if (!o->dag || ls->status != ZERG_LEVEL_PENDING)
+    if (!o->dag || !zerg_level_apply(ls, ZERG_LEVEL_EV_START, orch_wall_ns(o)))
         return;
-    ls->status = ZERG_LEVEL_RUNNING;
-    ls->started_at_wall_ns = orch_wall_ns(o);
     orch_mark_dirty(o);
     orch_checkpoint(o, now, ORCH_SAVE_NOW);
     orch_save_announce(o, lvl);
@@ -308,11 +306,9 @@ static int close_level(struct zerg_orch *o, int lvl, int64_t now)
                    data, "Level %d: all tasks terminal", lvl);
     if (o->cfg->resilience_enabled && orch_reconcile(o, 1, now) > 0)
         return 0; /* a fix may have reopened this or a lower level */
-    if (s->levels[lvl].status != ZERG_LEVEL_COMPLETE) {
-        s->levels[lvl].status = ZERG_LEVEL_COMPLETE;
-        s->levels[lvl].completed_at_wall_ns = orch_wall_ns(o);
+    if (zerg_level_apply(&s->levels[lvl], ZERG_LEVEL_EV_COMPLETE,
+                         orch_wall_ns(o)))
         orch_level_log(o, "level_complete", lvl);
-    }
     return 1;
 }
 
@@ -358,11 +354,7 @@ static void advance_levels(struct zerg_orch *o, int64_t now, int64_t *wake)
         if (s->current_level > o->g->nlevels)
             return;
         struct zerg_level_state *ls = &s->levels[s->current_level];
-        int fresh = ls->status == ZERG_LEVEL_PENDING;
-        if (fresh) {
-            ls->status = ZERG_LEVEL_RUNNING;
-            ls->started_at_wall_ns = orch_wall_ns(o);
-        }
+        int fresh = zerg_level_apply(ls, ZERG_LEVEL_EV_START, orch_wall_ns(o));
         /* Every level transition is durable before it is announced; under
          * dag a level already running was announced at its first claim. */
         orch_checkpoint(o, now, ORCH_SAVE_NOW);
