@@ -491,7 +491,7 @@ static int apply_result(struct zerg_orch *o, const struct zerg_result *rp,
      * heartbeat, timeout) is not the task's failure: the worker's exit
      * decides what happens to it. */
     if (r.outcome != ZERG_OUTCOME_COMPLETE &&
-        (o->stop_asked || (sl && sl->state == SLOT_KILLING)))
+        (o->stop_asked || (sl && slot_going(sl))))
         return 0;
     if (r.outcome == ZERG_OUTCOME_COMPLETE)
         result_complete(o, t, &r, now);

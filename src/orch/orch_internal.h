@@ -47,10 +47,14 @@ enum slot_state {
     SLOT_STARTING, /* spawned, no heartbeat yet */
     SLOT_READY,    /* idle */
     SLOT_BUSY,     /* running `task` */
-    SLOT_KILLING,  /* we asked it to go (`kill` says why); awaiting exit */
-    SLOT_STOPPED,  /* gone: the rush is ending or nothing is left to do */
-    SLOT_RETIRED,  /* gone: respawn cap or spawn retries exhausted */
-    SLOT_CRASHED,  /* gone: crashed with resilience disabled */
+    /* Asked to go, awaiting the exit; each says what the exit means. */
+    SLOT_STOPPING,        /* the rush stops or finishes: a stop */
+    SLOT_KILLING_UNREADY, /* no first heartbeat in time: a failed spawn */
+    SLOT_KILLING_STALE,   /* its heartbeat went stale: a crash (FR-3) */
+    SLOT_KILLING_TIMEOUT, /* its task made no progress: charged (FR-2) */
+    SLOT_STOPPED,         /* gone: the rush is ending or nothing is left */
+    SLOT_RETIRED,         /* gone: respawn cap or spawn retries exhausted */
+    SLOT_CRASHED,         /* gone: crashed with resilience disabled */
     SLOT_NSTATES
 };
 
@@ -69,16 +73,6 @@ enum slot_event {
     SLOT_NEVENTS
 };
 
-/* Why the orchestrator itself killed a worker: decides how its exit is
- * handled. */
-enum kill_reason {
-    KILL_NONE,
-    KILL_READY_TIMEOUT, /* never reported ready: a failed spawn */
-    KILL_HB_STALE,      /* heartbeat stale: handled as a crash (FR-3) */
-    KILL_TASK_TIMEOUT,  /* task stale: charged failure (FR-2) */
-    KILL_STOP,          /* the rush is ending */
-};
-
 /* What an event carries; each event reads only its own fields. */
 struct slot_ev_arg {
     const char *error;                 /* SPAWN_ERR */
@@ -90,9 +84,8 @@ struct slot_ev_arg {
 
 struct slot {
     int id;
-    enum slot_state state;       /* the only truth about the slot */
-    enum kill_reason kill;       /* KILLING: why */
-    enum slot_state killed_from; /* KILLING: the state it was killed in */
+    enum slot_state state; /* the only truth about the slot */
+    int ready;             /* this incarnation sent its first heartbeat */
     struct zerg_proc proc;
     int64_t spawned_at_mono_ns;
     int64_t spawn_at_mono_ns; /* BACKOFF: next spawn allowed */
@@ -121,20 +114,25 @@ struct slot {
 /* A child process exists (not reaped yet). */
 static inline int slot_alive(const struct slot *sl)
 {
-    return sl->state >= SLOT_STARTING && sl->state <= SLOT_KILLING;
+    return sl->state >= SLOT_STARTING && sl->state <= SLOT_KILLING_TIMEOUT;
 }
 
-/* This incarnation has sent its first heartbeat. */
+/* Alive and asked to go: its exit is awaited. */
+static inline int slot_going(const struct slot *sl)
+{
+    return sl->state >= SLOT_STOPPING && sl->state <= SLOT_KILLING_TIMEOUT;
+}
+
+/* Alive, and this incarnation has sent its first heartbeat. */
 static inline int slot_ready(const struct slot *sl)
 {
-    enum slot_state s = sl->state == SLOT_KILLING ? sl->killed_from : sl->state;
-    return s == SLOT_READY || s == SLOT_BUSY;
+    return slot_alive(sl) && sl->ready;
 }
 
 /* Still part of the pool: running, or waiting to be (re)spawned. */
 static inline int slot_in_pool(const struct slot *sl)
 {
-    return sl->state <= SLOT_KILLING;
+    return sl->state <= SLOT_KILLING_TIMEOUT;
 }
 
 #define ORCH_CONFIG_NOTES 16 /* tasks the summary names as config changes */

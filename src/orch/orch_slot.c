@@ -6,6 +6,13 @@
  * cannot happen unless zerg itself is wrong (logged, nothing changes).
  * The persisted worker status is a function of the state (status_of).
  *
+ * A worker asked to go waits for its exit in a state that says what the
+ * exit will mean, so each CHILD_EXIT cell has one outcome:
+ *   STOPPING         a stop: its task requeued, uncharged
+ *   KILLING_UNREADY  a failed spawn
+ *   KILLING_STALE    a crash
+ *   KILLING_TIMEOUT  its task charged, the worker replaced uncounted
+ *
  * The decisions stay in the policies; the actions apply them:
  *   spawn failed (launcher error, exit before ready) -> backoff.delay, or
  *                                                       retired (FR-1)
@@ -39,8 +46,9 @@ struct slot_action {
 };
 
 static const char *const state_names[SLOT_NSTATES] = {
-    "BACKOFF", "STARTING", "READY",   "BUSY",
-    "KILLING", "STOPPED",  "RETIRED", "CRASHED",
+    "BACKOFF",  "STARTING",        "READY",         "BUSY",
+    "STOPPING", "KILLING_UNREADY", "KILLING_STALE", "KILLING_TIMEOUT",
+    "STOPPED",  "RETIRED",         "CRASHED",
 };
 static const char *const event_names[SLOT_NEVENTS] = {
     "SPAWN_DUE", "SPAWN_ERR",  "FIRST_HB", "READY_TIMEOUT",
@@ -48,12 +56,18 @@ static const char *const event_names[SLOT_NEVENTS] = {
     "STOP",      "CHILD_EXIT", "REVIVE",
 };
 static const enum zerg_worker_status status_of[SLOT_NSTATES] = {
-    ZERG_WORKER_BACKOFF, ZERG_WORKER_STARTING, ZERG_WORKER_READY,
-    ZERG_WORKER_BUSY,    ZERG_WORKER_STOPPING, ZERG_WORKER_STOPPED,
-    ZERG_WORKER_RETIRED, ZERG_WORKER_CRASHED,
+    ZERG_WORKER_BACKOFF,  ZERG_WORKER_STARTING, ZERG_WORKER_READY,
+    ZERG_WORKER_BUSY,     ZERG_WORKER_STOPPING, ZERG_WORKER_STOPPING,
+    ZERG_WORKER_STOPPING, ZERG_WORKER_STOPPING, ZERG_WORKER_STOPPED,
+    ZERG_WORKER_RETIRED,  ZERG_WORKER_CRASHED,
 };
-static const char *const kill_names[] = {
-    "none", "ready_timeout", "heartbeat_stale", "task_timeout", "stop"};
+/* worker_exit's killed_by_orchestrator: why it was asked to go. */
+static const char *const kill_names[SLOT_NSTATES] = {
+    [SLOT_STOPPING] = "stop",
+    [SLOT_KILLING_UNREADY] = "ready_timeout",
+    [SLOT_KILLING_STALE] = "heartbeat_stale",
+    [SLOT_KILLING_TIMEOUT] = "task_timeout",
+};
 
 const char *orch_slot_state_name(enum slot_state s)
 {
@@ -92,14 +106,12 @@ static void pool_reduced(struct zerg_orch *o, const struct slot *gone)
                    o->nslots, o->nslots == 1 ? "" : "s");
 }
 
-/* Into KILLING: remember why and from where, then signal. */
-static void kill_slot(struct zerg_orch *o, struct slot *sl,
-                      enum kill_reason why, int sig)
+/* Into one of the going states (which says what the exit will mean),
+ * then signal. */
+static void kill_slot(struct zerg_orch *o, struct slot *sl, enum slot_state to,
+                      int sig)
 {
-    if (sl->state != SLOT_KILLING)
-        sl->killed_from = sl->state;
-    sl->kill = why;
-    enter(o, sl, SLOT_KILLING);
+    enter(o, sl, to);
     if (!sig)
         return;
     /* Where the worker's pids are ours, the task's own process group
@@ -166,8 +178,8 @@ static zerg_json *exit_data(const struct zerg_orch *o, const struct slot *sl,
     zerg_json_set_bool(data, "oom_killed", info->oom_killed);
     zerg_json_set_bool(data, "was_ready", slot_ready(sl));
     zerg_json_set_num(data, "uptime", ORCH_SEC(now - sl->spawned_at_mono_ns));
-    zerg_json_set_str(data, "killed_by_orchestrator",
-                      kill_names[sl->state == SLOT_KILLING ? sl->kill : 0]);
+    const char *kill = kill_names[sl->state];
+    zerg_json_set_str(data, "killed_by_orchestrator", kill ? kill : "none");
     if (sl->task >= 0)
         zerg_json_set_str(data, "task", orch_tid(o, (size_t)sl->task));
     return data;
@@ -273,7 +285,7 @@ static void spawn(struct zerg_orch *o, struct slot *sl,
         orch_slot_event(o, sl, SLOT_EV_SPAWN_ERR, &fail, now);
         return;
     }
-    sl->kill = KILL_NONE;
+    sl->ready = 0;
     sl->spawned_at_mono_ns = now;
     sl->hb_seq = -1;
     sl->hb_change_at_mono_ns = now;
@@ -302,6 +314,7 @@ static void ready(struct zerg_orch *o, struct slot *sl,
     (void)a;
     w->ready_at_wall_ns = orch_wall_ns(o);
     w->spawn_attempt = 0;
+    sl->ready = 1;
     enter(o, sl, SLOT_READY);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "startup_ms",
@@ -318,7 +331,7 @@ static void ready_timeout(struct zerg_orch *o, struct slot *sl,
     zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_ready_timeout",
                    NULL, NULL, "Worker %d did not report ready within %.1fs",
                    sl->id, ORCH_SEC(o->cfg->spawn_ready_timeout_ns));
-    kill_slot(o, sl, KILL_READY_TIMEOUT, SIGKILL);
+    kill_slot(o, sl, SLOT_KILLING_UNREADY, SIGKILL);
 }
 
 static void assign(struct zerg_orch *o, struct slot *sl,
@@ -341,7 +354,7 @@ static void task_done(struct zerg_orch *o, struct slot *sl,
     enter(o, sl, SLOT_READY);
 }
 
-/* KILLING: the task's result arrived after all; the exit decides the
+/* Going: the task's result arrived after all; the exit decides the
  * rest. */
 static void drop_task(struct zerg_orch *o, struct slot *sl,
                       const struct slot_ev_arg *a, int64_t now)
@@ -354,14 +367,14 @@ static void hb_stale(struct zerg_orch *o, struct slot *sl,
                      const struct slot_ev_arg *a, int64_t now)
 {
     (void)a, (void)now;
-    kill_slot(o, sl, KILL_HB_STALE, SIGKILL);
+    kill_slot(o, sl, SLOT_KILLING_STALE, SIGKILL);
 }
 
 static void task_stale(struct zerg_orch *o, struct slot *sl,
                        const struct slot_ev_arg *a, int64_t now)
 {
     (void)a, (void)now;
-    kill_slot(o, sl, KILL_TASK_TIMEOUT, SIGKILL);
+    kill_slot(o, sl, SLOT_KILLING_TIMEOUT, SIGKILL);
 }
 
 /* Alive: told to go through the assignment file, signalled when sig. */
@@ -372,7 +385,7 @@ static void stop(struct zerg_orch *o, struct slot *sl,
     struct zerg_assign stop_all = {.epoch = sl->proc.epoch, .stop = 1};
     snprintf(stop_all.run_id, sizeof stop_all.run_id, "%s", o->s->run_id);
     zerg_proto_write_assign(o->run_dir, sl->id, &stop_all, NULL);
-    kill_slot(o, sl, KILL_STOP, a->sig);
+    kill_slot(o, sl, SLOT_STOPPING, a->sig);
 }
 
 static void stop_idle(struct zerg_orch *o, struct slot *sl,
@@ -391,8 +404,9 @@ static void revive(struct zerg_orch *o, struct slot *sl,
 }
 
 static void exit_stopped(struct zerg_orch *o, struct slot *sl,
-                         const struct zerg_exit_info *info, int64_t now)
+                         const struct slot_ev_arg *a, int64_t now)
 {
+    const struct zerg_exit_info *info = a->exit;
     char what[256];
     describe_exit(info, what, sizeof what);
     zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "worker_exit", NULL,
@@ -416,8 +430,9 @@ static void exit_stopped(struct zerg_orch *o, struct slot *sl,
  * worker's "cannot set up" (unreadable graph or config): starting it
  * again cannot help. */
 static void exit_unready(struct zerg_orch *o, struct slot *sl,
-                         const struct zerg_exit_info *info, int64_t now)
+                         const struct slot_ev_arg *a, int64_t now)
 {
+    const struct zerg_exit_info *info = a->exit;
     char what[256], why[512];
     describe_exit(info, what, sizeof what);
     worker_log_tail(o, sl->id, what, why, sizeof why);
@@ -468,64 +483,56 @@ static void respawn_or_retire(struct zerg_orch *o, struct slot *sl,
     pool_reduced(o, sl);
 }
 
-/* The running task's share of a crash: uncharged (FR-5), or charged when
- * we killed it for making no progress (FR-2). */
-static void crash_task(struct zerg_orch *o, struct slot *sl,
-                       const struct zerg_exit_info *info, const char *what,
-                       int64_t now)
+/* A crash (an exit after ready, or after a stale heartbeat): the running
+ * task is requeued uncharged (FR-5), the worker replaced or retired. */
+static void exit_crashed(struct zerg_orch *o, struct slot *sl,
+                         const struct slot_ev_arg *a, int64_t now)
 {
-    size_t t = (size_t)sl->task;
-    enum kill_reason k = sl->state == SLOT_KILLING ? sl->kill : KILL_NONE;
-    char err[320];
-    orch_pool_add_unfinished(o, sl);
-    if (k == KILL_TASK_TIMEOUT) {
-        snprintf(err, sizeof err, "no progress for %.1fs",
-                 ORCH_SEC(now - sl->progress_at_mono_ns));
-        orch_task_failure(o, t, "timeout", -1, SIGKILL, err, now);
-        return;
+    char what[256], err[320];
+    describe_exit(a->exit, what, sizeof what);
+    o->s->metrics.worker_crashes++;
+    zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_crash", NULL,
+                   exit_data(o, sl, a->exit, now), "Worker %d crashed (%s)%s",
+                   sl->id, what, sl->task >= 0 ? " while running a task" : "");
+    if (sl->task >= 0) {
+        orch_pool_add_unfinished(o, sl);
+        snprintf(err, sizeof err, "worker %d %s", sl->id, what);
+        orch_task_failure(o, (size_t)sl->task,
+                          sl->state == SLOT_KILLING_STALE ? "heartbeat_stale"
+                                                          : "crash",
+                          a->exit->exit_code, a->exit->signal, err, now);
     }
-    snprintf(err, sizeof err, "worker %d %s", sl->id, what);
-    orch_task_failure(o, t, k == KILL_HB_STALE ? "heartbeat_stale" : "crash",
-                      info->exit_code, info->signal, err, now);
+    sl->task = -1;
+    if (o->cfg->resilience_enabled)
+        respawn_or_retire(o, sl, a->exit, now);
+    else
+        enter(o, sl, SLOT_CRASHED);
 }
 
-static void exit_crashed(struct zerg_orch *o, struct slot *sl,
-                         const struct zerg_exit_info *info, int64_t now)
+/* Killed for a task without progress: the task is charged (FR-2); the
+ * kill was ours, not the worker's fault, so it is replaced uncounted. */
+static void exit_timed_out(struct zerg_orch *o, struct slot *sl,
+                           const struct slot_ev_arg *a, int64_t now)
 {
-    int timeout = sl->state == SLOT_KILLING && sl->kill == KILL_TASK_TIMEOUT;
-    char what[256];
-    describe_exit(info, what, sizeof what);
-    if (!timeout)
-        o->s->metrics.worker_crashes++;
+    char what[256], err[320];
+    describe_exit(a->exit, what, sizeof what);
     zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_crash", NULL,
-                   exit_data(o, sl, info, now), "Worker %d crashed (%s)%s",
+                   exit_data(o, sl, a->exit, now), "Worker %d crashed (%s)%s",
                    sl->id, what, sl->task >= 0 ? " while running a task" : "");
-    if (sl->task >= 0)
-        crash_task(o, sl, info, what, now);
+    if (sl->task >= 0) {
+        orch_pool_add_unfinished(o, sl);
+        snprintf(err, sizeof err, "no progress for %.1fs",
+                 ORCH_SEC(now - sl->progress_at_mono_ns));
+        orch_task_failure(o, (size_t)sl->task, "timeout", -1, SIGKILL, err,
+                          now);
+    }
     sl->task = -1;
-    if (!o->cfg->resilience_enabled) {
-        enter(o, sl, SLOT_CRASHED);
-    } else if (timeout) {
-        /* Our own kill, not the worker's fault: replace it uncounted. */
+    if (o->cfg->resilience_enabled) {
         sl->spawn_at_mono_ns = now;
         enter(o, sl, SLOT_BACKOFF);
     } else {
-        respawn_or_retire(o, sl, info, now);
+        enter(o, sl, SLOT_CRASHED);
     }
-}
-
-/* CHILD_EXIT from a live state: how it ends depends on how it got here. */
-static void child_exit(struct zerg_orch *o, struct slot *sl,
-                       const struct slot_ev_arg *a, int64_t now)
-{
-    int killing = sl->state == SLOT_KILLING;
-    if ((killing && sl->kill == KILL_STOP) ||
-        (o->run_state == RUN_FINISHING && sl->task < 0))
-        exit_stopped(o, sl, a->exit, now);
-    else if (!slot_ready(sl))
-        exit_unready(o, sl, a->exit, now);
-    else
-        exit_crashed(o, sl, a->exit, now);
 }
 
 /* ---- the table -------------------------------------------------------- */
@@ -537,29 +544,35 @@ static const struct slot_action
     SPAWN  = {"spawn", spawn, "STARTING (or SPAWN_ERR)"},
     SFAIL  = {"spawn_failed", spawn_failed, "BACKOFF / RETIRED"},
     READY  = {"ready", ready, "READY"},
-    RTIME  = {"kill", ready_timeout, "KILLING (ready_timeout)"},
+    RTIME  = {"kill", ready_timeout, "KILLING_UNREADY"},
     ASSIGN = {"assign", assign, "BUSY"},
     DONE   = {"task_done", task_done, "READY"},
-    DROP   = {"drop_task", drop_task, "KILLING"},
-    HBST   = {"kill", hb_stale, "KILLING (heartbeat_stale)"},
-    TKST   = {"kill", task_stale, "KILLING (task_timeout)"},
-    STOP   = {"stop", stop, "KILLING (stop)"},
+    DROP   = {"drop_task", drop_task, NULL},
+    HBST   = {"kill", hb_stale, "KILLING_STALE"},
+    TKST   = {"kill", task_stale, "KILLING_TIMEOUT"},
+    STOP   = {"stop", stop, "STOPPING"},
     STOPI  = {"stop", stop_idle, "STOPPED"},
-    EXIT   = {"exit", child_exit, "STOPPED / BACKOFF / RETIRED / CRASHED"},
+    XSTOP  = {"stopped", exit_stopped, "STOPPED (BACKOFF if work came back)"},
+    XSPAWN = {"spawn_failed", exit_unready, "BACKOFF / RETIRED"},
+    XCRASH = {"crashed", exit_crashed, "BACKOFF / RETIRED / STOPPED / CRASHED"},
+    XTIME  = {"timed_out", exit_timed_out, "BACKOFF / CRASHED"},
     REVIVE = {"revive", revive, "BACKOFF"};
 
 /* Every (state, event) pair; docs/wiki/Resilience-Architecture.md shows
  * it rendered with the names and targets above. */
 static const struct slot_action *const slot_table[SLOT_NSTATES][SLOT_NEVENTS] = {
-/*                 SPAWN_DUE SPAWN_ERR FIRST_HB READY_TO ASSIGN   TASK_DONE HB_STALE TASK_STALE STOP    CHILD_EXIT REVIVE */
-[SLOT_BACKOFF]  = {&SPAWN,   &SFAIL,   &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &STOPI, &BAD,      &NOP},
-[SLOT_STARTING] = {&NOP,     &BAD,     &READY,  &RTIME,  &BAD,    &BAD,     &NOP,    &NOP,      &STOP,  &EXIT,     &NOP},
-[SLOT_READY]    = {&NOP,     &BAD,     &NOP,    &NOP,    &ASSIGN, &BAD,     &HBST,   &NOP,      &STOP,  &EXIT,     &NOP},
-[SLOT_BUSY]     = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &DONE,    &HBST,   &TKST,     &STOP,  &EXIT,     &NOP},
-[SLOT_KILLING]  = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &DROP,    &NOP,    &NOP,      &STOP,  &EXIT,     &NOP},
-[SLOT_STOPPED]  = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &NOP,   &BAD,      &REVIVE},
-[SLOT_RETIRED]  = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &NOP,   &BAD,      &NOP},
-[SLOT_CRASHED]  = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &NOP,   &BAD,      &NOP},
+/*                        SPAWN_DUE SPAWN_ERR FIRST_HB READY_TO ASSIGN   TASK_DONE HB_STALE TASK_STALE STOP    CHILD_EXIT REVIVE */
+[SLOT_BACKOFF]         = {&SPAWN,   &SFAIL,   &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &STOPI, &BAD,      &NOP},
+[SLOT_STARTING]        = {&NOP,     &BAD,     &READY,  &RTIME,  &BAD,    &BAD,     &NOP,    &NOP,      &STOP,  &XSPAWN,   &NOP},
+[SLOT_READY]           = {&NOP,     &BAD,     &NOP,    &NOP,    &ASSIGN, &BAD,     &HBST,   &NOP,      &STOP,  &XCRASH,   &NOP},
+[SLOT_BUSY]            = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &DONE,    &HBST,   &TKST,     &STOP,  &XCRASH,   &NOP},
+[SLOT_STOPPING]        = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &DROP,    &NOP,    &NOP,      &STOP,  &XSTOP,    &NOP},
+[SLOT_KILLING_UNREADY] = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &STOP,  &XSPAWN,   &NOP},
+[SLOT_KILLING_STALE]   = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &DROP,    &NOP,    &NOP,      &STOP,  &XCRASH,   &NOP},
+[SLOT_KILLING_TIMEOUT] = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &DROP,    &NOP,    &NOP,      &STOP,  &XTIME,    &NOP},
+[SLOT_STOPPED]         = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &NOP,   &BAD,      &REVIVE},
+[SLOT_RETIRED]         = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &NOP,   &BAD,      &NOP},
+[SLOT_CRASHED]         = {&NOP,     &BAD,     &NOP,    &NOP,    &BAD,    &BAD,     &NOP,    &NOP,      &NOP,   &BAD,      &NOP},
 };
 /* clang-format on */
 

@@ -23,7 +23,8 @@ static void test_slot_table_in_docs(void **state)
     tu_check_doc_table("docs/wiki/Resilience-Architecture.md", "slot", buf);
 }
 
-/* Every state has a name, and the helpers agree with the states. */
+/* Every state has a name, and the helpers agree with the states: ready
+ * is a fact of the live incarnation, not a state it was killed from. */
 static void test_slot_state_predicates(void **state)
 {
     (void)state;
@@ -31,16 +32,18 @@ static void test_slot_state_predicates(void **state)
     for (int s = 0; s < SLOT_NSTATES; s++) {
         sl.state = (enum slot_state)s;
         assert_string_not_equal(orch_slot_state_name(sl.state), "?");
-        int alive = s == SLOT_STARTING || s == SLOT_READY || s == SLOT_BUSY ||
-                    s == SLOT_KILLING;
+        int going = s == SLOT_STOPPING || s == SLOT_KILLING_UNREADY ||
+                    s == SLOT_KILLING_STALE || s == SLOT_KILLING_TIMEOUT;
+        int alive =
+            s == SLOT_STARTING || s == SLOT_READY || s == SLOT_BUSY || going;
         assert_int_equal(slot_alive(&sl), alive);
+        assert_int_equal(slot_going(&sl), going);
         assert_int_equal(slot_in_pool(&sl), alive || s == SLOT_BACKOFF);
+        sl.ready = 1;
+        assert_int_equal(slot_ready(&sl), alive);
+        sl.ready = 0;
+        assert_false(slot_ready(&sl));
     }
-    sl.state = SLOT_KILLING;
-    sl.killed_from = SLOT_BUSY;
-    assert_true(slot_ready(&sl));
-    sl.killed_from = SLOT_STARTING;
-    assert_false(slot_ready(&sl));
 }
 
 static void test_refused_event_logged_whole(void **state)

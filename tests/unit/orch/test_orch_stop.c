@@ -132,7 +132,7 @@ static void test_term_then_kill_after_the_grace(void **state)
      * task's group is not killed from here. */
     assert_int_equal(x->fake.kills, 1);
     assert_int_equal(x->fake.last_sig, ZERG_CANCEL_GRACEFUL);
-    assert_int_equal(x->o->slots[0].state, SLOT_KILLING);
+    assert_int_equal(x->o->slots[0].state, SLOT_STOPPING);
     assert_true(untouched(g));
     /* The deadline is a timer of the tick: it asks to be woken then. */
     int64_t deadline = x->now + S(10) + ORCH_STOP_MARGIN_NS;

@@ -514,7 +514,7 @@ static void test_retry_while_finishing_runs(void **st)
     }
     tick(x);
     assert_int_equal(status_of(x, "A-L1-002"), ZERG_TASK_FAILED);
-    assert_int_equal(x->o->slots[0].state, SLOT_KILLING); /* told to stop */
+    assert_int_equal(x->o->slots[0].state, SLOT_STOPPING); /* told to stop */
     assert_int_equal(
         zerg_retry_request_write(x->state_dir, "t", NULL, 0, 1, &err), 0);
     char name[300] = "";
