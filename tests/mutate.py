@@ -57,11 +57,11 @@ MUTATIONS = {
         "the bundled retry policy charging crashes",
     ),
     "backoff-cap": (
-        "src/lua/policy_hooks.c",
-        "return d > max ? max : d;",
-        "return d;",
-        "unit.test_policy_parity|unit.test_policy$",
-        "the C backoff fallback without its cap",
+        "policies/backoff.lua",
+        "    if d > opts.max then\n        d = opts.max\n    end",
+        "    if false then\n        d = opts.max\n    end",
+        "unit.test_policy$",
+        "the bundled backoff without its cap",
     ),
     "serialize": (
         "src/orch/orchestrator.c",

@@ -41,10 +41,10 @@ int zerg_policy_reload(struct zerg_policy *p);
 /* Policy failures so far (for metrics). */
 int64_t zerg_policy_error_count(const struct zerg_policy *p);
 
-/* For tests and parity checks only: while on is non-zero every decision
- * skips the override and the bundled Lua and uses the rule written in C,
- * the one a decision falls back to when both fail (why.policy is
- * "builtin", file "(built in)").  Nothing is counted or logged as a
+/* For tests only: while on is non-zero every decision skips the override
+ * and the bundled Lua and takes the fixed safe answer, the one a decision
+ * falls back to when both fail (why.policy is "builtin", file "(built
+ * in)").  Nothing is counted or logged as a
  * policy_error.  Off after zerg_policy_new; the core never turns it on. */
 void zerg_policy_force_builtin(struct zerg_policy *p, int on);
 

@@ -6,8 +6,10 @@
  * struct holding its inputs and outputs.  zerg_policy_run calls `push`
  * (the arguments) and `read` (validate and store the answer; raise when
  * it is unusable) inside a protected call, first against the project's
- * override, then the bundled policy, and finally `builtin`, the same rule
- * in C, should both fail. */
+ * override, then the bundled policy, and finally `builtin` should both
+ * fail: a fixed safe answer, never a copy of the policy (each decision
+ * has one implementation, in Lua; test_policy_builtin.c holds the
+ * answers, docs/wiki/Policy-API.md lists them). */
 #ifndef ZERG_LUA_POLICY_CALL_H
 #define ZERG_LUA_POLICY_CALL_H
 

@@ -1,8 +1,9 @@
 /* policy_hooks.c - the decisions of include/zerg/policy.h other than
  * reconciliation: backoff.delay, stale.task, stale.worker, respawn.decide
  * and retry.decide.  For each: the arguments pushed to Lua, the checks and
- * clamps on the answer, the same rule in C for when Lua fails, and the
- * `why` returned to the caller.  The machinery: policy.c. */
+ * clamps on the answer, the fixed safe answer for when even the bundled
+ * Lua fails (`builtin`: never a copy of the policy, see policy_call.h),
+ * and the `why` returned to the caller.  The machinery: policy.c. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,21 +98,12 @@ static void backoff_read(lua_State *L, struct zerg_policy_call *c, int first,
     b->delay = check_delay(L, c, first, &b->clamped);
 }
 
-static double backoff_formula(enum zerg_backoff s, double base, double max,
-                              int attempt)
-{
-    int n = attempt < 1 ? 1 : attempt;
-    double d = s == ZERG_BACKOFF_LINEAR  ? base * n
-               : s == ZERG_BACKOFF_FIXED ? base
-                                         : base * pow(2.0, n - 1);
-    return d > max ? max : d;
-}
-
+/* Fixed: the longest wait the config allows for the kind.  Waiting long
+ * is never a retry storm, and the config names the bound. */
 static void backoff_builtin(struct zerg_policy_call *c)
 {
     struct backoff_call *b = (struct backoff_call *)c;
-    b->delay = clamp_delay(
-        backoff_formula(b->strategy, b->base, b->max, b->attempt), &b->clamped);
+    b->delay = clamp_delay(b->max, &b->clamped);
 }
 
 static void backoff_init(struct backoff_call *b, struct zerg_policy *p,
@@ -201,21 +193,14 @@ static void stale_read(lua_State *L, struct zerg_policy_call *c, int first,
     read_verdict(L, c, first, nres, &s->stale, s->reason, sizeof s->reason);
 }
 
-/* stale.task and stale.worker; the reason as the Lua words it. */
+/* Fixed: stale once the configured threshold has passed, the meaning of
+ * the config key itself (a policy may only refine it). */
 static void stale_builtin(struct zerg_policy_call *c)
 {
     struct stale_call *s = (struct stale_call *)c;
-    double age = s->now - s->last;
-    char why[128] = "";
-    s->stale = age >= s->threshold;
-    if (s->stale && s->is_task)
-        snprintf(why, sizeof why, "no progress for %.1fs (timeout %gs)", age,
-                 s->threshold);
-    else if (s->stale)
-        snprintf(why, sizeof why,
-                 "heartbeat unchanged for %.1fs (threshold %gs)", age,
-                 s->threshold);
-    copy_reason(s->reason, sizeof s->reason, why);
+    s->stale = s->now - s->last >= s->threshold;
+    copy_reason(s->reason, sizeof s->reason,
+                s->stale ? "threshold passed (builtin)" : "");
 }
 
 static void stale_why(const struct stale_call *s, zerg_json **why)
@@ -319,18 +304,14 @@ static void respawn_read(lua_State *L, struct zerg_policy_call *c, int first,
     read_verdict(L, c, first, nres, &r->respawn, r->reason, sizeof r->reason);
 }
 
-/* As respawn.lua, which reads only work_left == 0 as no work. */
+/* Fixed: no respawn.  The slot retires (the run goes on with the others,
+ * and ends failed, resumable, when none is left): a broken policy cannot
+ * turn into a respawn loop. */
 static void respawn_builtin(struct zerg_policy_call *c)
 {
     struct respawn_call *r = (struct respawn_call *)c;
-    const struct zerg_config *cfg = zerg_policy_config(c->p);
-    const char *why = !cfg->auto_respawn ? "auto_respawn disabled"
-                      : r->in->respawn_count >= cfg->max_respawn_attempts
-                          ? "respawn cap reached"
-                      : r->in->work_left == 0 ? "no work left"
-                                              : NULL;
-    r->respawn = why == NULL;
-    snprintf(r->reason, sizeof r->reason, "%s", why ? why : "work left");
+    r->respawn = 0;
+    snprintf(r->reason, sizeof r->reason, "no respawn (builtin)");
 }
 
 int zerg_policy_respawn(struct zerg_policy *p, const struct zerg_respawn_in *in,
@@ -446,30 +427,18 @@ static void retry_read(lua_State *L, struct zerg_policy_call *c, int first,
     lua_pop(L, 2);
 }
 
+/* Fixed: no retry; the task fails and `zerg retry` brings it back.  The
+ * charge is the failure class's own (include/zerg/failure.h): a crash
+ * stays uncharged, whoever decides. */
 static void retry_builtin(struct zerg_policy_call *c)
 {
     struct retry_call *r = (struct retry_call *)c;
-    const struct zerg_retry_in *in = r->in;
-    const struct zerg_config *cfg = zerg_policy_config(c->p);
-    struct zerg_retry_out *out = r->out;
-    const char *kind = in->failure ? in->failure : "exit";
-    *out = (struct zerg_retry_out){0};
+    enum zerg_failure_class fc = zerg_failure_class_of_kind(r->in->failure);
+    *r->out = (struct zerg_retry_out){
+        .charge = zerg_failure_class_charged(fc),
+    };
     r->clamped = 0; /* a failed read may have set it */
-    if (strcmp(kind, "crash") == 0 || strcmp(kind, "heartbeat_stale") == 0) {
-        out->retry = in->crash_count < cfg->max_task_crashes;
-        copy_reason(out->reason, sizeof out->reason,
-                    out->retry ? kind : "crash_loop");
-        return;
-    }
-    out->charge = 1;
-    out->retry = in->retry_count < cfg->retry_attempts;
-    copy_reason(out->reason, sizeof out->reason,
-                out->retry ? kind : "retries_exhausted");
-    if (out->retry)
-        out->delay_ns = zerg_s_to_ns(clamp_delay(
-            backoff_formula(cfg->backoff_strategy, secs(cfg->backoff_base_ns),
-                            secs(cfg->backoff_max_ns), in->retry_count + 1),
-            &r->clamped));
+    copy_reason(r->out->reason, sizeof r->out->reason, "no retry (builtin)");
 }
 
 static void retry_why(const struct retry_call *r, int delay_override,

@@ -4,8 +4,8 @@
  * scope.decide (paths outside files.create and files.modify, DESIGN
  * section 13), scope.config (zerg's own configuration changed) and
  * scope.missing (declared outputs never made, section 18).  The arguments
- * pushed to Lua, the check on the verdict, the same rules in C for when
- * Lua fails, and the `why` returned to the caller.  The machinery:
+ * pushed to Lua, the check on the verdict, the fixed answer for when even
+ * the bundled Lua fails, and the `why` returned to the caller.  The machinery:
  * policy.c. */
 #include <stdio.h>
 #include <string.h>
@@ -31,14 +31,20 @@ const char *zerg_scope_verdict_name(enum zerg_scope_verdict v)
     return (unsigned)v < NVERDICTS ? verdict_names[v] : "unknown";
 }
 
-/* The hooks: name and the bundled verdict. */
+/* The hooks: name, the bundled verdict, and the fixed answer's words
+ * (scope_builtin: a count of the paths follows). */
 static const struct {
     const char *hook, *full;
     enum zerg_scope_verdict verdict;
+    const char *builtin;
 } hooks[] = {
-    [ZERG_SCOPE_DECIDE] = {"decide", "scope.decide", ZERG_SCOPE_WARN},
-    [ZERG_SCOPE_CONFIG] = {"config", "scope.config", ZERG_SCOPE_WARN},
-    [ZERG_SCOPE_MISSING] = {"missing", "scope.missing", ZERG_SCOPE_FAIL},
+    [ZERG_SCOPE_DECIDE] = {"decide", "scope.decide", ZERG_SCOPE_WARN,
+                           "out of scope"},
+    [ZERG_SCOPE_CONFIG] = {"config", "scope.config", ZERG_SCOPE_WARN,
+                           "changes zerg's own configuration: review "
+                           "before merging"},
+    [ZERG_SCOPE_MISSING] = {"missing", "scope.missing", ZERG_SCOPE_FAIL,
+                            "missing_output: files.create not made"},
 };
 
 #define NHOOKS (sizeof hooks / sizeof *hooks)
@@ -152,66 +158,18 @@ static void scope_read(lua_State *L, struct zerg_policy_call *c, int first,
     }
 }
 
-/* ---- the same rule in C ---------------------------------------------- */
+/* ---- the fixed answer ------------------------------------------------ */
 
-/* Appends src to buf (size bytes, *len used), as much as fits. */
-static void append(char *buf, size_t size, size_t *len, const char *src)
-{
-    size_t n = strlen(src);
-    if (n > size - 1 - *len)
-        n = size - 1 - *len;
-    memcpy(buf + *len, src, n);
-    *len += n;
-    buf[*len] = '\0';
-}
-
-/* Appends "a, b, c and M more" (SCOPE_LISTED paths named). */
-static void append_listing(char *buf, size_t size, size_t *len,
-                           const struct scope_call *s)
-{
-    char num[48];
-    size_t shown = s->npaths < SCOPE_LISTED ? s->npaths : SCOPE_LISTED;
-    for (size_t i = 0; i < shown; i++) {
-        if (i)
-            append(buf, size, len, ", ");
-        append(buf, size, len, s->paths[i] ? s->paths[i] : "");
-    }
-    if (s->npaths > shown) {
-        snprintf(num, sizeof num, " and %zu more", s->npaths - shown);
-        append(buf, size, len, num);
-    }
-}
-
-/* As scope.lua: decide "N path(s) out of scope: a, b, c and M more",
- * config "changes zerg's own configuration: review before merging (a,
- * ...)", missing "missing_output: files.create not made: a, ...".  text
- * holds one byte past the cut, enough for cut_copy to see whether the cut
- * falls inside a UTF-8 sequence. */
+/* When even the bundled scope.lua fails: the hook's documented default
+ * verdict (decide and config warn, missing fails) and its words with a
+ * count of the paths; the event carries the paths themselves. */
 static void scope_builtin(struct zerg_policy_call *c)
 {
     struct scope_call *s = (struct scope_call *)c;
-    char text[SCOPE_REASON_MAX + 2], num[48];
-    size_t len = 0;
     s->verdict = hooks[s->hook].verdict;
-    text[0] = '\0';
-    if (s->hook == ZERG_SCOPE_CONFIG) {
-        append(text, sizeof text, &len,
-               "changes zerg's own configuration: review before merging (");
-        append_listing(text, sizeof text, &len, s);
-        append(text, sizeof text, &len, ")");
-    } else if (s->hook == ZERG_SCOPE_MISSING) {
-        append(text, sizeof text, &len,
-               "missing_output: files.create not made: ");
-        append_listing(text, sizeof text, &len, s);
-    } else {
-        snprintf(num, sizeof num, "%zu %s out of scope", s->npaths,
-                 s->npaths == 1 ? "path" : "paths");
-        append(text, sizeof text, &len, num);
-        if (s->npaths)
-            append(text, sizeof text, &len, ": ");
-        append_listing(text, sizeof text, &len, s);
-    }
-    cut_copy(s->reason, sizeof s->reason, text, SCOPE_REASON_MAX);
+    snprintf(s->reason, sizeof s->reason, "%s (%zu %s, builtin)",
+             hooks[s->hook].builtin, s->npaths,
+             s->npaths == 1 ? "path" : "paths");
 }
 
 /* ---- the decision ---------------------------------------------------- */

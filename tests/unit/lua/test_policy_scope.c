@@ -4,7 +4,7 @@
  * its reason, what an override sees and how it decides (a project that
  * fails on secrets/), every bad answer and broken override falling back
  * to the bundled "warn" with a policy_error, and the reason's cut.  The
- * C copy of the rule: test_policy_parity.c. */
+ * fixed answer for when even the Lua fails: test_policy_builtin.c. */
 #include "testutil.h"
 
 #include <limits.h>
@@ -386,7 +386,8 @@ static void test_override_load_errors(void **state)
     assert_true(tu_contains(err.msg, "did you mean 'scope.lua'?"));
 }
 
-/* Forcing the C rule: the same verdict and reason, decided "builtin". */
+/* Forcing the fixed answer: the bundled default verdict and the hook's
+ * words with a count, decided "builtin". */
 static void test_builtin(void **state)
 {
     (void)state;
@@ -397,7 +398,7 @@ static void test_builtin(void **state)
     char reason[256];
     zerg_json *why = NULL;
     assert_int_equal(decide(p, paths, 4, reason, &why), ZERG_SCOPE_WARN);
-    assert_string_equal(reason, "4 paths out of scope: a, b, c and 1 more");
+    assert_string_equal(reason, "out of scope (4 paths, builtin)");
     assert_string_equal(why_str(why, "policy"), "builtin");
     assert_string_equal(why_str(why, "file"), "(built in)");
     zerg_json_free(why);
@@ -514,7 +515,7 @@ static void test_override_config_and_missing(void **state)
 }
 
 /* A broken answer of the new hooks falls back to the bundled verdict;
- * with even the Lua gone, the C rule gives the same answers. */
+ * with even the Lua gone, the fixed answer keeps the default verdicts. */
 static void test_new_hooks_fall_back(void **state)
 {
     (void)state;
@@ -532,14 +533,14 @@ static void test_new_hooks_fall_back(void **state)
     zerg_policy_force_builtin(p, 1);
     assert_int_equal(hook(p, ZERG_SCOPE_MISSING, paths, 1, reason, &why),
                      ZERG_SCOPE_FAIL);
-    assert_string_equal(reason,
-                        "missing_output: files.create not made: src/auth.c");
+    assert_string_equal(reason, "missing_output: files.create not made (1 "
+                                "path, builtin)");
     assert_string_equal(why_str(why, "policy"), "builtin");
     zerg_json_free(why);
     assert_int_equal(hook(p, ZERG_SCOPE_CONFIG, paths, 1, reason, NULL),
                      ZERG_SCOPE_WARN);
     assert_string_equal(reason, "changes zerg's own configuration: review "
-                                "before merging (src/auth.c)");
+                                "before merging (1 path, builtin)");
     zerg_policy_free(p);
 }
 
