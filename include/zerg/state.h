@@ -107,18 +107,44 @@ struct zerg_level_state {
     int64_t completed_at_wall_ns;
 };
 
+/* The run's counters, one table: the struct, the state document's
+ * `metrics` (written and read by name) and `zerg status` (in this order)
+ * all come from it.  stale_detections counts tasks and workers found
+ * stale, task_reassignments crashes whose task was requeued uncharged,
+ * task_retries charged retries, results_fenced stale results rejected. */
+#define ZERG_METRICS(X)                                                        \
+    X(stale_detections)                                                        \
+    X(task_reassignments)                                                      \
+    X(worker_respawns)                                                         \
+    X(spawn_retries)                                                           \
+    X(policy_errors)                                                           \
+    X(worker_crashes)                                                          \
+    X(task_timeouts)                                                           \
+    X(task_retries)                                                            \
+    X(results_fenced)                                                          \
+    X(reconcile_fixes)
+
 struct zerg_metrics {
-    int64_t stale_detections;   /* tasks + workers found stale */
-    int64_t task_reassignments; /* crash -> task requeued uncharged */
-    int64_t worker_respawns;
-    int64_t spawn_retries;
-    int64_t worker_crashes;
-    int64_t task_timeouts;
-    int64_t task_retries; /* charged retries */
-    int64_t policy_errors;
-    int64_t results_fenced; /* stale results rejected */
-    int64_t reconcile_fixes;
+#define ZERG_METRIC_FIELD(f) int64_t f;
+    ZERG_METRICS(ZERG_METRIC_FIELD)
+#undef ZERG_METRIC_FIELD
 };
+
+/* The metrics by name, in the table's order. */
+struct zerg_metric_field {
+    const char *name;
+    size_t off; /* of an int64_t in struct zerg_metrics */
+};
+extern const struct zerg_metric_field zerg_metric_fields[];
+extern const size_t zerg_nmetrics;
+static inline int64_t *zerg_metric_at(struct zerg_metrics *m, size_t i)
+{
+    return (int64_t *)((char *)m + zerg_metric_fields[i].off);
+}
+static inline int64_t zerg_metric_get(const struct zerg_metrics *m, size_t i)
+{
+    return *(const int64_t *)((const char *)m + zerg_metric_fields[i].off);
+}
 
 /* A ref zerg created (DESIGN §18): its full name and the oid zerg last set
  * it to.  `zerg cleanup` deletes only these. */

@@ -22,6 +22,10 @@ void zerg_last_line(const char *text, char *buf, size_t size);
 void zerg_text_append(char *buf, size_t size, size_t *off, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Copies src into dst (size bytes), cut at max bytes and never inside a
+ * UTF-8 sequence: a cut name or reason stays valid UTF-8 (and JSON). */
+void zerg_text_cut(char *dst, size_t size, const char *src, size_t max);
+
 /* Where the last `lines` lines of text[0..len) start (a final newline
  * does not count as a line of its own). */
 size_t zerg_text_tail_start(const char *text, size_t len, size_t lines);

@@ -72,3 +72,19 @@ size_t zerg_text_tail_start(const char *text, size_t len, size_t lines)
         i--;
     return i;
 }
+
+void zerg_text_cut(char *dst, size_t size, const char *src, size_t max)
+{
+    if (size == 0)
+        return;
+    size_t n = strlen(src);
+    if (max > size - 1)
+        max = size - 1;
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+            n--;
+    }
+    memmove(dst, src, n);
+    dst[n] = '\0';
+}

@@ -245,9 +245,10 @@ static void print_health(FILE *out, const struct view *v,
     for (int i = 0; i < h->n; i++)
         fprintf(out, "%s%s", i ? "; " : " - ", h->reasons[i]);
     fputs("\n ", out);
-    for (size_t i = 0; i < sv_nmetrics; i++)
-        fprintf(out, " %s=%lld%s", sv_metrics[i].name,
-                (long long)sv_metric(&v->s.metrics, i), i == 4 ? "\n " : "");
+    for (size_t i = 0; i < zerg_nmetrics; i++)
+        fprintf(out, " %s=%lld%s", zerg_metric_fields[i].name,
+                (long long)zerg_metric_get(&v->s.metrics, i),
+                i == 4 ? "\n " : "");
     fputc('\n', out);
 }
 

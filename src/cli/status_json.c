@@ -109,9 +109,9 @@ static zerg_json *json_health(const struct view *v)
     int bad = !o || !why || !m;
     for (int i = 0; !bad && i < h.n; i++)
         bad = zerg_json_push(why, zerg_json_str(h.reasons[i])) != 0;
-    for (size_t i = 0; !bad && i < sv_nmetrics; i++)
-        bad = zerg_json_set_num(m, sv_metrics[i].name,
-                                (double)sv_metric(&v->s.metrics, i)) != 0;
+    for (size_t i = 0; !bad && i < zerg_nmetrics; i++)
+        bad = zerg_json_set_num(m, zerg_metric_fields[i].name,
+                                (double)zerg_metric_get(&v->s.metrics, i)) != 0;
     if (!bad && !zerg_json_set_str(o, "verdict", h.verdict)) {
         bad = zerg_json_set(o, "reasons", why);
         why = NULL;

@@ -200,24 +200,6 @@ const struct zerg_heartbeat *sv_hb_for(const struct view *v,
     return NULL;
 }
 
-/* The metrics by name, in the order they are shown. */
-/* clang-format off */
-const struct sv_metric_row sv_metrics[] = {
-#define M(f) {#f, offsetof(struct zerg_metrics, f)}
-    M(stale_detections), M(task_reassignments), M(worker_respawns),
-    M(spawn_retries),    M(policy_errors),      M(worker_crashes),
-    M(task_timeouts),    M(task_retries),       M(results_fenced),
-    M(reconcile_fixes),
-#undef M
-};
-/* clang-format on */
-const size_t sv_nmetrics = sizeof sv_metrics / sizeof sv_metrics[0];
-
-int64_t sv_metric(const struct zerg_metrics *m, size_t i)
-{
-    return *(const int64_t *)((const char *)m + sv_metrics[i].off);
-}
-
 /* Past the last level once everything is done: "3 of 3", never "4 of 3"
  * (the state's cursor moves one past the end). */
 int sv_shown_level(const struct view *v)

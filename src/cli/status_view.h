@@ -66,15 +66,6 @@ void sv_level_counts(const struct view *v, int lv, struct sv_level *c);
 const struct zerg_heartbeat *sv_hb_for(const struct view *v,
                                        const struct zerg_worker_state *w);
 
-/* The metrics by name, in the order they are shown. */
-struct sv_metric_row {
-    const char *name;
-    size_t off;
-};
-extern const struct sv_metric_row sv_metrics[];
-extern const size_t sv_nmetrics;
-int64_t sv_metric(const struct zerg_metrics *m, size_t i);
-
 /* status_json.c: the view as one JSON object on out.  An exit code. */
 int sv_print_json(FILE *out, const struct view *v);
 

@@ -21,6 +21,7 @@
 #include "lua/vm.h"
 #include "zerg/clock.h"
 #include "zerg/policy.h"
+#include "zerg/text.h"
 
 struct zerg_config;
 
@@ -103,16 +104,7 @@ static inline const char *got(lua_State *L, int idx, int nres, int first)
  * UTF-8 sequence. */
 static inline void copy_reason(char *dst, size_t size, const char *src)
 {
-    size_t n = strlen(src), max = size - 1;
-    if (max > ZERG_POLICY_REASON_MAX)
-        max = ZERG_POLICY_REASON_MAX;
-    if (n > max) {
-        n = max;
-        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
-            n--;
-    }
-    memcpy(dst, src, n);
-    dst[n] = '\0';
+    zerg_text_cut(dst, size, src, ZERG_POLICY_REASON_MAX);
 }
 
 #endif

@@ -59,24 +59,6 @@ struct scope_call {
     char reason[SCOPE_REASON_MAX + 1];
 };
 
-/* Copies src into dst (size bytes), cut at max bytes and never inside a
- * UTF-8 sequence, so the Lua answer and the C rule are cut alike. */
-static void cut_copy(char *dst, size_t size, const char *src, size_t max)
-{
-    if (size == 0)
-        return;
-    size_t n = strlen(src);
-    if (max > size - 1)
-        max = size - 1;
-    if (n > max) {
-        n = max;
-        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
-            n--;
-    }
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 /* ---- arguments ------------------------------------------------------- */
 
 static void push_list(lua_State *L, const char *const *v, size_t n)
@@ -153,8 +135,8 @@ static void scope_read(lua_State *L, struct zerg_policy_call *c, int first,
                        "%s returned a %s as its reason, expected a "
                        "string",
                        c->full, luaL_typename(L, first + 1));
-        cut_copy(s->reason, sizeof s->reason, lua_tostring(L, first + 1),
-                 SCOPE_REASON_MAX);
+        zerg_text_cut(s->reason, sizeof s->reason, lua_tostring(L, first + 1),
+                      SCOPE_REASON_MAX);
     }
 }
 
@@ -208,7 +190,7 @@ zerg_policy_scope_hook(struct zerg_policy *p, enum zerg_scope_hook hook,
     };
     zerg_policy_run(&s.c);
     if (reason)
-        cut_copy(reason, reason_size, s.reason, SCOPE_REASON_MAX);
+        zerg_text_cut(reason, reason_size, s.reason, SCOPE_REASON_MAX);
     scope_why(&s, why);
     return s.verdict;
 }

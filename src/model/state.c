@@ -117,17 +117,15 @@ int zerg_level_status_parse(const char *s, enum zerg_level_status *out)
     return 0;
 }
 
-/* The metrics, by name, so writing and reading cannot drift apart. */
-/* clang-format off */
-const struct state_metric state_metric_fields[] = {
-#define M(f) {#f, offsetof(struct zerg_metrics, f)}
-    M(stale_detections), M(task_reassignments), M(worker_respawns),
-    M(spawn_retries),    M(worker_crashes),     M(task_timeouts),
-    M(task_retries),     M(policy_errors),      M(results_fenced),
-    M(reconcile_fixes),
-#undef M
+/* The metrics, by name, so writing, reading and showing them cannot drift
+ * apart (ZERG_METRICS in zerg/state.h). */
+const struct zerg_metric_field zerg_metric_fields[] = {
+#define ZERG_METRIC_ROW(f) {#f, offsetof(struct zerg_metrics, f)},
+    ZERG_METRICS(ZERG_METRIC_ROW)
+#undef ZERG_METRIC_ROW
 };
-/* clang-format on */
+const size_t zerg_nmetrics =
+    sizeof zerg_metric_fields / sizeof zerg_metric_fields[0];
 
 /* ---- lifecycle ---------------------------------------------------------- */
 

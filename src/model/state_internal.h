@@ -21,13 +21,6 @@ extern const char *const state_level_names[3];
 /* Index of s in names[0..n), or -1 (also for s NULL). */
 int state_name_lookup(const char *const *names, size_t n, const char *s);
 
-struct state_metric {
-    const char *name;
-    size_t off; /* of an int64_t in struct zerg_metrics */
-};
-#define STATE_NMETRICS 10
-extern const struct state_metric state_metric_fields[STATE_NMETRICS];
-
 /* The git object of doc (base, branch, refs) into s (state_read.c). */
 int state_git_from_json(struct zerg_state *s, const zerg_json *doc,
                         struct zerg_err *err);

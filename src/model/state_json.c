@@ -15,11 +15,6 @@
 
 #include "state_internal.h"
 
-static int64_t metric_get(const struct zerg_metrics *m, size_t i)
-{
-    return *(const int64_t *)((const char *)m + state_metric_fields[i].off);
-}
-
 /* The document is written as it is produced (zerg/json.h, the streaming
  * writer): no tree, no whole text in memory, so a checkpoint of 100,000
  * tasks costs its 64 KiB file buffer and not tens of megabytes. */
@@ -152,8 +147,8 @@ static void put_metrics(struct zerg_jw *w, const struct zerg_metrics *m)
 {
     zerg_jw_str(w, "metrics");
     zerg_jw_obj(w);
-    for (size_t i = 0; i < STATE_NMETRICS; i++)
-        put_num(w, state_metric_fields[i].name, (double)metric_get(m, i));
+    for (size_t i = 0; i < zerg_nmetrics; i++)
+        put_num(w, zerg_metric_fields[i].name, (double)zerg_metric_get(m, i));
     zerg_jw_obj_end(w);
 }
 

@@ -32,11 +32,6 @@
 #define STATE_MAX_INT64 (INT64_C(1) << 53)
 #define NO_NULL INT64_MIN
 
-static int64_t *metric_ptr(struct zerg_metrics *m, size_t i)
-{
-    return (int64_t *)((char *)m + state_metric_fields[i].off);
-}
-
 /* ---- from JSON: typed readers that name the key path on error --------- */
 
 /* Where a reader is looking: an object and its path ("tasks.A-L1-001"). */
@@ -522,9 +517,9 @@ static int read_metrics(struct zerg_state *s, const zerg_json *doc,
         return 0;
     if (m->type != ZERG_JSON_OBJECT)
         return bad_type(&top, "metrics", "an object", m);
-    for (size_t i = 0; i < STATE_NMETRICS; i++) {
-        int rc = rd_int(&r, state_metric_fields[i].name, 0, STATE_MAX_INT64,
-                        NO_NULL, metric_ptr(&s->metrics, i));
+    for (size_t i = 0; i < zerg_nmetrics; i++) {
+        int rc = rd_int(&r, zerg_metric_fields[i].name, 0, STATE_MAX_INT64,
+                        NO_NULL, zerg_metric_at(&s->metrics, i));
         if (rc)
             return rc;
     }
