@@ -126,6 +126,20 @@ MUTATIONS = {
         "integration.test_log_rotate_live",
         "the run's log no longer rotating while workers reopen it by path",
     ),
+    "pool-environment": (
+        "src/orch/orch_pool.c",
+        "    case ZERG_ROUTE_STOP:\n        return environment_stop(o, r, v);",
+        "    case ZERG_ROUTE_STOP:\n        break;",
+        "unit.test_orch_attempt",
+        "an environment failure charged to the task instead of stopping the run",
+    ),
+    "pool-pause": (
+        "src/orch/orch_pool.c",
+        "        pool_pause(o, r, now);\n",
+        "",
+        "unit.test_orch_attempt",
+        "a rate limit that no longer pauses the pool",
+    ),
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

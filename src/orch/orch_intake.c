@@ -208,8 +208,9 @@ static void lost_result(struct zerg_orch *o, struct slot *sl, int64_t now)
                    "Task %s reassigned: worker %d finished it but its result "
                    "never arrived (see .zerg/logs/%s/worker-%d.log)",
                    orch_tid(o, t), sl->id, o->o.feature, sl->id);
-    orch_requeue(o, t, "result lost");
-    orch_slot_event(o, sl, SLOT_EV_TASK_DONE, NULL, now);
+    struct verdict v;
+    orch_verdict_requeue(&v, "result lost");
+    orch_attempt_end(o, t, &v, NULL, sl, now);
 }
 
 static void hb_recovered(struct zerg_orch *o, struct slot *sl, int64_t gap)
@@ -369,49 +370,6 @@ static int live_attempt(struct zerg_orch *o, size_t t,
            st->epoch == r->epoch && st->attempt == r->attempt;
 }
 
-static void result_complete(struct zerg_orch *o, size_t t,
-                            const struct zerg_result *r, int64_t now)
-{
-    struct zerg_task_move m = {.now_wall_ns = orch_wall_ns(o)};
-    /* Its declared outputs exist; under worktree isolation complete
-     * means merged. */
-    if (!orch_outputs_check(o, t, r, now) ||
-        orch_merge_result(o, t, r, now) != 1)
-        return;
-    if (orch_task_move(o, t, ZERG_TASK_EV_COMPLETE, &m) != 0)
-        return;
-    zerg_json *data = zerg_json_obj();
-    zerg_json_set_num(data, "attempt", r->attempt);
-    zerg_json_set_num(data, "duration_ms", (double)r->duration_ms);
-    zerg_json_set_num(data, "epoch", (double)r->epoch);
-    if (o->replaying)
-        zerg_json_set_bool(data, "replayed", 1);
-    zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_INFO, "task_complete",
-                   r->task, data, "Task %s complete in %.2fs (worker %d)",
-                   r->task, (double)r->duration_ms / 1000, r->worker_id);
-    orch_outputs_landed(o, r);
-}
-
-static void result_failed(struct zerg_orch *o, size_t t,
-                          const struct zerg_result *r, int64_t now)
-{
-    if (orch_pool_failure(o, t, r, now))
-        return; /* environment or rate limit: the pool's, not the task's */
-    const char *kind = r->timed_out ? "timeout" : r->stage;
-    if (strcmp(kind, "verification") && strcmp(kind, "timeout"))
-        kind = "exit";
-    /* The worker says crash when its own git was killed under it: the
-     * crash path, uncharged and capped by max_task_crashes. */
-    if (r->has_class && zerg_failure_class_route(r->fclass) == ZERG_ROUTE_CRASH)
-        kind = "crash";
-    char err[400];
-    snprintf(err, sizeof err, "%s %s: %s", r->stage,
-             r->timed_out ? "timed out" : "failed",
-             r->error[0] ? r->error : "no detail");
-    orch_task_failure_cls(o, t, kind, r->has_class ? r->cls : NULL,
-                          r->exit_code, r->signal, err, now);
-}
-
 /* ---- results that came by line first --------------------------------- */
 
 /* A worker renames its result file into place before it writes the line
@@ -487,19 +445,7 @@ static int apply_result(struct zerg_orch *o, const struct zerg_result *rp,
     defer_unlink(o, path);
     if (quiet)
         line_applied(o, r.worker_id, t, r.attempt);
-    /* A task that failed because we were killing its worker (stop, stale
-     * heartbeat, timeout) is not the task's failure: the worker's exit
-     * decides what happens to it. */
-    if (r.outcome != ZERG_OUTCOME_COMPLETE &&
-        (o->stop_asked || (sl && slot_going(sl))))
-        return 0;
-    if (r.outcome == ZERG_OUTCOME_COMPLETE)
-        result_complete(o, t, &r, now);
-    else
-        result_failed(o, t, &r, now);
-    if (sl)
-        orch_slot_event(o, sl, SLOT_EV_TASK_DONE, NULL, now);
-    return 1;
+    return orch_attempt_result(o, t, &r, sl, now);
 }
 
 /* Also used on resume, when no worker is alive: then the task's own

@@ -278,10 +278,8 @@ static inline void orch_mark_dirty(struct zerg_orch *o)
  * refused and logged (task_move_refused).  Returns 0 or negative. */
 int orch_task_move(struct zerg_orch *o, size_t t, enum zerg_task_event ev,
                    const struct zerg_task_move *m);
-/* A failure of running task t: asks retry.decide and applies it. */
-void orch_task_failure(struct zerg_orch *o, size_t t, const char *kind,
-                       int exit_code, int sig, const char *error, int64_t now);
-/* The same with the failure class the worker found (NULL = from kind). */
+/* A failure of running task t: asks retry.decide and applies it; cls is
+ * the failure class the worker found (NULL = from kind). */
 void orch_task_failure_cls(struct zerg_orch *o, size_t t, const char *kind,
                            const char *cls, int exit_code, int sig,
                            const char *error, int64_t now);
@@ -331,6 +329,52 @@ int orch_slot_runs(const struct zerg_orch *o, int w, size_t t);
 int orch_slot_table_markdown(char *buf, size_t size);
 const char *orch_slot_state_name(enum slot_state s);
 
+/* ---- orch_attempt.c: how an attempt ends ------------------------------ */
+
+/* What the end of an attempt means for its task.  It is found once, from
+ * a result (orch_attempt_result, which asks orch_outputs.c, orch_merge.c
+ * and orch_pool.c in turn) or from its worker's exit (orch_slot.c), and
+ * applied by orch_attempt_end, the one place an ended attempt moves its
+ * task. */
+enum verdict_kind {
+    VERDICT_COMPLETE, /* it passed (and is merged): complete */
+    VERDICT_FAILED,   /* a failure: retry.decide says what it costs */
+    VERDICT_REQUEUE,  /* to run again, uncharged, no policy asked */
+    VERDICT_FAIL_NOW, /* failed for good, no policy asked */
+};
+struct verdict {
+    enum verdict_kind kind;
+    const char *failure; /* FAILED: the kind retry.decide sees; FAIL_NOW:
+                            the reason recorded */
+    const char *cls;     /* FAILED: the worker's class, NULL = the kind's */
+    int exit_code, sig;  /* FAILED */
+    char error[512];     /* FAILED, FAIL_NOW: what happened; REQUEUE: why */
+    int stop_run;        /* the run stops afterwards (orch_run_fail said
+                            why) */
+};
+
+/* The finders' words: each fills v and returns 0 ("the verdict is
+ * found"), so a check reads `if (!ok) return orch_verdict_...`. */
+int orch_verdict_failed(struct verdict *v, const char *failure, const char *cls,
+                        int exit_code, int sig, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+int orch_verdict_requeue(struct verdict *v, const char *why);
+int orch_verdict_fail_now(struct verdict *v, const char *reason,
+                          const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A live result r of task t (sl: the slot that ran it, or NULL): its
+ * verdict, then orch_attempt_end.  0 when it is left to the worker's
+ * exit (a failing result from a worker being killed or stopped). */
+int orch_attempt_result(struct zerg_orch *o, size_t t,
+                        const struct zerg_result *r, struct slot *sl,
+                        int64_t now);
+/* The dispatch: the task's move and its event, then (sl) the slot told
+ * its task is done, then (v->stop_run) the run's stop.  r: the result
+ * for a COMPLETE verdict. */
+void orch_attempt_end(struct zerg_orch *o, size_t t, const struct verdict *v,
+                      const struct zerg_result *r, struct slot *sl,
+                      int64_t now);
+
 /* ---- orch_run.c: the run table ---------------------------------------- */
 
 void orch_run_event(struct zerg_orch *o, enum run_event ev, int arg,
@@ -354,26 +398,27 @@ int orch_ws_refresh_tip(struct zerg_orch *o, struct zerg_err *err);
 void orch_ws_assign_base(const struct zerg_orch *o, struct zerg_assign *a);
 int orch_ws_worktree(struct zerg_orch *o, int slot, char *dir, size_t n,
                      char *cwd, size_t cwd_n, struct zerg_err *err);
-/* A passing result with a commit: scope, then merge.  1 = merged (or
- * nothing to merge): complete it; 0 = handled here (conflict, scope
- * failure, broken repository). */
+/* A passing result with a commit: taken, its scope, then merged.  1 =
+ * merged (or nothing to merge): complete it; 0 = *v found (a conflict, a
+ * scope failure, a broken or held repository). */
 int orch_merge_result(struct zerg_orch *o, size_t t,
-                      const struct zerg_result *r, int64_t now);
+                      const struct zerg_result *r, struct verdict *v,
+                      int64_t now);
 /* --resume: what the integration branch and the worker branches say. */
 void orch_merge_resume(struct zerg_orch *o, int64_t now);
 
 /* ---- orch_outputs.c: what an attempt produced (DESIGN §18) ----------- */
 
 /* A passing result's missing declared outputs, asked of scope.missing:
- * 1 = go on, 0 = failed here (missing_output, charged). */
+ * 1 = go on, 0 = *v found (missing_output, charged). */
 int orch_outputs_check(struct zerg_orch *o, size_t t,
-                       const struct zerg_result *r, int64_t now);
+                       const struct zerg_result *r, struct verdict *v);
 /* The paths its commit changed (one a line, NULL = unknown) that are
  * zerg's own configuration, asked of scope.config: 1 = go on (flagged
- * for the summary on "warn"), 0 = failed here (config_change). */
+ * for the summary on "warn"), 0 = *v found (config_change). */
 int orch_outputs_config(struct zerg_orch *o, size_t t,
                         const struct zerg_result *r, const char *paths,
-                        int64_t now);
+                        struct verdict *v);
 /* A completed task's forced and left-out ignored files: events and the
  * summary's counts. */
 void orch_outputs_landed(struct zerg_orch *o, const struct zerg_result *r);
@@ -390,10 +435,11 @@ void orch_pool_check_cap(struct zerg_orch *o, int64_t now);
 /* Adds a result's spend to task t; may exhaust rush.max_cost_usd. */
 void orch_pool_add_cost(struct zerg_orch *o, size_t t,
                         const struct zerg_result *r);
-/* A failed result of class environment (stop the rush) or rate_limit
- * (pause the pool): 1 when handled here, uncharged. */
-int orch_pool_failure(struct zerg_orch *o, size_t t,
-                      const struct zerg_result *r, int64_t now);
+/* A failed result of class environment (the run stops) or rate_limit
+ * (the pool pauses): 0 = *v found (requeued, uncharged), 1 = the task's
+ * own failure. */
+int orch_pool_failure(struct zerg_orch *o, const struct zerg_result *r,
+                      struct verdict *v, int64_t now);
 /* 1 while no task may be claimed (paused, or the spend cap reached);
  * *wake lowered to the pause's end. */
 int orch_pool_closed(struct zerg_orch *o, int64_t now, int64_t *wake);

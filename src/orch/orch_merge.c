@@ -82,10 +82,11 @@ static size_t out_of_scope(const struct zerg_task *tk, char *paths,
     return n;
 }
 
-/* 1 when the task may be merged, 0 when the scope policy failed it.
- * paths: what the commit changed, one a line (split here). */
+/* 1 when the task may be merged, 0 when the scope policy failed it (*vd
+ * found).  paths: what the commit changed, one a line (split here). */
 static int scope_check(struct zerg_orch *o, size_t t,
-                       const struct zerg_result *r, char *paths, int64_t now)
+                       const struct zerg_result *r, char *paths,
+                       struct verdict *vd)
 {
     const struct zerg_task *tk = &o->g->tasks[t];
     char reason[200] = "";
@@ -112,13 +113,10 @@ static int scope_check(struct zerg_orch *o, size_t t,
             why = NULL;
         }
         zerg_json_free(why);
-        if (v == ZERG_SCOPE_FAIL) {
-            char e[400];
-            snprintf(e, sizeof e, "changed %s outside its files: %s", out[0],
-                     reason);
-            orch_task_failure(o, t, "scope", 0, 0, e, now);
-            ok = 0;
-        }
+        if (v == ZERG_SCOPE_FAIL)
+            ok = orch_verdict_failed(vd, "scope", NULL, 0, 0,
+                                     "changed %.200s outside its files: %s",
+                                     out[0], reason);
     }
     return ok;
 }
@@ -158,9 +156,10 @@ static void merged_log(struct zerg_orch *o, const struct zerg_result *r,
                    m->status == ZERG_MERGE_ALREADY ? " (already there)" : "");
 }
 
-/* Keeps the commit, then retries on the new tip or fails the task. */
-static void conflicted(struct zerg_orch *o, size_t t,
-                       const struct zerg_result *r, char *paths, int64_t now)
+/* Keeps the commit, then the task runs again on the new tip or fails. */
+static int conflicted(struct zerg_orch *o, size_t t,
+                      const struct zerg_result *r, char *paths,
+                      struct verdict *v)
 {
     struct zerg_task_state *st = orch_ts(o, t);
     struct zerg_err err = {0};
@@ -186,30 +185,24 @@ static void conflicted(struct zerg_orch *o, size_t t,
                    r->task, data,
                    "Task %s conflicts with %s on %s; its commit is kept at %s",
                    r->task, ws(o)->branch, paths ? paths : "?", ref);
-    char e[512];
-    snprintf(e, sizeof e, "merge conflict on %.300s", paths ? paths : "?");
-    if (st->conflict_count > o->cfg->conflict_retry_attempts) {
-        snprintf(e + strlen(e), sizeof e - strlen(e),
-                 " after %d conflict retr%s (workers.conflict_retry_attempts)",
-                 o->cfg->conflict_retry_attempts,
-                 o->cfg->conflict_retry_attempts == 1 ? "y" : "ies");
-        orch_task_fail_now(o, t, "conflict", e);
-    } else {
-        orch_requeue(o, t, "conflict");
-    }
-    (void)now;
+    if (st->conflict_count <= o->cfg->conflict_retry_attempts)
+        return orch_verdict_requeue(v, "conflict");
+    return orch_verdict_fail_now(
+        v, "conflict",
+        "merge conflict on %.300s after %d conflict retr%s "
+        "(workers.conflict_retry_attempts)",
+        paths ? paths : "?", o->cfg->conflict_retry_attempts,
+        o->cfg->conflict_retry_attempts == 1 ? "y" : "ies");
 }
 
 /* The run cannot go on: git itself failed for good. */
-static void merge_broken(struct zerg_orch *o, size_t t, const char *msg,
-                         int64_t now)
+static int merge_broken(struct zerg_orch *o, const char *msg, struct verdict *v)
 {
-    char e[512];
-    snprintf(e, sizeof e, "cannot merge into %.100s: %.380s", ws(o)->branch,
-             msg);
-    orch_task_fail_now(o, t, "merge_error", e);
-    orch_run_fail(o, "%s", e);
-    orch_run_event(o, RUN_EV_STOP, 0, now);
+    orch_verdict_fail_now(v, "merge_error", "cannot merge into %.100s: %.380s",
+                          ws(o)->branch, msg);
+    orch_run_fail(o, "%s", v->error);
+    v->stop_run = 1;
+    return 0;
 }
 
 /* The integration branch got checked out in a worktree during the run:
@@ -218,9 +211,8 @@ static void merge_broken(struct zerg_orch *o, size_t t, const char *msg,
  * why.  The commit is kept at the task's conflict ref and the task goes
  * back to pending, uncharged (conflict_count untouched): --resume runs
  * it again on the tip. */
-static void merge_held(struct zerg_orch *o, size_t t,
-                       const struct zerg_result *r, const char *msg,
-                       int64_t now)
+static int merge_held(struct zerg_orch *o, const struct zerg_result *r,
+                      const char *msg, struct verdict *v)
 {
     struct zerg_err err = {0};
     char ref[PATH_MAX] = "";
@@ -239,16 +231,18 @@ static void merge_held(struct zerg_orch *o, size_t t,
                    "Task %s not merged (its commit is kept at "
                    "%s): %s",
                    r->task, ref[0] ? ref : "its worker branch", msg);
-    orch_requeue(o, t, "not merged: the integration branch is checked out");
+    orch_verdict_requeue(v, "not merged: the integration branch is checked "
+                            "out");
     orch_run_fail(o, "%s", msg);
-    orch_run_event(o, RUN_EV_STOP, 0, now);
+    v->stop_run = 1;
+    return 0;
 }
 
 /* Container workers: the commit is taken from the attempt's bundle
  * first (DESIGN §19).  One the host cannot take is the attempt's fault
  * (its worker wrote no usable bundle): a charged failure, retried. */
-static int took_commit(struct zerg_orch *o, size_t t,
-                       const struct zerg_result *r, int64_t now)
+static int took_commit(struct zerg_orch *o, const struct zerg_result *r,
+                       struct verdict *v)
 {
     struct zerg_err err = {0};
     if (!ws(o)->ops->import ||
@@ -263,22 +257,22 @@ static int took_commit(struct zerg_orch *o, size_t t,
                    "Task %s: its commit %.12s cannot be taken from its "
                    "worker: %s",
                    r->task, r->commit, err.msg);
-    char e[400];
-    snprintf(e, sizeof e, "its commit cannot be taken: %.340s", err.msg);
-    orch_task_failure(o, t, "commit", 0, 0, e, now);
-    return 0;
+    return orch_verdict_failed(v, "commit", NULL, 0, 0,
+                               "its commit cannot be taken: %.340s", err.msg);
 }
 
 int orch_merge_result(struct zerg_orch *o, size_t t,
-                      const struct zerg_result *r, int64_t now)
+                      const struct zerg_result *r, struct verdict *v,
+                      int64_t now)
 {
+    (void)now;
     if (!ws(o) || !r->commit[0])
         return 1; /* isolation none, or a task that changed nothing */
-    if (!took_commit(o, t, r, now))
+    if (!took_commit(o, r, v))
         return 0;
     char *paths = changed_paths(o, r);
-    int ok = orch_outputs_config(o, t, r, paths, now) &&
-             scope_check(o, t, r, paths, now);
+    int ok = orch_outputs_config(o, t, r, paths, v) &&
+             scope_check(o, t, r, paths, v);
     free(paths);
     if (!ok)
         return 0;
@@ -292,16 +286,12 @@ int orch_merge_result(struct zerg_orch *o, size_t t,
     struct zerg_merge_out m = {0};
     struct zerg_err err = {0};
     int rc = ws(o)->ops->merge(ws(o), &req, &m, &err);
-    if (rc == ZERG_EGIT_CHECKED_OUT) {
-        merge_held(o, t, r, err.msg, now);
-        return 0;
-    }
-    if (rc < 0) {
-        merge_broken(o, t, err.msg, now);
-        return 0;
-    }
+    if (rc == ZERG_EGIT_CHECKED_OUT)
+        return merge_held(o, r, err.msg, v);
+    if (rc < 0)
+        return merge_broken(o, err.msg, v);
     if (m.status == ZERG_MERGE_CONFLICT) {
-        conflicted(o, t, r, m.conflicts, now);
+        conflicted(o, t, r, m.conflicts, v);
         free(m.conflicts);
         return 0;
     }
@@ -390,9 +380,12 @@ static void on_head(void *ud, const struct zerg_ws_found *f)
     struct zerg_result r = {.worker_id = c->slot, .attempt = f->attempt};
     snprintf(r.task, sizeof r.task, "%s", f->task_id);
     snprintf(r.commit, sizeof r.commit, "%s", f->oid);
-    if (orch_merge_result(o, t, &r, c->now) == 1)
+    struct verdict v;
+    if (orch_merge_result(o, t, &r, &v, c->now) == 1)
         orch_task_adopt_complete(o, t, f->attempt,
                                  "committed before the restart");
+    else
+        orch_attempt_end(o, t, &v, NULL, NULL, c->now);
 }
 
 void orch_merge_resume(struct zerg_orch *o, int64_t now)

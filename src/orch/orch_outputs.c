@@ -64,7 +64,7 @@ static enum zerg_scope_verdict judge(struct zerg_orch *o, size_t t,
 }
 
 int orch_outputs_check(struct zerg_orch *o, size_t t,
-                       const struct zerg_result *r, int64_t now)
+                       const struct zerg_result *r, struct verdict *vd)
 {
     const char *v[PATHS_ASKED];
     char reason[256];
@@ -74,8 +74,8 @@ int orch_outputs_check(struct zerg_orch *o, size_t t,
     if (judge(o, t, r, ZERG_SCOPE_MISSING, "missing_output", v, n, reason,
               sizeof reason) != ZERG_SCOPE_FAIL)
         return 1;
-    orch_task_failure_cls(o, t, "missing_output", "task", -1, 0, reason, now);
-    return 0;
+    return orch_verdict_failed(vd, "missing_output", "task", -1, 0, "%s",
+                               reason);
 }
 
 /* 1 for zerg's own configuration: .zerg/config.yaml or .zerg/policies/
@@ -108,7 +108,7 @@ static void note_config(struct zerg_orch *o, size_t t, const char *reason)
 
 int orch_outputs_config(struct zerg_orch *o, size_t t,
                         const struct zerg_result *r, const char *paths,
-                        int64_t now)
+                        struct verdict *vd)
 {
     const char *v[PATHS_ASKED];
     char *copy = paths ? strdup(paths) : NULL, reason[256];
@@ -129,8 +129,8 @@ int orch_outputs_config(struct zerg_orch *o, size_t t,
         note_config(o, t, reason);
     if (verdict != ZERG_SCOPE_FAIL)
         return 1;
-    orch_task_failure_cls(o, t, "config_change", "task", -1, 0, reason, now);
-    return 0;
+    return orch_verdict_failed(vd, "config_change", "task", -1, 0, "%s",
+                               reason);
 }
 
 /* One event for a list the worker sent: what was forced or left out. */

@@ -98,12 +98,14 @@ void orch_pool_check_cap(struct zerg_orch *o, int64_t now)
 
 /* ---- environment -------------------------------------------------------- */
 
-static void environment_stop(struct zerg_orch *o, size_t t,
-                             const struct zerg_result *r, int64_t now)
+/* The run cannot go on here: the task runs again (uncharged) after a
+ * fix, and the run stops once it is requeued. */
+static int environment_stop(struct zerg_orch *o, const struct zerg_result *r,
+                            struct verdict *v)
 {
-    orch_requeue(o, t, "environment");
+    orch_verdict_requeue(v, "environment");
     if (o->failed_run)
-        return;
+        return 0;
     orch_run_fail(o, "task %s cannot run here: %.200s%s%.200s", r->task,
                   r->error[0] ? r->error : "the executor failed",
                   r->fix[0] ? ". Fix: " : "", r->fix);
@@ -113,7 +115,8 @@ static void environment_stop(struct zerg_orch *o, size_t t,
     zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_ERROR, "task_failed",
                    r->task, data, "Task %s: %s (environment; no retry charged)",
                    r->task, o->run_error);
-    orch_run_event(o, RUN_EV_STOP, 0, now);
+    v->stop_run = 1;
+    return 0;
 }
 
 /* ---- the pause ---------------------------------------------------------- */
@@ -146,24 +149,22 @@ static void pool_pause(struct zerg_orch *o, const struct zerg_result *r,
                    r->error[0] ? r->error : "rate limit", ORCH_SEC(wait));
 }
 
-int orch_pool_failure(struct zerg_orch *o, size_t t,
-                      const struct zerg_result *r, int64_t now)
+int orch_pool_failure(struct zerg_orch *o, const struct zerg_result *r,
+                      struct verdict *v, int64_t now)
 {
     if (!r->has_class)
-        return 0;
+        return 1;
     switch (zerg_failure_class_route(r->fclass)) {
     case ZERG_ROUTE_STOP:
-        environment_stop(o, t, r, now);
-        return 1;
+        return environment_stop(o, r, v);
     case ZERG_ROUTE_PAUSE:
         pool_pause(o, r, now);
-        orch_requeue(o, t, zerg_failure_class_name(r->fclass));
-        return 1;
+        return orch_verdict_requeue(v, zerg_failure_class_name(r->fclass));
     case ZERG_ROUTE_RETRY:
     case ZERG_ROUTE_CRASH:
         break;
     }
-    return 0;
+    return 1;
 }
 
 int orch_pool_closed(struct zerg_orch *o, int64_t now, int64_t *wake)

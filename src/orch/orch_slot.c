@@ -403,6 +403,19 @@ static void revive(struct zerg_orch *o, struct slot *sl,
     enter(o, sl, SLOT_BACKOFF);
 }
 
+/* The exit ended the slot's attempt, if it had one: what its heartbeats
+ * reported spent is charged, then the verdict applied (orch_attempt.c). */
+static void end_attempt(struct zerg_orch *o, struct slot *sl,
+                        const struct verdict *v, int64_t now)
+{
+    if (sl->task < 0)
+        return;
+    size_t t = (size_t)sl->task;
+    orch_pool_add_unfinished(o, sl);
+    sl->task = -1;
+    orch_attempt_end(o, t, v, NULL, NULL, now);
+}
+
 static void exit_stopped(struct zerg_orch *o, struct slot *sl,
                          const struct slot_ev_arg *a, int64_t now)
 {
@@ -412,18 +425,15 @@ static void exit_stopped(struct zerg_orch *o, struct slot *sl,
     zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "worker_exit", NULL,
                    exit_data(o, sl, info, now), "Worker %d exited (%s)", sl->id,
                    what);
-    int t = sl->task;
     /* Stopped because the rush was finishing, which it no longer is:
      * back into the pool. */
     int wanted = !orch_run_ending(o);
     if (wanted)
         sl->spawn_at_mono_ns = now;
     enter(o, sl, wanted ? SLOT_BACKOFF : SLOT_STOPPED);
-    if (t >= 0) {
-        orch_pool_add_unfinished(o, sl);
-        orch_requeue(o, (size_t)t, "interrupted by stop");
-    }
-    sl->task = -1;
+    struct verdict v;
+    orch_verdict_requeue(&v, "interrupted by stop");
+    end_attempt(o, sl, &v, now);
 }
 
 /* Exit before the first heartbeat: a failed spawn (FR-1).  Exit 3 is the
@@ -488,21 +498,17 @@ static void respawn_or_retire(struct zerg_orch *o, struct slot *sl,
 static void exit_crashed(struct zerg_orch *o, struct slot *sl,
                          const struct slot_ev_arg *a, int64_t now)
 {
-    char what[256], err[320];
+    char what[256];
     describe_exit(a->exit, what, sizeof what);
     o->s->metrics.worker_crashes++;
     zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_crash", NULL,
                    exit_data(o, sl, a->exit, now), "Worker %d crashed (%s)%s",
                    sl->id, what, sl->task >= 0 ? " while running a task" : "");
-    if (sl->task >= 0) {
-        orch_pool_add_unfinished(o, sl);
-        snprintf(err, sizeof err, "worker %d %s", sl->id, what);
-        orch_task_failure(o, (size_t)sl->task,
-                          sl->state == SLOT_KILLING_STALE ? "heartbeat_stale"
-                                                          : "crash",
-                          a->exit->exit_code, a->exit->signal, err, now);
-    }
-    sl->task = -1;
+    struct verdict v;
+    orch_verdict_failed(
+        &v, sl->state == SLOT_KILLING_STALE ? "heartbeat_stale" : "crash", NULL,
+        a->exit->exit_code, a->exit->signal, "worker %d %s", sl->id, what);
+    end_attempt(o, sl, &v, now);
     if (o->cfg->resilience_enabled)
         respawn_or_retire(o, sl, a->exit, now);
     else
@@ -514,19 +520,16 @@ static void exit_crashed(struct zerg_orch *o, struct slot *sl,
 static void exit_timed_out(struct zerg_orch *o, struct slot *sl,
                            const struct slot_ev_arg *a, int64_t now)
 {
-    char what[256], err[320];
+    char what[256];
     describe_exit(a->exit, what, sizeof what);
     zerg_log_event(o->o.log, sl->id, ZERG_LOG_WARN, "worker_crash", NULL,
                    exit_data(o, sl, a->exit, now), "Worker %d crashed (%s)%s",
                    sl->id, what, sl->task >= 0 ? " while running a task" : "");
-    if (sl->task >= 0) {
-        orch_pool_add_unfinished(o, sl);
-        snprintf(err, sizeof err, "no progress for %.1fs",
-                 ORCH_SEC(now - sl->progress_at_mono_ns));
-        orch_task_failure(o, (size_t)sl->task, "timeout", -1, SIGKILL, err,
-                          now);
-    }
-    sl->task = -1;
+    struct verdict v;
+    orch_verdict_failed(&v, "timeout", NULL, -1, SIGKILL,
+                        "no progress for %.1fs",
+                        ORCH_SEC(now - sl->progress_at_mono_ns));
+    end_attempt(o, sl, &v, now);
     if (o->cfg->resilience_enabled) {
         sl->spawn_at_mono_ns = now;
         enter(o, sl, SLOT_BACKOFF);

@@ -2,9 +2,10 @@
  *
  * Every status change of a live rush passes orch_task_move, which applies
  * the task table (zerg/task_fsm.h), refuses and logs what the table does
- * not allow, keeps the slot that ran the task in step, and rewinds the
- * level cursor when a task becomes unfinished again.  Above it, the three
- * outcomes of a failed attempt asked of retry.decide:
+ * not allow, and rewinds the level cursor when a task becomes unfinished
+ * again; the slot that ran the task hears of it from the dispatch
+ * (orch_attempt.c), never from here.  Above it, the three outcomes of a
+ * failed attempt asked of retry.decide:
  *
  *   charged, retry granted  -> retry_later   (waiting_retry, backoff)
  *   uncharged (a crash)     -> requeue       (pending, reassigned)
@@ -41,7 +42,6 @@ int orch_task_move(struct zerg_orch *o, size_t t, enum zerg_task_event ev,
                    const struct zerg_task_move *m)
 {
     struct zerg_task_state *st = orch_ts(o, t);
-    int w = st->worker_id;
     int was_terminal = zerg_task_status_terminal(st->status);
     int was_running = orch_task_running(st->status);
     enum zerg_task_status from = st->status;
@@ -57,10 +57,6 @@ int orch_task_move(struct zerg_orch *o, size_t t, enum zerg_task_event ev,
                        "Refused to change task %s: %s", orch_tid(o, t), why);
         return rc;
     }
-    /* The worker that ran it no longer does. */
-    if (st->worker_id != w && w >= 0 && w < o->nslots &&
-        o->slots[w].task == (int)t)
-        o->slots[w].task = -1;
     if (was_running != orch_task_running(st->status))
         orch_wgroups_add(o, t, was_running ? -1 : 1);
     /* The level cursor skips terminal tasks only: it must look again when
@@ -325,12 +321,6 @@ static int apply_ceilings(struct zerg_orch *o, size_t t, const char *kind,
         out->delay_ns = ORCH_RETRY_MIN_DELAY_NS;
     }
     return 0;
-}
-
-void orch_task_failure(struct zerg_orch *o, size_t t, const char *kind,
-                       int exit_code, int sig, const char *error, int64_t now)
-{
-    orch_task_failure_cls(o, t, kind, NULL, exit_code, sig, error, now);
 }
 
 void orch_task_failure_cls(struct zerg_orch *o, size_t t, const char *kind,
