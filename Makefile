@@ -32,8 +32,10 @@ check:
 	@cmake -S . -B build-check -DCMAKE_BUILD_TYPE=Debug -DZERG_SANITIZE=ON >/dev/null
 	@cmake --build build-check -j $(JOBS)
 	@build-check/zerg validate -C examples/demo --check-wiring
+	@for cli in claude codex gemini; do \
+	    sh scripts/install-agent.sh $$cli >/dev/null || exit 1; done
 	@cd build-check && ctest --output-on-failure -j $(JOBS)
-	@python3 tests/mutate.py $${CHECK_MUTATIONS:-fencing levels crash-charge attempt-ceiling spend-cap checkpoint-wait logs-feature class-route}
+	@python3 tests/mutate.py $${CHECK_MUTATIONS:-fencing levels crash-charge attempt-ceiling spend-cap checkpoint-wait logs-feature class-route pool-environment}
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-15}
 
 test: check

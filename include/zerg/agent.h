@@ -26,6 +26,56 @@
 
 #include "zerg/failure.h"
 
+/* ---- the agent CLIs (DESIGN §20) ----------------------------------- */
+
+/* Each CLI zerg drives is a row of one table (src/agent/adapter.c): how
+ * it is run, how its stream reads, what its failures mean.  Adding a CLI
+ * is adding a row, its stream reader and their tests. */
+enum zerg_agent_cli {
+    ZERG_AGENT_CLAUDE, /* Claude Code: --output-format stream-json */
+    ZERG_AGENT_CODEX,  /* Codex CLI: exec --json */
+    ZERG_AGENT_GEMINI, /* Gemini CLI: --output-format stream-json */
+    ZERG_AGENT_NCLIS
+};
+
+struct zerg_agent_adapter {
+    enum zerg_agent_cli cli;
+    const char *name;    /* "claude": executor.kind and the config key
+                            executor.NAME that names the binary */
+    const char *product; /* "Claude Code", for messages */
+    /* The arguments after the binary, before executor.args; the prompt
+     * goes on stdin (no argv limit), `stdin_arg` last when the CLI needs
+     * an argument to read it ("-"), else nothing. */
+    const char *const *args;
+    const char *stdin_arg;
+    /* Set in the CLI's environment (NAME=VALUE), NULL-terminated. */
+    const char *const *env;
+    /* The session's continuation: these arguments then the session id,
+     * before `args`' prompt; NULL when the CLI cannot resume. */
+    const char *const *resume;
+    /* Credentials: any of these set in the environment means a key is
+     * given; else `login` (arguments after the binary) must exit 0, or
+     * NULL when the CLI has no such check. */
+    const char *const *key_env;
+    const char *const *login;
+    const char *fix_login;   /* no credentials */
+    const char *fix_key;     /* a key the API refused */
+    const char *fix_install; /* the binary is missing */
+};
+
+/* The adapter of a CLI, or NULL. */
+const struct zerg_agent_adapter *zerg_agent_adapter(enum zerg_agent_cli cli);
+/* By name ("claude", "codex", "gemini"), or NULL. */
+const struct zerg_agent_adapter *zerg_agent_adapter_named(const char *name);
+struct zerg_config;
+/* The CLI executor.kind names, or NULL for kind command; the binary its
+ * executor.NAME key says to run (the CLI's name by default), and that
+ * key's name. */
+const struct zerg_agent_adapter *zerg_agent_for(const struct zerg_config *c);
+const char *zerg_agent_bin(const struct zerg_config *c,
+                           const struct zerg_agent_adapter *ad);
+const char *zerg_agent_bin_key(const struct zerg_agent_adapter *ad);
+
 /* ---- stream-json events ------------------------------------------- */
 
 /* Lines longer than this are not parsed (they are ZERG_AGENT_EV_OTHER).
@@ -62,6 +112,8 @@ struct zerg_agent_event {
     char session_id[64]; /* every event of the CLI carries it */
     char model[64];      /* system init, assistant (not "<synthetic>"),
                             stream message_start */
+    int text_delta;      /* assistant (Gemini): text is a piece of the
+                            message, to be appended to what came before */
     char message_id[64]; /* assistant, stream message_start: the model
                             message this event belongs to */
     int usage_delta;     /* stream message_delta: usage.output_tokens is
@@ -94,13 +146,27 @@ struct zerg_agent_event {
     int64_t resets_at_s;        /* resetsAt, wall seconds; 0 if absent */
 };
 
-/* Parses one line (without or with its trailing newline) into *ev, which
- * is overwritten without being closed first.  Never fails: a line that is
+/* Parses one line of the CLI's stream (without or with its trailing
+ * newline) into *ev, which is overwritten without being closed first.
+ * zerg_agent_event_parse reads Claude Code's; zerg_agent_parse reads
+ * any CLI's (Codex and Gemini lines map onto the same event types: see
+ * src/agent/stream_codex.c and stream_gemini.c).  Never fails: a line that is
  * not a JSON object with a known "type", is longer than
  * ZERG_AGENT_LINE_MAX or cannot be parsed for want of memory gives
  * ZERG_AGENT_EV_OTHER.  Returns ev->type. */
 enum zerg_agent_event_type zerg_agent_event_parse(const char *line, size_t len,
                                                   struct zerg_agent_event *ev);
+enum zerg_agent_event_type zerg_agent_parse(enum zerg_agent_cli cli,
+                                            const char *line, size_t len,
+                                            struct zerg_agent_event *ev);
+enum zerg_agent_event_type zerg_agent_codex_parse(const char *line, size_t len,
+                                                  struct zerg_agent_event *ev);
+enum zerg_agent_event_type zerg_agent_gemini_parse(const char *line, size_t len,
+                                                   struct zerg_agent_event *ev);
+/* 1 when the event shows the agent working: any known event but the
+ * CLI's own retries of a request (system api_retry), which are waiting,
+ * not work. */
+int zerg_agent_event_is_progress(const struct zerg_agent_event *ev);
 
 /* Frees ev->text and zeroes *ev; safe on a zeroed or closed event. */
 void zerg_agent_event_close(struct zerg_agent_event *ev);
@@ -113,6 +179,7 @@ const char *zerg_agent_event_type_name(enum zerg_agent_event_type t);
 /* What a run's lines add up to.  Caller-allocated: _init, _feed each
  * line, _close. */
 struct zerg_agent_summary {
+    enum zerg_agent_cli cli;        /* whose stream this is */
     int64_t events;                 /* lines that parsed as a known event */
     int64_t api_retries;            /* system api_retry lines */
     int has_result;                 /* a result line was seen */
@@ -131,9 +198,15 @@ struct zerg_agent_summary {
     struct zerg_agent_usage done;
     struct zerg_agent_usage cur;
     char cur_id[64];
+    /* The agent's last message (Codex, Gemini: their result carries no
+     * text; it becomes the result's).  Owned, or NULL. */
+    char *last_text;
 };
 
+/* A summary of Claude Code's stream; _init_cli for another CLI's. */
 void zerg_agent_summary_init(struct zerg_agent_summary *s);
+void zerg_agent_summary_init_cli(struct zerg_agent_summary *s,
+                                 enum zerg_agent_cli cli);
 /* The run's tokens: the result's usage when it has one, else what the
  * messages streamed so far add up to. */
 void zerg_agent_summary_usage(const struct zerg_agent_summary *s,
@@ -143,6 +216,11 @@ void zerg_agent_summary_usage(const struct zerg_agent_summary *s,
 enum zerg_agent_event_type zerg_agent_summary_feed(struct zerg_agent_summary *s,
                                                    const char *line,
                                                    size_t len);
+/* The same; *progress (may be NULL) says whether the line shows the
+ * agent working (zerg_agent_event_is_progress). */
+enum zerg_agent_event_type zerg_agent_summary_take(struct zerg_agent_summary *s,
+                                                   const char *line, size_t len,
+                                                   int *progress);
 /* Feeds every line of text (a log tail; a partial first line is just
  * OTHER). */
 void zerg_agent_summary_feed_text(struct zerg_agent_summary *s,
@@ -166,16 +244,18 @@ int zerg_failure_stage_parse(const char *name, enum zerg_failure_stage *out);
  * known: every pointer may be NULL. */
 struct zerg_failure_in {
     enum zerg_failure_stage stage;
-    int exit_code;        /* the exit status; ignored when signal != 0 */
-    int signal;           /* the signal that ended it, 0 if it exited */
-    int timed_out;        /* it was stopped for running past its timeout */
-    int exec_failed;      /* it could not be executed at all (spawn ENOENT or
-                             EACCES); exit 127/126 of the executor count too */
-    int is_executor;      /* the command stage ran the configured executor
-                             (no `command` in the task); only then do exit
-                             127/126 and the agent's messages say environment */
-    int conflict;         /* the merge after the attempt found conflicts */
-    const char *executor; /* argv[0] of the executor, for the reason */
+    int exit_code;           /* the exit status; ignored when signal != 0 */
+    int signal;              /* the signal that ended it, 0 if it exited */
+    int timed_out;           /* it was stopped for running past its timeout */
+    int exec_failed;         /* it could not be executed at all (spawn ENOENT or
+                                EACCES); exit 127/126 of the executor count too */
+    int is_executor;         /* the command stage ran the configured executor
+                                (no `command` in the task); only then do exit
+                                127/126 and the agent's messages say environment */
+    int conflict;            /* the merge after the attempt found conflicts */
+    const char *executor;    /* argv[0] of the executor, for the reason */
+    enum zerg_agent_cli cli; /* the agent CLI the executor is (its fixes,
+                                its exit codes); Claude Code by default */
     /* The run's events as the worker read them, or NULL: then the
      * classifier folds output_tail itself. */
     const struct zerg_agent_summary *agent;

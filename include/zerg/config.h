@@ -50,6 +50,8 @@ enum zerg_cost_cap_action {
 enum zerg_executor_kind {
     ZERG_EXECUTOR_CLAUDE,
     ZERG_EXECUTOR_COMMAND,
+    ZERG_EXECUTOR_CODEX,
+    ZERG_EXECUTOR_GEMINI,
 };
 
 enum zerg_isolation {
@@ -124,6 +126,8 @@ struct zerg_config {
     /* executor: */
     int executor_kind;                 /* enum zerg_executor_kind, CLAUDE */
     char *executor_claude;             /* "claude" */
+    char *executor_codex;              /* "codex" */
+    char *executor_gemini;             /* "gemini" */
     int64_t executor_exit_grace_ns;    /* 5 s: after the terminal event */
     struct zerg_argv executor_pricing; /* [] MODEL=IN/OUT/CR/CW */
     int rush_cost_cap_action;          /* enum zerg_cost_cap_action */

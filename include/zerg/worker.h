@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include "zerg/agent.h"
 #include "zerg/clock.h"
 #include "zerg/config.h"
 #include "zerg/graph.h"
@@ -107,13 +108,20 @@ struct zerg_prompt_retry {
 };
 char *zerg_worker_prompt(const struct zerg_task *t, const char *feature,
                          const struct zerg_prompt_retry *retry);
-/* The argv of the Claude Code CLI for prompt (executor.kind: claude):
- * CLAUDE --print --output-format stream-json --verbose
- * --include-partial-messages --dangerously-skip-permissions ARGS... PROMPT
- * (prompt NULL: none, the CLI reads it on stdin, which has no length
- * limit).  Copies, free with zerg_worker_argv_free; NULL on out-of-memory. */
-char **zerg_worker_claude_argv(const struct zerg_config *cfg,
-                               const char *prompt);
+/* The argv of an agent CLI (executor.kind claude, codex, gemini): BIN,
+ * the adapter's arguments, its resume arguments and session when session
+ * is not NULL or "" (and the CLI can resume), executor.args, then prompt
+ * (prompt NULL: the CLI reads it on stdin, which has no length limit;
+ * the adapter's stdin_arg then, if it has one).  E.g. claude --print
+ * --output-format stream-json --verbose --include-partial-messages
+ * --dangerously-skip-permissions ARGS...; codex exec --json
+ * --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
+ * ARGS... -.  Copies, free with zerg_worker_argv_free; NULL on
+ * out-of-memory. */
+char **zerg_worker_agent_argv(const struct zerg_config *cfg,
+                              const struct zerg_agent_adapter *ad,
+                              const char *bin, const char *session,
+                              const char *prompt);
 
 /* executor argv (NULL-terminated) + prompt as its last argument, as a new
  * NULL-terminated vector of copies (free with zerg_worker_argv_free).
@@ -131,6 +139,9 @@ struct zerg_task_env {
     uint64_t epoch;
     const char *run_id;
     const char *progress_file; /* ZERG_PROGRESS_FILE */
+    /* NAME=VALUE entries set last (an agent CLI's), replacing the base's;
+     * NULL-terminated, or NULL. */
+    const char *const *extra;
 };
 /* base (e.g. environ) with the ZERG_* task variables set, replacing any
  * already there; free with zerg_worker_argv_free.  NULL on OOM. */

@@ -42,19 +42,17 @@ int zerg_failure_stage_parse(const char *name, enum zerg_failure_stage *out)
 
 /* ---- the fixes users see ------------------------------------------ */
 
-#define FIX_LOGIN                                                              \
-    "set ANTHROPIC_API_KEY in the worker's environment or mount a "            \
-    "logged-in ~/.claude (see docs/wiki/Agents.md)"
-#define FIX_API_KEY                                                            \
-    "ANTHROPIC_API_KEY was refused: set a valid key (see "                     \
-    "docs/wiki/Agents.md)"
+/* Each CLI's own words are its adapter's (src/agent/adapter.c). */
+static const struct zerg_agent_adapter *cli_of(const struct zerg_failure_in *in)
+{
+    const struct zerg_agent_adapter *ad =
+        zerg_agent_adapter(in->agent ? in->agent->cli : in->cli);
+    return ad ? ad : zerg_agent_adapter(ZERG_AGENT_CLAUDE);
+}
+
 #define FIX_ROOT                                                               \
     "set IS_SANDBOX=1 in the worker's environment (container mode does "       \
     "so) or run zerg as a user other than root (see docs/wiki/Agents.md)"
-#define FIX_MISSING                                                            \
-    "install the Claude Code CLI where the worker runs (in the image in "      \
-    "container mode; scripts/install-claude.sh) or set executor.kind: "        \
-    "command (see docs/wiki/Agents.md)"
 #define FIX_SETUP                                                              \
     "the attempt's workspace or log could not be prepared: see the "           \
     "worker's output above"
@@ -136,15 +134,26 @@ static const char *cli_text(const struct zerg_agent_summary *a)
     return a->has_result && a->result.is_error ? a->result.text : NULL;
 }
 
-/* Environment failures Claude Code reports; 1 when one matched.  Only
+/* The error the CLI gave: Claude's assistant event, Codex's failed turn. */
+static const char *agent_error(const struct zerg_agent_summary *a)
+{
+    if (a->agent_error[0])
+        return a->agent_error;
+    return a->has_result ? a->result.error : "";
+}
+
+/* Environment failures the CLI reports; 1 when one matched.  Only
  * structured fields decide (DESIGN §20): the assistant event's error, the
  * HTTP status, the CLI's own error result, and its plain stderr line. */
 static int agent_environment(const struct zerg_agent_summary *a,
+                             const struct zerg_agent_adapter *ad,
                              const char *tail, struct zerg_failure_out *out)
 {
     const char *text = cli_text(a);
+    char why[256];
     /* root-refusal.stderr: plain stderr, no stream-json line, exit 1. */
-    if (plain_line_has(tail, "--dangerously-skip-permissions cannot be used "
+    if (a->cli == ZERG_AGENT_CLAUDE &&
+        plain_line_has(tail, "--dangerously-skip-permissions cannot be used "
                              "with root/sudo privileges")) {
         verdict(out, ZERG_FAILURE_ENVIRONMENT,
                 "Claude Code refuses --dangerously-skip-permissions as root",
@@ -153,17 +162,18 @@ static int agent_environment(const struct zerg_agent_summary *a,
     }
     /* not-logged-in.jsonl: assistant "error":"authentication_failed",
      * result "Not logged in · Please run /login", no request sent. */
-    if (starts(text, "Not logged in")) {
-        verdict(out, ZERG_FAILURE_ENVIRONMENT, text, FIX_LOGIN);
+    if (a->cli == ZERG_AGENT_CLAUDE && starts(text, "Not logged in")) {
+        verdict(out, ZERG_FAILURE_ENVIRONMENT, text, ad->fix_login);
         return 1;
     }
     /* invalid-api-key.jsonl: the same error after an HTTP 401, result
-     * "Invalid API key · Fix external API key". */
-    if (strcmp(a->agent_error, "authentication_failed") == 0 ||
+     * "Invalid API key · Fix external API key"; Codex: a turn.failed
+     * "unexpected status 401 Unauthorized" (codex/unauthorized.jsonl). */
+    if (strcmp(agent_error(a), "authentication_failed") == 0 ||
         a->api_error_status == 401) {
-        verdict(out, ZERG_FAILURE_ENVIRONMENT,
-                text ? text : "Claude Code: authentication failed",
-                a->api_error_status == 401 ? FIX_API_KEY : FIX_LOGIN);
+        snprintf(why, sizeof why, "%s: authentication failed", ad->product);
+        verdict(out, ZERG_FAILURE_ENVIRONMENT, text ? text : why,
+                a->api_error_status == 401 ? ad->fix_key : ad->fix_login);
         return 1;
     }
     return 0;
@@ -181,7 +191,7 @@ static int agent_rate_limit(const struct zerg_agent_summary *a,
      * rejected rate_limit_event carrying resetsAt.
      * overloaded.jsonl: 529, assistant "error":"server_error" (not
      * "overloaded": only api_retry lines say that), status 529. */
-    int limited = strcmp(a->agent_error, "rate_limit") == 0 ||
+    int limited = strcmp(agent_error(a), "rate_limit") == 0 ||
                   a->api_error_status == 429 || a->api_error_status == 529 ||
                   a->resets_at_s > 0 || starts(text, "You've hit your");
     if (!limited)
@@ -221,19 +231,46 @@ static void classify_exit(const struct zerg_failure_in *in,
     verdict(out, ZERG_FAILURE_TASK, reason, NULL);
 }
 
+/* Exit codes that mean something (Gemini CLI 0.61.0, measured): 41 no
+ * or bad credentials, 55 a folder it does not trust; both before any
+ * stream.  42 (bad input) and 53 (turn limit) stay the task's. */
+static int gemini_exit(const struct zerg_failure_in *in,
+                       struct zerg_failure_out *out)
+{
+    const struct zerg_agent_adapter *ad = cli_of(in);
+    if (ad->cli != ZERG_AGENT_GEMINI || in->signal)
+        return 0;
+    if (in->exit_code == 41) {
+        verdict(out, ZERG_FAILURE_ENVIRONMENT,
+                "Gemini CLI has no usable credentials (exit 41)",
+                ad->fix_login);
+        return 1;
+    }
+    if (in->exit_code == 55) {
+        verdict(out, ZERG_FAILURE_ENVIRONMENT,
+                "Gemini CLI does not trust the worktree (exit 55)",
+                "set GEMINI_CLI_TRUST_WORKSPACE=true in the worker's "
+                "environment (zerg sets it for executor.kind: gemini)");
+        return 1;
+    }
+    return 0;
+}
+
 static int classify_agent(const struct zerg_failure_in *in,
                           struct zerg_failure_out *out)
 {
     struct zerg_agent_summary own;
     const struct zerg_agent_summary *a = in->agent;
+    if (gemini_exit(in, out))
+        return 1;
     if (!a) {
-        zerg_agent_summary_init(&own);
+        zerg_agent_summary_init_cli(&own, in->cli);
         if (in->output_tail)
             zerg_agent_summary_feed_text(&own, in->output_tail,
                                          strlen(in->output_tail));
         a = &own;
     }
-    int done = agent_environment(a, in->output_tail, out) ||
+    int done = agent_environment(a, cli_of(in), in->output_tail, out) ||
                agent_rate_limit(a, out) || agent_task(a, out);
     if (a == &own)
         zerg_agent_summary_close(&own);
@@ -258,7 +295,7 @@ static int classify_process(const struct zerg_failure_in *in,
         snprintf(reason, sizeof reason, "the executor %s%s%scould not be run",
                  in->executor ? "\"" : "", in->executor ? in->executor : "",
                  in->executor ? "\" " : "");
-        verdict(out, ZERG_FAILURE_ENVIRONMENT, reason, FIX_MISSING);
+        verdict(out, ZERG_FAILURE_ENVIRONMENT, reason, cli_of(in)->fix_install);
     } else if (in->signal) {
         snprintf(reason, sizeof reason, "%s killed by signal %d (%s)", stage,
                  in->signal, strsignal(in->signal));

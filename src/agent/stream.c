@@ -224,12 +224,70 @@ void zerg_agent_summary_init(struct zerg_agent_summary *s)
     memset(s, 0, sizeof *s);
 }
 
+void zerg_agent_summary_init_cli(struct zerg_agent_summary *s,
+                                 enum zerg_agent_cli cli)
+{
+    memset(s, 0, sizeof *s);
+    s->cli = (unsigned)cli < ZERG_AGENT_NCLIS ? cli : ZERG_AGENT_CLAUDE;
+}
+
 void zerg_agent_summary_close(struct zerg_agent_summary *s)
 {
     if (!s)
         return;
     zerg_agent_event_close(&s->result);
+    free(s->last_text);
     memset(s, 0, sizeof *s);
+}
+
+enum zerg_agent_event_type zerg_agent_parse(enum zerg_agent_cli cli,
+                                            const char *line, size_t len,
+                                            struct zerg_agent_event *ev)
+{
+    switch (cli) {
+    case ZERG_AGENT_CODEX:
+        return zerg_agent_codex_parse(line, len, ev);
+    case ZERG_AGENT_GEMINI:
+        return zerg_agent_gemini_parse(line, len, ev);
+    default:
+        return zerg_agent_event_parse(line, len, ev);
+    }
+}
+
+int zerg_agent_event_is_progress(const struct zerg_agent_event *ev)
+{
+    return ev->type != ZERG_AGENT_EV_OTHER &&
+           !(ev->type == ZERG_AGENT_EV_SYSTEM &&
+             strcmp(ev->subtype, "api_retry") == 0);
+}
+
+/* The agent's last message, for a CLI whose result has no text of its
+ * own: a whole message replaces it, a piece (Gemini's deltas) is added
+ * to it until a tool's turn starts the next message. */
+static void keep_text(struct zerg_agent_summary *s,
+                      const struct zerg_agent_event *ev)
+{
+    if (s->cli == ZERG_AGENT_CLAUDE)
+        return;
+    if (ev->type == ZERG_AGENT_EV_USER) {
+        free(s->last_text);
+        s->last_text = NULL;
+        return;
+    }
+    if (ev->type != ZERG_AGENT_EV_ASSISTANT || !ev->text || ev->error[0])
+        return;
+    size_t have = ev->text_delta && s->last_text ? strlen(s->last_text) : 0;
+    size_t add = strlen(ev->text);
+    if (have + add > ZERG_AGENT_TEXT_MAX)
+        add = have < ZERG_AGENT_TEXT_MAX ? ZERG_AGENT_TEXT_MAX - have : 0;
+    char *t = malloc(have + add + 1);
+    if (!t)
+        return;
+    memcpy(t, have ? s->last_text : "", have);
+    memcpy(t + have, ev->text, add);
+    t[have + add] = '\0';
+    free(s->last_text);
+    s->last_text = t;
 }
 
 static void add_usage(struct zerg_agent_usage *to,
@@ -288,6 +346,7 @@ void zerg_agent_summary_usage(const struct zerg_agent_summary *s,
 static void fold(struct zerg_agent_summary *s, struct zerg_agent_event *ev)
 {
     s->events++;
+    keep_text(s, ev);
     if (!s->model[0] && ev->model[0])
         memcpy(s->model, ev->model, sizeof s->model);
     if (ev->type == ZERG_AGENT_EV_ASSISTANT || ev->type == ZERG_AGENT_EV_STREAM)
@@ -310,10 +369,13 @@ static void fold(struct zerg_agent_summary *s, struct zerg_agent_event *ev)
             s->resets_at_s = ev->resets_at_s;
         break;
     case ZERG_AGENT_EV_RESULT:
-        /* The summary takes the event over, text and all. */
+        /* The summary takes the event over, text and all; a result with
+         * no text of its own says the agent's last message. */
         zerg_agent_event_close(&s->result);
         s->result = *ev;
         s->has_result = 1;
+        if (!s->result.text && s->last_text && !s->result.is_error)
+            s->result.text = strdup(s->last_text);
         memset(ev, 0, sizeof *ev);
         break;
     default:
@@ -321,15 +383,24 @@ static void fold(struct zerg_agent_summary *s, struct zerg_agent_event *ev)
     }
 }
 
-enum zerg_agent_event_type zerg_agent_summary_feed(struct zerg_agent_summary *s,
-                                                   const char *line, size_t len)
+enum zerg_agent_event_type zerg_agent_summary_take(struct zerg_agent_summary *s,
+                                                   const char *line, size_t len,
+                                                   int *progress)
 {
     struct zerg_agent_event ev;
-    enum zerg_agent_event_type t = zerg_agent_event_parse(line, len, &ev);
+    enum zerg_agent_event_type t = zerg_agent_parse(s->cli, line, len, &ev);
+    if (progress)
+        *progress = zerg_agent_event_is_progress(&ev);
     if (t != ZERG_AGENT_EV_OTHER)
         fold(s, &ev);
     zerg_agent_event_close(&ev);
     return t;
+}
+
+enum zerg_agent_event_type zerg_agent_summary_feed(struct zerg_agent_summary *s,
+                                                   const char *line, size_t len)
+{
+    return zerg_agent_summary_take(s, line, len, NULL);
 }
 
 void zerg_agent_summary_feed_text(struct zerg_agent_summary *s,

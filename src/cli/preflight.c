@@ -13,29 +13,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "zerg/agent.h"
 #include "zerg/clock.h"
 #include "zerg/err.h"
 #include "zerg/graph.h"
 #include "zerg/launcher.h"
 #include "zerg/text.h"
 
-#define FIX_CLAUDE                                                             \
-    "install the Claude Code CLI where the workers run (`npm install -g "      \
-    "@anthropic-ai/claude-code`; scripts/install-claude.sh installs the "      \
-    "pinned version) or set executor.claude to its path"
 #define FIX_COMMAND                                                            \
     "install it, or set workers.executor to a command that exists and "        \
     "answers --version"
 #define FIX_IMAGE                                                              \
     "build an image that has it (docker/Containerfile installs git, Node "     \
     "and the Claude Code CLI) and set container.image to it, or set "          \
-    "executor.claude to its path inside the image"
+    "%s to its path inside the image"
 
 /* What to run: argv[0] as the workers will see it. */
 struct target {
     char exe[PATH_MAX];
-    int claude; /* kind claude: its fix */
+    const struct zerg_agent_adapter *ad; /* an agent kind: its fixes */
 };
 
 /* ---- warnings ----------------------------------------------------------- */
@@ -107,11 +105,9 @@ static int pick_executor(const char *project, const struct zerg_config *cfg,
         override += strspn(override, " \t");
         pf->exe = override, pf->exe_key = "--executor";
         len = strcspn(override, " \t");
-    } else if (cfg->executor_kind == ZERG_EXECUTOR_CLAUDE) {
-        exe = cfg->executor_claude && *cfg->executor_claude
-                  ? cfg->executor_claude
-                  : "claude";
-        pf->exe = exe, pf->exe_key = "executor.claude", t->claude = 1;
+    } else if ((t->ad = zerg_agent_for(cfg))) {
+        exe = zerg_agent_bin(cfg, t->ad);
+        pf->exe = exe, pf->exe_key = zerg_agent_bin_key(t->ad);
         len = strlen(exe);
     } else if (cfg->executor.n && cfg->executor.v[0][0]) {
         pf->exe = cfg->executor.v[0], pf->exe_key = "workers.executor";
@@ -174,6 +170,62 @@ static int judge(struct zerg_preflight *pf, const struct target *t,
     return -1;
 }
 
+/* 1 when one of the CLI's key variables is set (and not empty). */
+static int key_given(const struct zerg_agent_adapter *ad)
+{
+    for (size_t i = 0; ad->key_env && ad->key_env[i]; i++)
+        if (getenv(ad->key_env[i]) && *getenv(ad->key_env[i]))
+            return 1;
+    return 0;
+}
+
+/* The CLI's credentials where the workers run (subprocess mode): a key
+ * in the environment, else its own login check (`codex login status`),
+ * else a logged-in settings file (Gemini's ~/.gemini/settings.json).
+ * Without them every attempt would fail the same way, one environment
+ * failure per worker. */
+static void check_login(struct zerg_preflight *pf, const struct target *t)
+{
+    const struct zerg_agent_adapter *ad = t->ad;
+    char out[512], errout[1024], shown[PATH_MAX + 32], path[PATH_MAX];
+    int st = 0;
+    if (key_given(ad))
+        return;
+    if (ad->login) {
+        char *argv[8] = {(char *)t->exe};
+        size_t n = 1;
+        for (size_t i = 0; ad->login[i] && n < 7; i++)
+            argv[n++] = (char *)ad->login[i];
+        snprintf(shown, sizeof shown, "%s login status", t->exe);
+        int rc =
+            zerg_container_exec(argv, ZERG_PREFLIGHT_VERSION_TIMEOUT_NS, out,
+                                sizeof out, errout, sizeof errout, &st);
+        if (rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+            return;
+        pf->ok = 0;
+        snprintf(pf->error, sizeof pf->error,
+                 "%s is not logged in (`%.300s` says: %.200s), and %zu task%s "
+                 "no `command`. Fix: %s",
+                 ad->product, shown, out[0] ? out : errout, pf->agent_tasks,
+                 pf->agent_tasks == 1 ? " has" : "s have", ad->fix_login);
+        for (char *p = pf->error; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        return;
+    }
+    const char *home = getenv("HOME");
+    if (ad->cli != ZERG_AGENT_GEMINI || !home ||
+        (snprintf(path, sizeof path, "%s/.gemini/settings.json", home),
+         access(path, F_OK) == 0))
+        return;
+    pf->ok = 0;
+    snprintf(pf->error, sizeof pf->error,
+             "%s has no credentials (none of its key variables is set and "
+             "there is no %.300s), and %zu task%s no `command`. Fix: %s",
+             ad->product, path, pf->agent_tasks,
+             pf->agent_tasks == 1 ? " has" : "s have", ad->fix_login);
+}
+
 static void check_here(struct zerg_preflight *pf, const struct target *t)
 {
     char out[512], errout[1024], shown[PATH_MAX + 16];
@@ -184,8 +236,14 @@ static void check_here(struct zerg_preflight *pf, const struct target *t)
     pf->checked = 1;
     int rc = zerg_container_exec(argv, ZERG_PREFLIGHT_VERSION_TIMEOUT_NS, out,
                                  sizeof out, errout, sizeof errout, &st);
-    judge(pf, t, shown, rc, st, out, errout, ZERG_PREFLIGHT_VERSION_TIMEOUT_NS,
-          t->claude ? FIX_CLAUDE : FIX_COMMAND);
+    char fix[400];
+    snprintf(fix, sizeof fix, "%s%s%s%s",
+             t->ad ? t->ad->fix_install : FIX_COMMAND, t->ad ? ", or set " : "",
+             t->ad ? pf->exe_key : "", t->ad ? " to its path" : "");
+    if (judge(pf, t, shown, rc, st, out, errout,
+              ZERG_PREFLIGHT_VERSION_TIMEOUT_NS, fix) == 0 &&
+        t->ad)
+        check_login(pf, t);
 }
 
 static const char *image_name(const struct zerg_config *cfg)
@@ -221,9 +279,13 @@ static void check_image(struct zerg_preflight *pf, const struct target *t,
     pf->checked = 1;
     int rc = zerg_container_exec(argv, ZERG_PREFLIGHT_CONTAINER_TIMEOUT_NS, out,
                                  sizeof out, errout, sizeof errout, &st);
+    char fix[400];
+    if (t->ad)
+        snprintf(fix, sizeof fix, FIX_IMAGE, pf->exe_key);
+    else
+        snprintf(fix, sizeof fix, "install it in the image (container.image)");
     judge(pf, t, shown, rc, st, out, errout,
-          ZERG_PREFLIGHT_CONTAINER_TIMEOUT_NS,
-          t->claude ? FIX_IMAGE : "install it in the image (container.image)");
+          ZERG_PREFLIGHT_CONTAINER_TIMEOUT_NS, fix);
 }
 
 int zerg_preflight_run(const char *project, const struct zerg_config *cfg,

@@ -140,16 +140,24 @@
       "non-empty list of strings, or a string split on whitespace",            \
       "Command run for a task without a command field; the task prompt is "    \
       "appended as its last argument.")                                        \
-    X("executor.kind", ENUM, executor_kind, 0, "claude", "claude|command",     \
-      "How a task without a command runs: claude drives the Claude Code CLI "  \
-      "(stream-json progress, cost, failure classes); command runs "           \
-      "workers.executor with the prompt appended.")                            \
+    X("executor.kind", ENUM, executor_kind, 0, "claude",                       \
+      "claude|command|codex|gemini",                                           \
+      "How a task without a command runs: claude, codex and gemini drive "     \
+      "that agent CLI (its stream's progress, tokens and cost, failure "       \
+      "classes, the prompt on stdin); command runs workers.executor with "     \
+      "the prompt appended.")                                                  \
     X("executor.claude", STRING, executor_claude, F_NONEMPTY, "claude",        \
       "command name or path",                                                  \
       "The Claude Code CLI to run (executor.kind: "                            \
       "claude).")                                                              \
+    X("executor.codex", STRING, executor_codex, F_NONEMPTY, "codex",           \
+      "command name or path", "The Codex CLI to run (executor.kind: codex).")  \
+    X("executor.gemini", STRING, executor_gemini, F_NONEMPTY, "gemini",        \
+      "command name or path",                                                  \
+      "The Gemini CLI to run (executor.kind: gemini).")                        \
     X("executor.args", ARGV, executor_args, 0, "[]", "list of strings",        \
-      "Extra arguments for the Claude Code CLI, e.g. [--model, sonnet].")      \
+      "Extra arguments for the agent CLI, after zerg's own, e.g. [--model, "   \
+      "sonnet].")                                                              \
     X("executor.pricing", ARGV, executor_pricing, 0, "[]",                     \
       "list of MODEL=IN/OUT/CACHE_READ/CACHE_WRITE",                           \
       "US dollars per million tokens by model (a trailing * matches a "        \

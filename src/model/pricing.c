@@ -76,8 +76,8 @@ int zerg_pricing_find(const struct zerg_argv *list, const char *model,
                       struct zerg_price *p)
 {
     char name[128], why[128];
-    if (!list || !model || !*model)
-        return 0;
+    if (!list || !model)
+        return 0; /* "" (a CLI that names no model) matches only "*" */
     for (size_t i = 0; i < list->n; i++)
         if (!zerg_pricing_parse(list->v[i], name, sizeof name, p, why,
                                 sizeof why) &&

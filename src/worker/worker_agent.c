@@ -96,7 +96,8 @@ char *wk_agent_prompt(const struct worker *w, const struct zerg_task *t,
     }
     if (text) {
         struct zerg_agent_summary s;
-        zerg_agent_summary_init(&s);
+        const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
+        zerg_agent_summary_init_cli(&s, ad ? ad->cli : ZERG_AGENT_CLAUDE);
         zerg_agent_summary_feed_text(&s, text, len);
         if (s.has_result && s.result.text)
             snprintf(final, sizeof final, "%s", s.result.text);
@@ -131,10 +132,23 @@ int wk_agent_prompt_fd(const char *log_dir, int attempt)
     return open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 }
 
+const struct zerg_agent_adapter *wk_agent_adapter(const struct zerg_config *c)
+{
+    return zerg_agent_for(c);
+}
+
+const char *wk_agent_bin(const struct zerg_config *c,
+                         const struct zerg_agent_adapter *ad)
+{
+    return zerg_agent_bin(c, ad);
+}
+
 char **wk_agent_argv(const struct worker *w, const char *prompt, int on_stdin)
 {
-    if (w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE)
-        return zerg_worker_claude_argv(&w->cfg, on_stdin ? NULL : prompt);
+    const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
+    if (ad)
+        return zerg_worker_agent_argv(&w->cfg, ad, wk_agent_bin(&w->cfg, ad),
+                                      NULL, on_stdin ? NULL : prompt);
     return zerg_worker_executor_argv(&w->cfg.executor, prompt);
 }
 
@@ -150,8 +164,8 @@ int wk_agent_too_long(const struct worker *w, const char *prompt, int on_stdin,
     snprintf(r->error, sizeof r->error,
              "the prompt is %zu KiB, more than the %d KiB one argument of a "
              "command can hold (execve: E2BIG), so workers.executor was not "
-             "run: shorten the task's description or context, or use "
-             "executor.kind: claude, which reads the prompt on stdin",
+             "run: shorten the task's description or use an agent "
+             "executor.kind (claude, codex, gemini): they read it on stdin",
              n >> 10, ARG_ONE_MAX >> 10);
     r->exit_code = -1;
     return 1;
@@ -159,8 +173,9 @@ int wk_agent_too_long(const struct worker *w, const char *prompt, int on_stdin,
 
 void wk_agent_stream_start(struct worker *w, int log_fd, off_t from)
 {
-    if (w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE)
-        wk_stream_open(&w->stream, log_fd, from);
+    const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
+    if (ad)
+        wk_stream_open(&w->stream, ad->cli, log_fd, from);
 }
 
 /* The end of the attempt's log (malloc'd), or NULL.  The log is open
@@ -180,6 +195,21 @@ static char *read_end(int log_fd, size_t *len)
     return text;
 }
 
+/* The model executor.args name (--model M, -m M, --model=M), for a CLI
+ * whose stream does not (Codex), or "". */
+static const char *args_model(const struct zerg_config *cfg)
+{
+    const struct zerg_argv *a = &cfg->executor_args;
+    for (size_t i = 0; i < a->n; i++) {
+        if (!strncmp(a->v[i], "--model=", 8))
+            return a->v[i] + 8;
+        if ((!strcmp(a->v[i], "--model") || !strcmp(a->v[i], "-m")) &&
+            i + 1 < a->n)
+            return a->v[i + 1];
+    }
+    return "";
+}
+
 /* The attempt's ledger (DESIGN §20): the result's usage and cost when
  * the run got that far, else the tokens its messages streamed. */
 static void record_run(const struct zerg_config *cfg,
@@ -188,7 +218,8 @@ static void record_run(const struct zerg_config *cfg,
 {
     struct zerg_agent_usage u;
     snprintf(r->session_id, sizeof r->session_id, "%s", s->session_id);
-    snprintf(r->model, sizeof r->model, "%s", s->model);
+    snprintf(r->model, sizeof r->model, "%s",
+             s->model[0] ? s->model : args_model(cfg));
     zerg_agent_summary_usage(s, &u);
     r->input_tokens = u.input_tokens;
     r->output_tokens = u.output_tokens;
@@ -201,7 +232,7 @@ static void record_run(const struct zerg_config *cfg,
     }
     if (r->cost_usd <= 0)
         r->cost_estimated =
-            wk_agent_estimate(cfg, s->model, &u, &r->cost_usd) == 1;
+            wk_agent_estimate(cfg, r->model, &u, &r->cost_usd) == 1;
 }
 
 int wk_agent_estimate(const struct zerg_config *cfg, const char *model,
@@ -218,14 +249,15 @@ int wk_agent_estimate(const struct zerg_config *cfg, const char *model,
 static void classify(const struct worker *w, const struct zerg_agent_summary *s,
                      const char *tail, int is_executor, struct zerg_result *r)
 {
+    const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
     struct zerg_failure_in in = {
         .exit_code = r->exit_code,
         .signal = r->timed_out ? 0 : r->signal,
         .timed_out = r->timed_out,
         .is_executor = is_executor,
-        .executor = w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE
-                        ? w->cfg.executor_claude
-                        : (w->cfg.executor.n ? w->cfg.executor.v[0] : NULL),
+        .executor = ad ? wk_agent_bin(&w->cfg, ad)
+                       : (w->cfg.executor.n ? w->cfg.executor.v[0] : NULL),
+        .cli = ad ? ad->cli : ZERG_AGENT_CLAUDE,
         .agent = is_executor ? s : NULL,
         .output_tail = tail,
     };
@@ -235,8 +267,13 @@ static void classify(const struct worker *w, const struct zerg_agent_summary *s,
     zerg_result_set_class(r, out.cls);
     snprintf(r->fix, sizeof r->fix, "%s", out.fix);
     r->reset_at_s = out.reset_at_s;
+    /* The CLI's own account beats "exited with code 1": an environment
+     * or rate limit always, a task failure when the CLI ended in an
+     * error result of its own (never the model's words). */
+    int cli_error = s && s->has_result && s->result.is_error;
     if (out.reason[0] && (out.cls == ZERG_FAILURE_ENVIRONMENT ||
-                          out.cls == ZERG_FAILURE_RATE_LIMIT))
+                          out.cls == ZERG_FAILURE_RATE_LIMIT ||
+                          (out.cls == ZERG_FAILURE_TASK && cli_error)))
         snprintf(r->error, sizeof r->error, "%s", out.reason);
 }
 
@@ -245,19 +282,20 @@ void wk_agent_finish(const struct worker *w, int log_fd, int is_executor,
 {
     struct zerg_agent_summary s;
     size_t len = 0;
-    int claude = is_executor && w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE;
+    const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
+    int agent = is_executor && ad != NULL; /* an agent's stream */
     /* The stream read while the stage ran holds every event; the log's
      * end is read only without it (it could not be opened). */
     const struct zerg_agent_summary *live =
-        claude && w->stream.sum.events ? &w->stream.sum : NULL;
-    if (!claude && !failed)
+        agent && w->stream.sum.events ? &w->stream.sum : NULL;
+    if (!agent && !failed)
         return; /* nothing to read the log for */
     /* The log's end: for the classifier's tail, or without the stream. */
     char *text = failed || !live ? read_end(log_fd, &len) : NULL;
-    zerg_agent_summary_init(&s);
-    if (text && claude && !live)
+    zerg_agent_summary_init_cli(&s, ad ? ad->cli : ZERG_AGENT_CLAUDE);
+    if (text && agent && !live)
         zerg_agent_summary_feed_text(&s, text, len);
-    if (claude)
+    if (agent)
         record_run(&w->cfg, live ? live : &s, r);
     if (failed)
         classify(w, live ? live : &s,

@@ -5,6 +5,12 @@
 
 #include "worker_state.h"
 
+/* The agent CLI executor.kind names (its adapter), or NULL for kind
+ * command; and the binary executor.NAME says to run for it. */
+const struct zerg_agent_adapter *wk_agent_adapter(const struct zerg_config *c);
+const char *wk_agent_bin(const struct zerg_config *c,
+                         const struct zerg_agent_adapter *ad);
+
 /* The prompt of attempt a of t: a retry says what went wrong last time
  * (the assignment's last_* and the end of the previous attempt's log in
  * log_dir).  malloc'd, NULL on out-of-memory. */
@@ -26,12 +32,12 @@ int wk_agent_too_long(const struct worker *w, const char *prompt, int on_stdin,
  * the model is priced, else 0. */
 int wk_agent_estimate(const struct zerg_config *cfg, const char *model,
                       const struct zerg_agent_usage *u, double *usd);
-/* Reads the stage's output as it comes for an agent that streams events
- * (Claude Code): progress, terminal event, ledger (worker_stream.c). */
+/* Reads the stage's output as it comes for an agent CLI (its adapter's
+ * stream): progress, terminal event, ledger (worker_stream.c). */
 void wk_agent_stream_start(struct worker *w, int log_fd, off_t from);
-/* After a stage: a Claude Code run's session, cost and tokens from the
- * log into r; for a failed stage (failed != 0) its failure class (r->cls,
- * r->fix, r->reset_at_s; r->error for environment and rate limits). */
+/* After a stage: an agent run's session, model, cost and tokens into r; for a
+ * failed stage (failed != 0) its failure class (r->cls, r->fix, r->reset_at_s;
+ * r->error for environment and rate limits). */
 void wk_agent_finish(const struct worker *w, int log_fd, int is_executor,
                      int failed, struct zerg_result *r);
 

@@ -374,6 +374,10 @@ static int run_open(struct worker *w, struct task_run *run,
         .run_id = w->o->run_id,
         .progress_file = w->progress_path,
     };
+    /* What the agent CLI needs around it (Gemini: a trusted worktree);
+     * a task's own command runs in the worker's environment. */
+    if (!run->task->command && wk_agent_adapter(&w->cfg))
+        e.extra = wk_agent_adapter(&w->cfg)->env;
     run->envp = zerg_worker_task_env(environ, &e);
     w->task_wd =
         inotify_add_watch(w->inofd, run->log_dir, IN_CLOSE_WRITE | IN_MOVED_TO);
@@ -425,9 +429,9 @@ static int run_command(struct worker *w, struct task_run *run,
     char *prompt = wk_agent_prompt(w, t, a, run->log_dir);
     if (prompt)
         wk_agent_save_prompt(run->log_dir, run->attempt, prompt);
-    /* Claude Code reads the prompt on stdin (no argv limit); a command
+    /* An agent CLI reads the prompt on stdin (no argv limit); a command
      * executor gets it as its last argument. */
-    if (prompt && w->cfg.executor_kind == ZERG_EXECUTOR_CLAUDE)
+    if (prompt && wk_agent_adapter(&w->cfg))
         run->in_fd = wk_agent_prompt_fd(run->log_dir, run->attempt);
     char **argv = prompt ? wk_agent_argv(w, prompt, run->in_fd >= 0) : NULL;
     watch_output(w, run, 1);

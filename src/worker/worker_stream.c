@@ -26,7 +26,8 @@
 
 #define READ_CHUNK 65536
 
-int wk_stream_open(struct wk_stream *s, int log_fd, off_t from)
+int wk_stream_open(struct wk_stream *s, enum zerg_agent_cli cli, int log_fd,
+                   off_t from)
 {
     char self[64];
     wk_stream_reset(s);
@@ -38,18 +39,21 @@ int wk_stream_open(struct wk_stream *s, int log_fd, off_t from)
     s->fd = fd;
     s->off = from;
     s->on = 1;
-    zerg_agent_summary_init(&s->sum);
+    zerg_agent_summary_init_cli(&s->sum, cli);
     return 0;
 }
 
-/* One complete line (without its newline): 1 when it was an event. */
+/* One complete line (without its newline): 1 when it was an event that
+ * shows the agent working (the CLI's retries of a request do not). */
 static int take_line(struct wk_stream *s, const char *line, size_t len,
                      int64_t now)
 {
-    enum zerg_agent_event_type t = zerg_agent_summary_feed(&s->sum, line, len);
+    int progress = 0;
+    enum zerg_agent_event_type t =
+        zerg_agent_summary_take(&s->sum, line, len, &progress);
     if (t == ZERG_AGENT_EV_RESULT && !s->terminal_ns)
         s->terminal_ns = now > 0 ? now : 1;
-    return t != ZERG_AGENT_EV_OTHER;
+    return progress;
 }
 
 /* Appends to the partial line; past the limit the line is skipped to its

@@ -21,9 +21,10 @@ struct wk_stream {
 };
 
 /* Starts reading the log open on log_fd for writing, from offset from
- * (the stage's first byte).  0, or -errno (the stream stays off: output
- * is then read after the stage, as before). */
-int wk_stream_open(struct wk_stream *s, int log_fd, off_t from);
+ * (the stage's first byte), as the stream of cli.  0, or -errno (the stream
+ * stays off: output is then read after the stage, as before). */
+int wk_stream_open(struct wk_stream *s, enum zerg_agent_cli cli, int log_fd,
+                   off_t from);
 /* Reads what the stage wrote since the last call; returns how many
  * events of the agent's stream it held (stderr and plain lines are not
  * events), and sets terminal_ns (to now) at the terminal event. */

@@ -154,36 +154,45 @@ oom:
     return NULL;
 }
 
-/* The fixed part of a Claude Code run: print mode, one JSON line per
- * event (partial messages too, so a long answer streaming in is progress)
- * and no permission prompts (nobody is there to answer them). */
-static const char *const claude_fixed[] = {
-    "--print",
-    "--output-format",
-    "stream-json",
-    "--verbose",
-    "--include-partial-messages",
-    "--dangerously-skip-permissions",
-};
-#define CLAUDE_FIXED_N (sizeof claude_fixed / sizeof *claude_fixed)
+/* Appends copies of the NULL-terminated list to v at *n. */
+static int push_all(char **v, size_t *n, const char *const *list)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        if (!(v[(*n)++] = strdup(list[i])))
+            return -1;
+    return 0;
+}
 
-char **zerg_worker_claude_argv(const struct zerg_config *cfg,
-                               const char *prompt)
+static size_t count(const char *const *list)
+{
+    size_t n = 0;
+    while (list && list[n])
+        n++;
+    return n;
+}
+
+char **zerg_worker_agent_argv(const struct zerg_config *cfg,
+                              const struct zerg_agent_adapter *ad,
+                              const char *bin, const char *session,
+                              const char *prompt)
 {
     size_t n = 0, extra = cfg->executor_args.n;
-    char **v = calloc(CLAUDE_FIXED_N + extra + 3, sizeof *v);
-    if (!v)
+    int resume = session && *session && ad->resume;
+    char **v =
+        calloc(count(ad->args) + count(ad->resume) + extra + 6, sizeof *v);
+    if (!v || !(v[n++] = strdup(bin && *bin ? bin : ad->name)))
         goto oom;
-    if (!(v[n++] =
-              strdup(cfg->executor_claude ? cfg->executor_claude : "claude")))
+    /* After the CLI's own arguments: Claude's option (--resume ID),
+     * Codex's subcommand of exec (exec [OPTIONS] resume ID). */
+    if (push_all(v, &n, ad->args))
         goto oom;
-    for (size_t i = 0; i < CLAUDE_FIXED_N; i++)
-        if (!(v[n++] = strdup(claude_fixed[i])))
-            goto oom;
+    if (resume && (push_all(v, &n, ad->resume) || !(v[n++] = strdup(session))))
+        goto oom;
     for (size_t i = 0; i < extra; i++)
         if (!(v[n++] = strdup(cfg->executor_args.v[i])))
             goto oom;
-    if (prompt && !(v[n++] = strdup(prompt)))
+    if (prompt ? !(v[n++] = strdup(prompt))
+               : ad->stdin_arg && !(v[n++] = strdup(ad->stdin_arg)))
         goto oom;
     return v;
 oom:
@@ -208,6 +217,16 @@ static int is_task_var(const char *entry)
     return 0;
 }
 
+/* 1 if entry ("NAME=value") names a variable one of list sets. */
+static int set_by(const char *const *list, const char *entry)
+{
+    size_t n = strcspn(entry, "=");
+    for (size_t i = 0; list && list[i]; i++)
+        if (!strncmp(list[i], entry, n) && list[i][n] == '=')
+            return 1;
+    return 0;
+}
+
 static char *env_entry(const char *name, const char *value)
 {
     char *s = NULL;
@@ -227,11 +246,11 @@ char **zerg_worker_task_env(char *const *base, const struct zerg_task_env *e)
     size_t nbase = 0, n = 0;
     while (base && base[nbase])
         nbase++;
-    char **v = calloc(nbase + TASK_ENV_N + 1, sizeof *v);
+    char **v = calloc(nbase + TASK_ENV_N + count(e->extra) + 1, sizeof *v);
     if (!v)
         return NULL;
     for (size_t i = 0; i < nbase; i++) {
-        if (is_task_var(base[i]))
+        if (is_task_var(base[i]) || set_by(e->extra, base[i]))
             continue;
         if (!(v[n++] = strdup(base[i])))
             goto oom;
@@ -240,6 +259,8 @@ char **zerg_worker_task_env(char *const *base, const struct zerg_task_env *e)
         if (!(v[n++] = env_entry(task_env_names[i], values[i])))
             goto oom;
     }
+    if (push_all(v, &n, e->extra))
+        goto oom;
     return v;
 oom:
     zerg_worker_argv_free(v);

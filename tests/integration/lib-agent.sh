@@ -7,9 +7,9 @@ src=${ZERG_SOURCE_DIR:?}
 
 # agent_cli: sets CLAUDE to the pinned CLI, installing it if needed.
 agent_cli() {
-    CLAUDE=$(sh "$src/scripts/install-claude.sh" 2>"$TEST_ROOT/install.err" | tail -n 1) ||
-        { cat "$TEST_ROOT/install.err" >&2; fail "scripts/install-claude.sh could not install the CLI"; }
-    [ -x "$CLAUDE" ] || fail "install-claude.sh printed '$CLAUDE', not an executable"
+    CLAUDE=$(sh "$src/scripts/install-agent.sh" claude 2>"$TEST_ROOT/install.err" | tail -n 1) ||
+        { cat "$TEST_ROOT/install.err" >&2; fail "scripts/install-agent.sh claude could not install the CLI"; }
+    [ -x "$CLAUDE" ] || fail "install-agent.sh printed '$CLAUDE', not an executable"
 }
 
 # agent_server SCENARIO_FILE: starts the scripted server (stopped when the

@@ -164,7 +164,7 @@ python3 - "${ZERG_SOURCE_DIR:?}" <<'PY' || fail "docker/Containerfile"
 import re, sys
 src = sys.argv[1]
 text = open(src + "/docker/Containerfile").read()
-pin = re.search(r"^version=(\S+)$", open(src + "/scripts/install-claude.sh").read(), re.M).group(1)
+pin = re.search(r"^claude\) version=(\S+) ", open(src + "/scripts/install-agent.sh").read(), re.M).group(1)
 known = {"FROM", "RUN", "COPY", "ENV", "WORKDIR", "CMD", "ARG", "LABEL", "USER"}
 cont = False
 for n, line in enumerate(text.splitlines(), 1):

@@ -53,6 +53,14 @@ static void test_find(void **st)
     assert_true(p.out == 8);
     assert_int_equal(zerg_pricing_find(&l, "gpt-5-mini", &p), 0);
     assert_int_equal(zerg_pricing_find(&l, "", &p), 0);
+    /* A CLI that names no model (Codex, Gemini before its stats): only a
+     * catch-all "*" prices it. */
+    char *any[] = {"gpt-5=1/8/0.1/0", "*=2/4/0.2/0"};
+    struct zerg_argv l2 = {any, 2};
+    assert_int_equal(zerg_pricing_find(&l2, "", &p), 1);
+    assert_true(p.in == 2);
+    assert_int_equal(zerg_pricing_find(&l2, "gpt-5", &p), 1);
+    assert_true(p.in == 1);
 }
 
 static void test_config_names_bad_entry(void **st)

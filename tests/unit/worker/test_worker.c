@@ -135,7 +135,10 @@ static void test_claude_argv(void **state)
     struct zerg_config cfg;
     zerg_config_defaults(&cfg);
     assert_int_equal(cfg.executor_kind, ZERG_EXECUTOR_CLAUDE);
-    char **v = zerg_worker_claude_argv(&cfg, "do it");
+    const struct zerg_agent_adapter *claude =
+        zerg_agent_adapter(ZERG_AGENT_CLAUDE);
+    char **v = zerg_worker_agent_argv(&cfg, claude, cfg.executor_claude, NULL,
+                                      "do it");
     const char *want[] = {"claude",
                           "--print",
                           "--output-format",
@@ -160,7 +163,7 @@ static void test_claude_argv(void **state)
     assert_int_equal(zerg_config_load_string(&cfg, "t", yaml, strlen(yaml),
                                              NULL, NULL, &err),
                      0);
-    v = zerg_worker_claude_argv(&cfg, "p");
+    v = zerg_worker_agent_argv(&cfg, claude, cfg.executor_claude, NULL, "p");
     assert_string_equal(v[0], "/opt/claude");
     assert_string_equal(v[7], "--model");
     assert_string_equal(v[8], "sonnet");
