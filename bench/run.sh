@@ -64,7 +64,7 @@ fi
 
 start=$(date +%s)
 failed=()
-for bench in machine cpu dispatch scale reconcile kill stale dag; do
+for bench in machine cpu stream dispatch scale reconcile kill stale dag; do
     echo "== $bench"
     t0=$(date +%s)
     if ! "$PY" "$HERE/$bench.py" "$ZERG" ${QUICK[@]+"${QUICK[@]}"} \
