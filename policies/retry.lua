@@ -1,6 +1,6 @@
 -- policies/retry.lua - what a task failure costs and whether it runs again.
 --
---   decide(task, failure, opts) -> {retry, delay, charge, reason}
+--   decide(task, failure, opts) -> {retry, delay, charge, resume, reason}
 --     task: id, retry_count (charged failures so far), crash_count
 --     (uncharged crashes so far), attempt.
 --     failure: kind, class (DESIGN §14: "task", "timeout", "crash" or
@@ -16,6 +16,14 @@
 -- its verification exited non-zero, or it timed out) is charged and
 -- retried after backoff.delay(retry_count + 1) until retry_attempts are
 -- used up ("retries_exhausted").
+--
+-- resume (DESIGN §21): the next attempt continues the agent's session on
+-- the dead attempt's files instead of starting over, where the CLI can
+-- (Claude Code --resume, Codex exec resume).  Yes after a crash, whose
+-- agent was working when its worker died; no after a stale heartbeat or
+-- any failure of the task itself (a session that failed its verification
+-- or went silent is no better a start than a fresh one).  An attempt
+-- interrupted by a stop or a rate limit resumes without asking here.
 local backoff = require("policies.backoff")
 
 local M = {}
@@ -26,6 +34,7 @@ function M.decide(task, failure, opts)
     if UNCHARGED[failure.kind] then
         if task.crash_count < opts.max_task_crashes then
             return { retry = true, delay = 0, charge = false,
+                     resume = failure.kind == "crash",
                      reason = failure.kind }
         end
         return { retry = false, delay = 0, charge = false,

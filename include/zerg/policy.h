@@ -96,6 +96,8 @@ struct zerg_retry_out {
     int retry;        /* requeue the task */
     int64_t delay_ns; /* before it may run again (clamped to [0, 1 h]) */
     int charge;       /* counts against retry_attempts */
+    int resume;       /* the next attempt continues the agent's session
+                         (DESIGN §21), when its CLI can */
     char reason[64];  /* reason when not retried, e.g. "crash_loop" */
 };
 void zerg_policy_retry(struct zerg_policy *p, const struct zerg_retry_in *in,

@@ -61,6 +61,7 @@ struct zerg_assign {
     char last_class[16];      /* failure class of the last attempt */
     char last_error[256];     /* its one-line error */
     char last_conflicts[400]; /* conflicting paths, space-separated */
+    int resume; /* continue the last attempt's agent session (DESIGN §21) */
     /* Where the task's object lies in the graph file and its hash
      * (zerg_task.src_*), so the worker reads that one task, not the whole
      * graph; task_len 0 = not given (the worker reads the whole file). */

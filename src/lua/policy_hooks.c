@@ -412,6 +412,12 @@ static void retry_read(lua_State *L, struct zerg_policy_call *c, int first,
                    c->full, got(L, first, nres, first));
     out->retry = bool_field(L, c, first, "retry");
     out->charge = bool_field(L, c, first, "charge");
+    int rt = lua_getfield(L, first, "resume");
+    if (rt != LUA_TNIL && rt != LUA_TBOOLEAN)
+        luaL_error(L, "%s returned resume = %s, expected true or false",
+                   c->full, lua_typename(L, rt));
+    out->resume = rt == LUA_TBOOLEAN && lua_toboolean(L, -1);
+    lua_pop(L, 1);
     int t = lua_getfield(L, first, "delay");
     if (t != LUA_TNIL && t != LUA_TNUMBER)
         luaL_error(L, "%s returned delay = %s, expected a number of seconds",
@@ -460,6 +466,7 @@ static void retry_why(const struct retry_call *r, int delay_override,
                       zerg_policy_config(r->c.p)->max_task_crashes);
     zerg_json_set_bool(*why, "retry", r->out->retry);
     zerg_json_set_bool(*why, "charge", r->out->charge);
+    zerg_json_set_bool(*why, "resume", r->out->resume);
     zerg_json_set_num(*why, "delay", secs(r->out->delay_ns));
     if (delay_override)
         zerg_json_set_str(*why, "delay_policy", "override");

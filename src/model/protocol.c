@@ -321,6 +321,7 @@ int zerg_proto_write_assign(const char *dir, int slot,
                     put_str(o, "last_class", a->last_class) ||
                     put_str(o, "last_error", a->last_error) ||
                     put_str(o, "last_conflicts", a->last_conflicts) ||
+                    (a->resume && zerg_json_set_bool(o, "resume", 1)) ||
                     put_task_at(o, a)
                 ? -ENOMEM
                 : 0;
@@ -349,7 +350,7 @@ int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)
         opt_str(o, "last_error", v.last_error, sizeof v.last_error) ||
         opt_str(o, "last_conflicts", v.last_conflicts,
                 sizeof v.last_conflicts) ||
-        get_task_at(o, &v))
+        opt_bool(o, "resume", &v.resume) || get_task_at(o, &v))
         rc = ZERG_ECORRUPT;
     else
         *a = v;

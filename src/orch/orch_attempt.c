@@ -144,6 +144,7 @@ void orch_attempt_end(struct zerg_orch *o, size_t t, const struct verdict *v,
         break;
     case VERDICT_REQUEUE:
         orch_requeue(o, t, v->error);
+        o->resume_next[t] = v->resume;
         break;
     case VERDICT_FAIL_NOW:
         orch_task_fail_now(o, t, v->failure, v->error);

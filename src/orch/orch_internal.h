@@ -177,6 +177,8 @@ struct zerg_orch {
     int64_t *retry_at_mono_ns;    /* when a requeued task may run again */
     int *applied_attempt;         /* per task: the attempt whose result was
                                      applied last (0 = none) */
+    unsigned char *resume_next;   /* per task: its next attempt continues
+                                     the agent's session (DESIGN §21) */
     size_t *level_cursor;         /* per level: first maybe-unfinished index */
     int *wgroup_running;          /* per write group: running tasks in it */
     struct zerg_offload *offload; /* opts.offload_io; NULL: inline */
@@ -349,6 +351,8 @@ struct verdict {
     const char *cls;     /* FAILED: the worker's class, NULL = the kind's */
     int exit_code, sig;  /* FAILED */
     char error[512];     /* FAILED, FAIL_NOW: what happened; REQUEUE: why */
+    int resume;          /* REQUEUE: the next attempt continues the agent's
+                            session (a stop, a rate limit) */
     int stop_run;        /* the run stops afterwards (orch_run_fail said
                             why) */
 };

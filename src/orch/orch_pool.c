@@ -159,7 +159,9 @@ int orch_pool_failure(struct zerg_orch *o, const struct zerg_result *r,
         return environment_stop(o, r, v);
     case ZERG_ROUTE_PAUSE:
         pool_pause(o, r, now);
-        return orch_verdict_requeue(v, zerg_failure_class_name(r->fclass));
+        orch_verdict_requeue(v, zerg_failure_class_name(r->fclass));
+        v->resume = 1; /* its session stands; only the API said wait */
+        return 0;
     case ZERG_ROUTE_RETRY:
     case ZERG_ROUTE_CRASH:
         break;

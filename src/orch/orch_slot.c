@@ -433,6 +433,7 @@ static void exit_stopped(struct zerg_orch *o, struct slot *sl,
     enter(o, sl, wanted ? SLOT_BACKOFF : SLOT_STOPPED);
     struct verdict v;
     orch_verdict_requeue(&v, "interrupted by stop");
+    v.resume = 1; /* the agent was working: go on from there */
     end_attempt(o, sl, &v, now);
 }
 

@@ -250,6 +250,7 @@ static void reassign(struct zerg_orch *o, size_t t, const char *kind,
     }
     o->s->metrics.task_reassignments++;
     o->retry_at_mono_ns[t] = now + out->delay_ns;
+    o->resume_next[t] = out->resume != 0;
     /* A worker that reported the crash itself (its git was killed) says
      * what happened; a dead worker has nothing to say. */
     if (why && error && *error)

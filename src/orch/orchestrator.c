@@ -211,6 +211,7 @@ static int assign(struct zerg_orch *o, struct slot *sl, size_t t, int64_t now)
     a.task_hash = tk->src_hash;
     orch_ws_assign_base(o, &a);
     orch_retry_context(o, t, &a);
+    a.resume = o->resume_next[t];
     if (zerg_proto_write_assign(o->run_dir, sl->id, &a, &err) < 0) {
         zerg_log_event(o->o.log, sl->id, ZERG_LOG_ERROR, "assign_failed",
                        orch_tid(o, t), NULL, "Cannot assign %s: %s",
@@ -225,12 +226,15 @@ static int assign(struct zerg_orch *o, struct slot *sl, size_t t, int64_t now)
     if (orch_task_move(o, t, ZERG_TASK_EV_CLAIM, &m) != 0)
         return -1;
     o->retry_at_mono_ns[t] = 0;
+    o->resume_next[t] = 0;
     struct slot_ev_arg ev = {.task = t};
     orch_slot_event(o, sl, SLOT_EV_ASSIGN, &ev, now);
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "attempt", a.attempt);
     zerg_json_set_num(data, "epoch", (double)a.epoch);
     zerg_json_set_num(data, "level", o->g->tasks[t].level);
+    if (a.resume)
+        zerg_json_set_bool(data, "resume", 1);
     zerg_log_event(o->o.log, sl->id, ZERG_LOG_INFO, "task_claimed",
                    orch_tid(o, t), data, "Worker %d claimed task %s", sl->id,
                    orch_tid(o, t));
@@ -492,8 +496,9 @@ static int alloc_tables(struct zerg_orch *o)
     o->level_cursor =
         calloc((size_t)o->g->nlevels + 2, sizeof *o->level_cursor);
     o->wgroup_running = calloc(o->g->nwgroups + 1, sizeof *o->wgroup_running);
+    o->resume_next = calloc(o->g->ntasks + 1, sizeof *o->resume_next);
     if (!o->slots || !o->retry_at_mono_ns || !o->applied_attempt ||
-        !o->level_cursor || !o->wgroup_running)
+        !o->level_cursor || !o->wgroup_running || !o->resume_next)
         return -ENOMEM;
     for (size_t t = 0; t < o->g->ntasks; t++)
         if (orch_task_running(orch_ts(o, t)->status))
@@ -559,6 +564,7 @@ void zerg_orch_free(struct zerg_orch *o)
     orch_save_close(o);
     free(o->slots);
     free(o->retry_at_mono_ns);
+    free(o->resume_next);
     free(o->applied_attempt);
     free(o->level_cursor);
     free(o->wgroup_running);

@@ -114,6 +114,23 @@ char *wk_agent_prompt(const struct worker *w, const struct zerg_task *t,
     return prompt;
 }
 
+char *wk_agent_resume_prompt(const struct worker *w, const struct zerg_task *t,
+                             const struct zerg_assign *a, const char *log_dir)
+{
+    (void)w, (void)log_dir;
+    char *p = NULL;
+    if (asprintf(&p,
+                 "Task-ID: %s\n\nYour previous attempt at this task "
+                 "(attempt %d) was interrupted before it finished: its worker "
+                 "stopped, not because of anything you did.  Continue where "
+                 "you left off; what you wrote is still in the working "
+                 "directory.  Finish the task as it was given to you above, "
+                 "then say that it is done.\n",
+                 t->id, a->attempt - 1) < 0)
+        return NULL;
+    return p;
+}
+
 void wk_agent_save_prompt(const char *log_dir, int attempt, const char *prompt)
 {
     char path[PATH_MAX];
@@ -143,13 +160,70 @@ const char *wk_agent_bin(const struct zerg_config *c,
     return zerg_agent_bin(c, ad);
 }
 
-char **wk_agent_argv(const struct worker *w, const char *prompt, int on_stdin)
+char **wk_agent_argv(const struct worker *w, const char *prompt, int on_stdin,
+                     const char *session)
 {
     const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
     if (ad)
         return zerg_worker_agent_argv(&w->cfg, ad, wk_agent_bin(&w->cfg, ad),
-                                      NULL, on_stdin ? NULL : prompt);
+                                      session, on_stdin ? NULL : prompt);
     return zerg_worker_executor_argv(&w->cfg.executor, prompt);
+}
+
+/* Claude Code keeps a session under ~/.claude/projects/, in a directory
+ * named after the working directory with every character but letters and
+ * digits made '-': a session of another directory (another worker's
+ * worktree) cannot be resumed here. */
+static int claude_has_session(const char *cwd, const char *sid)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 128];
+    const char *home = getenv("HOME");
+    size_t n = 0;
+    if (!home || !cwd || strlen(cwd) >= sizeof dir)
+        return 0;
+    for (const char *c = cwd; *c; c++)
+        dir[n++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                           (*c >= '0' && *c <= '9')
+                       ? *c
+                       : '-';
+    dir[n] = '\0';
+    if (zerg_fsio_path(path, sizeof path, "%s/.claude/projects/%s/%s.jsonl",
+                       home, dir, sid))
+        return 0;
+    return access(path, F_OK) == 0;
+}
+
+int wk_agent_session(const struct worker *w, const char *log_dir, int attempt,
+                     const char *cwd, char *sid, size_t n)
+{
+    const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
+    char prev[PATH_MAX], *text = NULL;
+    size_t len = 0;
+    struct zerg_err ignored = {0};
+    sid[0] = '\0';
+    if (!ad || !ad->resume || attempt < 2 ||
+        zerg_fsio_path(prev, sizeof prev, "%s/attempt-%d.log", log_dir,
+                       attempt - 1))
+        return 0;
+    int fd = zerg_fsio_open_read(prev, ZERG_FSIO_NOFOLLOW, &ignored);
+    if (fd >= 0 && zerg_fsio_read_end(fd, SCAN_BYTES, &text, &len) < 0)
+        text = NULL;
+    if (fd >= 0)
+        close(fd);
+    struct zerg_agent_summary s;
+    zerg_agent_summary_init_cli(&s, ad->cli);
+    if (text)
+        zerg_agent_summary_feed_text(&s, text, len);
+    int ok =
+        s.session_id[0] != '\0' &&
+        strspn(s.session_id, "0123456789abcdefABCDEF-") ==
+            strlen(s.session_id) &&
+        (ad->cli != ZERG_AGENT_CLAUDE || claude_has_session(cwd, s.session_id));
+    if (ok)
+        snprintf(sid, n, "%s", s.session_id);
+    zerg_agent_summary_close(&s);
+    free(text);
+    return ok;
 }
 
 int wk_agent_too_long(const struct worker *w, const char *prompt, int on_stdin,

@@ -16,6 +16,10 @@ const char *wk_agent_bin(const struct zerg_config *c,
  * log_dir).  malloc'd, NULL on out-of-memory. */
 char *wk_agent_prompt(const struct worker *w, const struct zerg_task *t,
                       const struct zerg_assign *a, const char *log_dir);
+/* The prompt of a resumed attempt: the session has the task already, so
+ * only that it was interrupted and should go on.  malloc'd or NULL. */
+char *wk_agent_resume_prompt(const struct worker *w, const struct zerg_task *t,
+                             const struct zerg_assign *a, const char *log_dir);
 /* Saves it as log_dir/attempt-{n}.prompt (best effort). */
 void wk_agent_save_prompt(const char *log_dir, int attempt, const char *prompt);
 /* log_dir/attempt-{n}.prompt open for reading (the CLI's stdin), or -1. */
@@ -23,7 +27,14 @@ int wk_agent_prompt_fd(const char *log_dir, int attempt);
 /* The executor's argv for prompt by executor.kind (free with
  * zerg_worker_argv_free), NULL on out-of-memory or an empty executor;
  * on_stdin: the prompt goes on stdin, not in the argv. */
-char **wk_agent_argv(const struct worker *w, const char *prompt, int on_stdin);
+char **wk_agent_argv(const struct worker *w, const char *prompt, int on_stdin,
+                     const char *session);
+/* A resumed attempt (DESIGN §21): the session of attempt-1's log in
+ * log_dir into sid when the CLI can resume it from cwd (Claude Code: its
+ * session file is there).  1 when there is one, else 0 (the attempt
+ * starts afresh). */
+int wk_agent_session(const struct worker *w, const char *log_dir, int attempt,
+                     const char *cwd, char *sid, size_t n);
 /* 1 (r says why) when prompt must go in the argv and is longer than one
  * argument may be (execve's E2BIG), so nothing is started. */
 int wk_agent_too_long(const struct worker *w, const char *prompt, int on_stdin,

@@ -426,14 +426,21 @@ static int run_command(struct worker *w, struct task_run *run,
         wk_agent_finish(w, run->log.fd, 0, rc < 0, r);
         return rc;
     }
-    char *prompt = wk_agent_prompt(w, t, a, run->log_dir);
+    /* A resume continues the dead attempt's session, as its CLI saw it:
+     * from the same directory, by its real path. */
+    char sid[64] = "", cwd[PATH_MAX];
+    if (a->resume && realpath(w->workdir, cwd))
+        wk_agent_session(w, run->log_dir, run->attempt, cwd, sid, sizeof sid);
+    char *prompt = sid[0] ? wk_agent_resume_prompt(w, t, a, run->log_dir)
+                          : wk_agent_prompt(w, t, a, run->log_dir);
     if (prompt)
         wk_agent_save_prompt(run->log_dir, run->attempt, prompt);
     /* An agent CLI reads the prompt on stdin (no argv limit); a command
      * executor gets it as its last argument. */
     if (prompt && wk_agent_adapter(&w->cfg))
         run->in_fd = wk_agent_prompt_fd(run->log_dir, run->attempt);
-    char **argv = prompt ? wk_agent_argv(w, prompt, run->in_fd >= 0) : NULL;
+    char **argv =
+        prompt ? wk_agent_argv(w, prompt, run->in_fd >= 0, sid) : NULL;
     watch_output(w, run, 1);
     if (argv && wk_agent_too_long(w, prompt, run->in_fd >= 0, r)) {
         zerg_worker_argv_free(argv);

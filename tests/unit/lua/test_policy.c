@@ -307,6 +307,9 @@ static void test_retry_crash_not_charged(void **state)
             assert_false(o.charge);
             assert_int_equal(o.delay_ns, 0);
             assert_string_equal(o.reason, kinds[k]);
+            /* A crash resumes the agent's session; a stale kill starts
+             * afresh (DESIGN §21). */
+            assert_int_equal(o.resume, k == 0);
         }
         struct zerg_retry_out o = retry(p, kinds[k], 0, 3);
         assert_false(o.retry);
@@ -327,6 +330,7 @@ static void test_retry_failure_charged(void **state)
             struct zerg_retry_out o = retry(p, kinds[k], retries, 0);
             assert_true(o.retry);
             assert_true(o.charge);
+            assert_false(o.resume); /* the task's own failure: afresh */
             assert_int_equal(o.delay_ns, delays[retries]);
         }
         struct zerg_retry_out o = retry(p, kinds[k], 3, 0);

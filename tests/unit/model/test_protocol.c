@@ -63,7 +63,13 @@ static void test_assign_roundtrip(void **state)
     assert_string_equal(b.task, "A-L1-001");
     assert_int_equal(b.attempt, 2);
     assert_int_equal(b.stop, 0);
+    assert_int_equal(b.resume, 0);   /* absent: a fresh start */
     assert_int_equal(b.task_len, 0); /* no place given */
+    a.resume = 1;
+    assert_int_equal(zerg_proto_write_assign(f->dir, 1, &a, &err), 0);
+    assert_int_equal(zerg_proto_read_assign(f->dir, 1, &b), 0);
+    assert_int_equal(b.resume, 1);
+    a.resume = 0;
 
     /* The task's place in the graph file, all three or none. */
     a.task_off = 4000000000u;
