@@ -112,6 +112,8 @@ struct zerg_agent_event {
     char session_id[64]; /* every event of the CLI carries it */
     char model[64];      /* system init, assistant (not "<synthetic>"),
                             stream message_start */
+    char tool[80];       /* assistant: the tool it calls and on what, as
+                            zerg_agent_tool_label puts it ("" if none) */
     int text_delta;      /* assistant (Gemini): text is a piece of the
                             message, to be appended to what came before */
     char message_id[64]; /* assistant, stream message_start: the model
@@ -168,6 +170,17 @@ enum zerg_agent_event_type zerg_agent_gemini_parse(const char *line, size_t len,
  * not work. */
 int zerg_agent_event_is_progress(const struct zerg_agent_event *ev);
 
+/* "Write src/a.c", "Bash: make test": the tool's name and the argument
+ * that says what the call is about (a path, a command, a pattern, ...),
+ * its first line, cut to fit buf.  The argument is the first of the
+ * input's keys names[] (file_path, command, path, pattern, url, query,
+ * description, cmd) that is a string; input may be NULL. */
+struct zerg_json;
+void zerg_agent_tool_label(const char *name, const struct zerg_json *input,
+                           char *buf, size_t size);
+/* The input key zerg_agent_tool_label shows, or "" (a borrowed string). */
+const char *zerg_agent_tool_arg(const struct zerg_json *input);
+
 /* Frees ev->text and zeroes *ev; safe on a zeroed or closed event. */
 void zerg_agent_event_close(struct zerg_agent_event *ev);
 
@@ -201,6 +214,8 @@ struct zerg_agent_summary {
     /* The agent's last message (Codex, Gemini: their result carries no
      * text; it becomes the result's).  Owned, or NULL. */
     char *last_text;
+    char tool[80];      /* the last tool call, "" before the first */
+    int64_t tool_calls; /* tool calls so far: the agent's turns */
 };
 
 /* A summary of Claude Code's stream; _init_cli for another CLI's. */

@@ -108,6 +108,9 @@ struct zerg_orch_worker {
     int attempt;
     char step[24];              /* last step its heartbeat reported */
     int progress_pct;           /* -1 when unknown */
+    char activity[80];          /* an agent's last tool call, "" if none */
+    int64_t tool_calls;         /* ... and how many it made */
+    double cost_usd;            /* the attempt's spend so far, 0 = none */
     int64_t task_since_mono_ns; /* assignment time, 0 when idle */
     int64_t spawned_at_mono_ns;
     int respawns;

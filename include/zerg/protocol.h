@@ -87,6 +87,10 @@ struct zerg_heartbeat {
      * §20): what a killed attempt is charged, its result never coming. */
     int64_t input_tokens, output_tokens, cache_read_tokens, cache_write_tokens;
     double cost_usd;
+    /* What the agent does now (DESIGN §21): its last tool call ("Write
+     * src/a.c") and how many it made; "" and 0 for a command task. */
+    char activity[80];
+    int64_t tool_calls;
 };
 
 /* A bounded list of paths (DESIGN §18): the first ZERG_PATHS_LISTED, as

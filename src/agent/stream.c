@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "zerg/json.h"
+#include "zerg/text.h"
 
 /* ---- field readers ------------------------------------------------ */
 
@@ -52,6 +53,35 @@ static void read_usage(const zerg_json *u, struct zerg_agent_usage *out)
     out->output_tokens = get_int(u, "output_tokens");
     out->cache_read_tokens = get_int(u, "cache_read_input_tokens");
     out->cache_creation_tokens = get_int(u, "cache_creation_input_tokens");
+}
+
+/* ---- tool calls --------------------------------------------------- */
+
+const char *zerg_agent_tool_arg(const zerg_json *input)
+{
+    static const char *const keys[] = {"file_path",   "command", "path",
+                                       "pattern",     "url",     "query",
+                                       "description", "cmd"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        const char *s = zerg_json_as_str(zerg_json_get(input, keys[i]));
+        if (s)
+            return s;
+    }
+    return "";
+}
+
+void zerg_agent_tool_label(const char *name, const zerg_json *input, char *buf,
+                           size_t size)
+{
+    const char *arg = zerg_agent_tool_arg(input);
+    int n = snprintf(buf, size, "%s%s%.*s", name ? name : "tool",
+                     arg[0] ? " " : "", (int)strcspn(arg, "\n"), arg);
+    if (n >= (int)size && size > 4) {
+        /* cut inside the argument: never inside a UTF-8 sequence */
+        char tmp[256];
+        zerg_text_cut(tmp, sizeof tmp, buf, size - 4);
+        snprintf(buf, size, "%s...", tmp);
+    }
 }
 
 /* ---- per type ----------------------------------------------------- */
@@ -93,6 +123,16 @@ static void read_message(const zerg_json *msg, struct zerg_agent_event *ev)
 static void read_assistant(const zerg_json *doc, struct zerg_agent_event *ev)
 {
     read_message(zerg_json_get(doc, "message"), ev);
+    const zerg_json *blocks =
+        zerg_json_get(zerg_json_get(doc, "message"), "content");
+    for (size_t i = 0; i < zerg_json_len(blocks); i++) {
+        const zerg_json *b = zerg_json_at(blocks, i);
+        const char *bt = zerg_json_as_str(zerg_json_get(b, "type"));
+        if (bt && !strcmp(bt, "tool_use"))
+            zerg_agent_tool_label(zerg_json_as_str(zerg_json_get(b, "name")),
+                                  zerg_json_get(b, "input"), ev->tool,
+                                  sizeof ev->tool);
+    }
     copy_str(ev->error, sizeof ev->error, zerg_json_get(doc, "error"));
     ev->api_error_status = (int)get_int(doc, "api_error_status");
     if (!ev->error[0])
@@ -347,6 +387,10 @@ static void fold(struct zerg_agent_summary *s, struct zerg_agent_event *ev)
 {
     s->events++;
     keep_text(s, ev);
+    if (ev->tool[0]) {
+        memcpy(s->tool, ev->tool, sizeof s->tool);
+        s->tool_calls++;
+    }
     if (!s->model[0] && ev->model[0])
         memcpy(s->model, ev->model, sizeof s->model);
     if (ev->type == ZERG_AGENT_EV_ASSISTANT || ev->type == ZERG_AGENT_EV_STREAM)

@@ -98,6 +98,13 @@ static void item(const zerg_json *doc, const char *type,
     if (kind && !strcmp(kind, "agent_message") &&
         !strcmp(type, "item.completed"))
         ev->text = text_of(str_at(it, "text"));
+    /* A tool call, counted once: when it starts. */
+    if (kind && !strcmp(type, "item.started") &&
+        (!strcmp(kind, "command_execution") || !strcmp(kind, "file_change") ||
+         !strcmp(kind, "mcp_tool_call") || !strcmp(kind, "web_search")))
+        zerg_agent_tool_label(!strcmp(kind, "command_execution") ? "shell"
+                                                                 : kind,
+                              it, ev->tool, sizeof ev->tool);
 }
 
 enum zerg_agent_event_type zerg_agent_codex_parse(const char *line, size_t len,

@@ -107,6 +107,9 @@ enum zerg_agent_event_type zerg_agent_gemini_parse(const char *line, size_t len,
     } else if (!strcmp(type, "tool_use")) {
         ev->type = ZERG_AGENT_EV_ASSISTANT;
         copy(ev->subtype, sizeof ev->subtype, "tool_use");
+        zerg_agent_tool_label(str_at(doc, "tool_name"),
+                              zerg_json_get(doc, "parameters"), ev->tool,
+                              sizeof ev->tool);
     } else if (!strcmp(type, "tool_result")) {
         ev->type = ZERG_AGENT_EV_USER;
         copy(ev->subtype, sizeof ev->subtype, "tool_result");

@@ -218,9 +218,15 @@ static void print_worker(FILE *out, const struct view *v,
         fmt_age(age, sizeof age, v->now_ns - hb->timestamp_ns);
         snprintf(prog, sizeof prog, "%d%%", hb->progress_pct);
     }
-    fprintf(out, "  %-3d %-9s %-14s %-24s %-13s %-9s %s\n", w->id,
+    fprintf(out, "  %-3d %-9s %-14s %-24s %-13s %-9s %s", w->id,
             sv_worker_word(v, w), proc, task,
             hb && hb->step[0] ? hb->step : "-", prog, age);
+    /* An agent: its last tool call and its turn (DESIGN §21). */
+    if (hb && hb->task_id[0] && (hb->activity[0] || hb->tool_calls))
+        fprintf(out, "  %s, turn %lld",
+                hb->activity[0] ? hb->activity : "thinking",
+                (long long)hb->tool_calls + 1);
+    fputc('\n', out);
 }
 
 static void print_workers(FILE *out, const struct view *v)

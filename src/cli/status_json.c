@@ -91,6 +91,8 @@ static zerg_json *json_heartbeats(const struct view *v)
                               hb->task_id[0] ? hb->task_id : NULL) ||
             zerg_json_set_str(o, "step", hb->step) ||
             zerg_json_set_num(o, "progress_pct", hb->progress_pct) ||
+            zerg_json_set_str(o, "activity", hb->activity) ||
+            zerg_json_set_num(o, "tool_calls", (double)hb->tool_calls) ||
             zerg_json_set_num(o, "pid", hb->pid) || zerg_json_push(arr, o)) {
             zerg_json_free(arr);
             return NULL;

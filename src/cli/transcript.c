@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zerg/agent.h"
 #include "zerg/json.h"
 
 #define TEXT_SHOWN 300 /* of a message or a tool result */
@@ -31,18 +32,6 @@ static void put_short(FILE *out, const char *s, size_t max)
     fprintf(out, "%.*s%s", (int)shown, s, shown < strlen(s) ? " ..." : "");
 }
 
-/* The argument that says what a tool call is about. */
-static const char *key_arg(const zerg_json *input)
-{
-    static const char *const keys[] = {"file_path",  "command", "path",
-                                       "pattern",    "url",     "query",
-                                       "description"};
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-        if (str(input, keys[i]))
-            return str(input, keys[i]);
-    return "";
-}
-
 static void assistant(FILE *out, const zerg_json *doc)
 {
     const zerg_json *content =
@@ -56,7 +45,8 @@ static void assistant(FILE *out, const zerg_json *doc)
             fputc('\n', out);
         } else if (t && !strcmp(t, "tool_use")) {
             fprintf(out, "tool:  %s ", str(b, "name") ? str(b, "name") : "?");
-            put_short(out, key_arg(zerg_json_get(b, "input")), ARG_SHOWN);
+            put_short(out, zerg_agent_tool_arg(zerg_json_get(b, "input")),
+                      ARG_SHOWN);
             fputc('\n', out);
         }
     }

@@ -260,10 +260,19 @@ static void worker_line(const struct zerg_view *v,
         char el[16];
         fmt_dur(el, sizeof el, v->now_ns - w->task_since_mono_ns);
         add(buf, size, " %s #%d", w->task, w->attempt);
-        if (w->step[0])
-            add(buf, size, "  %s", w->step);
-        if (w->progress_pct >= 0)
-            add(buf, size, "  %d%%", w->progress_pct);
+        if (w->activity[0] || w->tool_calls) {
+            /* An agent: what it does now, not "command 10%". */
+            add(buf, size, "  %s  turn %lld",
+                w->activity[0] ? w->activity : "thinking",
+                (long long)w->tool_calls + 1);
+            if (w->cost_usd > 0)
+                add(buf, size, "  $%.2f", w->cost_usd);
+        } else {
+            if (w->step[0])
+                add(buf, size, "  %s", w->step);
+            if (w->progress_pct >= 0)
+                add(buf, size, "  %d%%", w->progress_pct);
+        }
         add(buf, size, "  %s", el);
     } else if (!strcmp(w->state, "ready")) {
         add(buf, size, " idle");

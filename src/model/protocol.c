@@ -398,7 +398,11 @@ static int heartbeat_put(zerg_json *o, const struct zerg_heartbeat *hb)
                    zerg_json_set_num(o, "task_pgid", hb->task_pgid) ||
                    zerg_json_set_num(o, "progress_seq",
                                      (double)hb->progress_seq) ||
-                   heartbeat_spend(o, hb)
+                   heartbeat_spend(o, hb) ||
+                   (hb->activity[0] &&
+                    zerg_json_set_str(o, "activity", hb->activity)) ||
+                   (hb->tool_calls &&
+                    zerg_json_set_num(o, "tool_calls", (double)hb->tool_calls))
                ? -ENOMEM
                : 0;
 }
@@ -423,7 +427,9 @@ static int heartbeat_get(const zerg_json *o, struct zerg_heartbeat *hb)
         opt_i64(o, "output_tokens", &v.output_tokens) ||
         opt_i64(o, "cache_read_tokens", &v.cache_read_tokens) ||
         opt_i64(o, "cache_write_tokens", &v.cache_write_tokens) ||
-        opt_num(o, "cost_usd", &v.cost_usd))
+        opt_num(o, "cost_usd", &v.cost_usd) ||
+        opt_str(o, "activity", v.activity, sizeof v.activity) ||
+        opt_i64(o, "tool_calls", &v.tool_calls))
         return ZERG_ECORRUPT;
     *hb = v;
     return 0;

@@ -243,6 +243,8 @@ static void hb_task(struct zerg_orch *o, struct slot *sl,
     sl->spend.cache_read_tokens = hb->cache_read_tokens;
     sl->spend.cache_write_tokens = hb->cache_write_tokens;
     sl->spend.cost_usd = hb->cost_usd;
+    memcpy(sl->hb_activity, hb->activity, sizeof sl->hb_activity);
+    sl->hb_tool_calls = hb->tool_calls;
     if (hb->cost_usd > 0)
         orch_pool_check_cap(o, now);
     if (strcmp(hb->step, sl->hb_step) || hb->progress_pct != sl->hb_pct ||

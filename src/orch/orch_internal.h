@@ -93,6 +93,8 @@ struct slot {
     int64_t hb_change_at_mono_ns; /* last time the seq changed */
     char hb_step[24];
     int hb_pct;
+    char hb_activity[80]; /* the agent's last tool call, its heartbeat's */
+    int64_t hb_tool_calls;
     int64_t hb_progress_seq; /* the worker's output-progress counter */
     /* The running attempt's spend as its heartbeats last said (DESIGN
      * §20): charged when the attempt ends without a result. */

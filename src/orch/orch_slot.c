@@ -342,6 +342,8 @@ static void assign(struct zerg_orch *o, struct slot *sl,
     sl->assigned_at_mono_ns = now;
     sl->hb_step[0] = '\0';
     sl->hb_pct = -1;
+    sl->hb_activity[0] = '\0';
+    sl->hb_tool_calls = 0;
     memset(&sl->spend, 0, sizeof sl->spend);
     enter(o, sl, SLOT_BUSY);
 }
@@ -722,5 +724,8 @@ int zerg_orch_worker(const struct zerg_orch *o, int slot,
     out->task_since_mono_ns = sl->assigned_at_mono_ns;
     out->progress_pct = sl->hb_pct;
     snprintf(out->step, sizeof out->step, "%s", sl->hb_step);
+    snprintf(out->activity, sizeof out->activity, "%s", sl->hb_activity);
+    out->tool_calls = sl->hb_tool_calls;
+    out->cost_usd = sl->spend.cost_usd;
     return 0;
 }

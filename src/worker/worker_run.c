@@ -532,6 +532,8 @@ static void hb_spend_clear(struct worker *w)
     w->hb.input_tokens = w->hb.output_tokens = 0;
     w->hb.cache_read_tokens = w->hb.cache_write_tokens = 0;
     w->hb.cost_usd = 0;
+    w->hb.activity[0] = '\0';
+    w->hb.tool_calls = 0;
 }
 
 /* The whole graph, read once, for assignments that do not say where

@@ -349,6 +349,8 @@ static void check_output(struct worker *w)
             w->hb.output_tokens = u.output_tokens;
             w->hb.cache_read_tokens = u.cache_read_tokens;
             w->hb.cache_write_tokens = u.cache_creation_tokens;
+            memcpy(w->hb.activity, w->stream.sum.tool, sizeof w->hb.activity);
+            w->hb.tool_calls = w->stream.sum.tool_calls;
             if (w->stream.sum.has_result &&
                 w->stream.sum.result.total_cost_usd > 0)
                 w->hb.cost_usd = w->stream.sum.result.total_cost_usd;

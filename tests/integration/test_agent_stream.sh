@@ -18,6 +18,8 @@
 #   i. `zerg logs --task` shows an agent attempt as a transcript (tool
 #      calls with their argument, the final message, cost and tokens),
 #      `--raw` the events; a failed rush's summary shows no raw events
+#   j. while an agent works, `zerg status` (and the live view, from the
+#      same beat) shows its last tool call and its turn, not "command 10%"
 # A CLI that cannot be installed fails the test.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-agent.sh"
@@ -36,6 +38,8 @@ json.dump({
                   "echo 'Error: --dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons'"}},
                  {"status": 500}],
     "R-L1-001": [{"text": "MY-FINAL-WORDS: I wrote nothing"}],
+    "L-L1-001": [{"tool": "Write", "input": {"file_path": "live.txt", "content": "x\n"}},
+                 {"slow_seconds": 6, "deltas": True}, {"text": "done live"}],
     "*": [{"text": "done"}]}, open(sys.argv[1], "w"))
 PY
 agent_server "$TEST_ROOT/scenario.json"
@@ -209,5 +213,22 @@ grep -qE '^tool:  Write .*k\.txt' "$PROJ/tr.txt" || fail "transcript: no tool li
 ! grep -q '  | {"type"' "$TEST_ROOT/faked/rush.out" || fail "transcript: the failure summary shows raw events"
 grep -q '  | result: error' "$TEST_ROOT/faked/rush.out" || fail "transcript: the failure summary has no result line: $(tail -12 "$TEST_ROOT/faked/rush.out")"
 pass "zerg logs --task shows a transcript (--raw the events); the failure summary too"
+
+# ---- j. the live worker line ---------------------------------------------------
+agent_project live
+graph <<'JSON'
+{"feature": "f", "tasks": [{"id": "L-L1-001", "title": "live", "level": 1}]}
+JSON
+HOME="$PROJ/home" "$ZERG" -C "$PROJ" rush --no-progress > "$PROJ/rush.out" 2>&1 &
+RUSH_PID=$!
+live_line() { HOME="$PROJ/home" "$ZERG" -C "$PROJ" status 2>/dev/null | grep -E 'L-L1-001 .*Write .*live\.txt, turn 2'; }
+wait_for 60 live_line || fail "status never showed the tool call: $(HOME="$PROJ/home" "$ZERG" -C "$PROJ" status 2>&1 | tail -5)"
+HOME="$PROJ/home" "$ZERG" -C "$PROJ" status --json | python3 -c 'import json,sys
+hb = [h for h in json.load(sys.stdin)["heartbeats"] if h.get("task_id") == "L-L1-001"]
+assert hb and hb[0]["tool_calls"] == 1 and "live.txt" in hb[0]["activity"], hb' ||
+    fail "status --json lacks the activity"
+rush_wait 60
+[ "$RUSH_RC" -eq 0 ] || fail "live: exit $RUSH_RC"
+pass "while the agent works, status shows its last tool call and turn"
 
 echo "$TESTS_PASSED passed, 0 failed"

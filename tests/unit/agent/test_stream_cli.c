@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "zerg/agent.h"
+#include "zerg/err.h"
+#include "zerg/json.h"
 
 static void fold_file(struct zerg_agent_summary *s, enum zerg_agent_cli cli,
                       const char *name)
@@ -43,6 +45,9 @@ static void test_codex_success(void **state)
     assert_int_equal(u.input_tokens, 120); /* 200, 80 of them cached */
     assert_int_equal(u.cache_read_tokens, 80);
     assert_int_equal(u.output_tokens, 14);
+    /* One tool call, counted when it started. */
+    assert_string_equal(s.tool, "shell /bin/bash -lc 'echo hi > made.txt'");
+    assert_int_equal(s.tool_calls, 1);
     zerg_agent_summary_close(&s);
 }
 
@@ -119,7 +124,39 @@ static void test_gemini_success(void **state)
     assert_int_equal(u.input_tokens, 2200);
     assert_int_equal(u.cache_read_tokens, 3000);
     assert_int_equal(u.output_tokens, 150);
+    assert_string_equal(s.tool, "write_file gem.txt");
+    assert_int_equal(s.tool_calls, 1);
     zerg_agent_summary_close(&s);
+}
+
+/* Claude's tool_use block; a label is one line, cut to fit, never inside
+ * a UTF-8 sequence. */
+static void test_tool_labels(void **state)
+{
+    (void)state;
+    struct zerg_agent_summary s;
+    fold_file(&s, ZERG_AGENT_CLAUDE, "claude/success.jsonl");
+    assert_string_equal(s.tool, "Write /tmp/ccr/ok/cwd/hello.txt");
+    assert_int_equal(s.tool_calls, 1);
+    zerg_agent_summary_close(&s);
+    struct zerg_err err = {0};
+    static const char in[] = "{\"command\":\"make test\\nand more\"}";
+    zerg_json *j = zerg_json_parse(in, sizeof in - 1, &err);
+    char buf[80];
+    zerg_agent_tool_label("Bash", j, buf, sizeof buf);
+    assert_string_equal(buf, "Bash make test");
+    zerg_json_free(j);
+    static const char lng[] =
+        "{\"file_path\":\"éééééééééééééééééééééééééééééééééééééééééééééééé."
+        "c\"}";
+    j = zerg_json_parse(lng, sizeof lng - 1, &err);
+    zerg_agent_tool_label("Write", j, buf, sizeof buf);
+    assert_true(strlen(buf) < sizeof buf);
+    assert_non_null(strstr(buf, "..."));
+    assert_true(((unsigned char)buf[strlen(buf) - 4] & 0xc0) != 0xc0);
+    zerg_json_free(j);
+    zerg_agent_tool_label(NULL, NULL, buf, sizeof buf);
+    assert_string_equal(buf, "tool");
 }
 
 /* An error result: the task's, with the CLI's words; exit 41 and 55
@@ -188,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_gemini_success),
         cmocka_unit_test(test_gemini_failures),
         cmocka_unit_test(test_adapter_rows),
+        cmocka_unit_test(test_tool_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
