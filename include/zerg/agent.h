@@ -26,6 +26,8 @@
 
 #include "zerg/failure.h"
 
+struct zerg_json;
+
 /* ---- the agent CLIs (DESIGN §20) ----------------------------------- */
 
 /* Each CLI zerg drives is a row of one table (src/agent/adapter.c): how
@@ -165,6 +167,10 @@ enum zerg_agent_event_type zerg_agent_codex_parse(const char *line, size_t len,
                                                   struct zerg_agent_event *ev);
 enum zerg_agent_event_type zerg_agent_gemini_parse(const char *line, size_t len,
                                                    struct zerg_agent_event *ev);
+/* What the readers share: *ev zeroed, and the line's JSON object (caller
+ * frees), or NULL when it is no event (plain output, over-long, a NUL). */
+struct zerg_json *zerg_agent_line_doc(const char *line, size_t len,
+                                      struct zerg_agent_event *ev);
 /* 1 when the event shows the agent working: any known event but the
  * CLI's own retries of a request (system api_retry), which are waiting,
  * not work. */
@@ -175,7 +181,6 @@ int zerg_agent_event_is_progress(const struct zerg_agent_event *ev);
  * its first line, cut to fit buf.  The argument is the first of the
  * input's keys names[] (file_path, command, path, pattern, url, query,
  * description, cmd) that is a string; input may be NULL. */
-struct zerg_json;
 void zerg_agent_tool_label(const char *name, const struct zerg_json *input,
                            char *buf, size_t size);
 /* The input key zerg_agent_tool_label shows, or "" (a borrowed string). */

@@ -26,6 +26,15 @@ void zerg_text_append(char *buf, size_t size, size_t *off, const char *fmt, ...)
  * UTF-8 sequence: a cut name or reason stays valid UTF-8 (and JSON). */
 void zerg_text_cut(char *dst, size_t size, const char *src, size_t max);
 
+/* A life cycle table as Markdown, for the docs: "| corner | col... |", its
+ * rule, then a row per state.  text(ctx, r, c, out, n) writes a cell: the
+ * header of column c when r < 0, the label of row r when c < 0, else the
+ * cell.  Returns like snprintf: what the whole table needed. */
+typedef void zerg_table_text_fn(const void *ctx, int r, int c, char *out,
+                                size_t n);
+int zerg_text_table(char *buf, size_t size, const char *corner, int nrows,
+                    int ncols, zerg_table_text_fn *text, const void *ctx);
+
 /* Where the last `lines` lines of text[0..len) start (a final newline
  * does not count as a line of its own). */
 size_t zerg_text_tail_start(const char *text, size_t len, size_t lines);

@@ -218,11 +218,11 @@ const char *zerg_agent_event_type_name(enum zerg_agent_event_type t)
 
 /* ---- one line ----------------------------------------------------- */
 
-enum zerg_agent_event_type zerg_agent_event_parse(const char *line, size_t len,
-                                                  struct zerg_agent_event *ev)
+zerg_json *zerg_agent_line_doc(const char *line, size_t len,
+                               struct zerg_agent_event *ev)
 {
     memset(ev, 0, sizeof *ev);
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+    while (line && len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
         len--;
     /* Every event is an object: a line not starting with "{" is plain
      * output (the root refusal, a shell's "not found"), not worth a
@@ -230,8 +230,14 @@ enum zerg_agent_event_type zerg_agent_event_parse(const char *line, size_t len,
      * and the parser would stop reading at it and accept the prefix. */
     if (!line || len == 0 || len > ZERG_AGENT_LINE_MAX || line[0] != '{' ||
         memchr(line, '\0', len))
-        return ev->type;
-    zerg_json *doc = zerg_json_parse(line, len, NULL);
+        return NULL;
+    return zerg_json_parse(line, len, NULL);
+}
+
+enum zerg_agent_event_type zerg_agent_event_parse(const char *line, size_t len,
+                                                  struct zerg_agent_event *ev)
+{
+    zerg_json *doc = zerg_agent_line_doc(line, len, ev);
     const char *type = zerg_json_as_str(zerg_json_get(doc, "type"));
     for (size_t i = 0; type && i < N_EVENT_TYPES; i++) {
         if (strcmp(type, EVENT_TYPES[i].name) != 0)

@@ -110,13 +110,7 @@ static void item(const zerg_json *doc, const char *type,
 enum zerg_agent_event_type zerg_agent_codex_parse(const char *line, size_t len,
                                                   struct zerg_agent_event *ev)
 {
-    memset(ev, 0, sizeof *ev);
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-        len--;
-    if (!line || len == 0 || len > ZERG_AGENT_LINE_MAX || line[0] != '{' ||
-        memchr(line, '\0', len))
-        return ev->type;
-    zerg_json *doc = zerg_json_parse(line, len, NULL);
+    zerg_json *doc = zerg_agent_line_doc(line, len, ev);
     const char *type = str_at(doc, "type");
     if (!type) {
         /* not an event */

@@ -88,3 +88,29 @@ void zerg_text_cut(char *dst, size_t size, const char *src, size_t max)
     memmove(dst, src, n);
     dst[n] = '\0';
 }
+
+int zerg_text_table(char *buf, size_t size, const char *corner, int nrows,
+                    int ncols, zerg_table_text_fn *text, const void *ctx)
+{
+    size_t off = 0;
+    char cell[256];
+    zerg_text_append(buf, size, &off, "| %s |", corner);
+    for (int c = 0; c < ncols; c++) {
+        text(ctx, -1, c, cell, sizeof cell);
+        zerg_text_append(buf, size, &off, " %s |", cell);
+    }
+    zerg_text_append(buf, size, &off, "\n|---|");
+    for (int c = 0; c < ncols; c++)
+        zerg_text_append(buf, size, &off, "---|");
+    zerg_text_append(buf, size, &off, "\n");
+    for (int r = 0; r < nrows; r++) {
+        text(ctx, r, -1, cell, sizeof cell);
+        zerg_text_append(buf, size, &off, "| %s |", cell);
+        for (int c = 0; c < ncols; c++) {
+            text(ctx, r, c, cell, sizeof cell);
+            zerg_text_append(buf, size, &off, " %s |", cell);
+        }
+        zerg_text_append(buf, size, &off, "\n");
+    }
+    return (int)off;
+}

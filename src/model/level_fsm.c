@@ -4,6 +4,8 @@
  * "status = ZERG_LEVEL_" outside this file finds only comparisons. */
 #include "zerg/level_fsm.h"
 
+#include <stdio.h>
+
 #include "zerg/text.h"
 
 #define BIT(s) (1u << (s))
@@ -50,26 +52,22 @@ int zerg_level_apply(struct zerg_level_state *ls, enum zerg_level_event ev,
     return 1;
 }
 
+static void level_cell(const void *ctx, int s, int e, char *out, size_t n)
+{
+    (void)ctx;
+    if (s < 0)
+        snprintf(out, n, "%s", moves[e].name);
+    else if (e < 0)
+        snprintf(out, n, "%s",
+                 zerg_level_status_name((enum zerg_level_status)s));
+    else if (moves[e].from & BIT(s))
+        snprintf(out, n, "→ %s", zerg_level_status_name(moves[e].to));
+    else
+        snprintf(out, n, "stays");
+}
+
 int zerg_level_fsm_markdown(char *buf, size_t size)
 {
-    size_t off = 0;
-    zerg_text_append(buf, size, &off, "| status \\ event |");
-    for (int e = 0; e < ZERG_LEVEL_NEVENTS; e++)
-        zerg_text_append(buf, size, &off, " %s |", moves[e].name);
-    zerg_text_append(buf, size, &off, "\n|---|");
-    for (int e = 0; e < ZERG_LEVEL_NEVENTS; e++)
-        zerg_text_append(buf, size, &off, "---|");
-    zerg_text_append(buf, size, &off, "\n");
-    for (int s = 0; s < NSTATUS; s++) {
-        zerg_text_append(buf, size, &off, "| %s |",
-                         zerg_level_status_name((enum zerg_level_status)s));
-        for (int e = 0; e < ZERG_LEVEL_NEVENTS; e++)
-            if (moves[e].from & BIT(s))
-                zerg_text_append(buf, size, &off, " → %s |",
-                                 zerg_level_status_name(moves[e].to));
-            else
-                zerg_text_append(buf, size, &off, " stays |");
-        zerg_text_append(buf, size, &off, "\n");
-    }
-    return (int)off;
+    return zerg_text_table(buf, size, "status \\ event", NSTATUS,
+                           ZERG_LEVEL_NEVENTS, level_cell, NULL);
 }

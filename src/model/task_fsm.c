@@ -206,26 +206,21 @@ void zerg_task_count(const struct zerg_task_state *tasks, const size_t *idx,
 
 /* ---- the table for the docs ------------------------------------------ */
 
+static void task_cell(const void *ctx, int s, int e, char *out, size_t n)
+{
+    (void)ctx;
+    if (s < 0)
+        snprintf(out, n, "%s", moves[e].name);
+    else if (e < 0)
+        snprintf(out, n, "%s", zerg_task_status_name((enum zerg_task_status)s));
+    else if (moves[e].from & BIT(s))
+        snprintf(out, n, "→ %s", zerg_task_status_name(moves[e].to));
+    else
+        snprintf(out, n, "refused");
+}
+
 int zerg_task_fsm_markdown(char *buf, size_t size)
 {
-    size_t off = 0;
-    zerg_text_append(buf, size, &off, "| status \\ event |");
-    for (int e = 0; e < ZERG_TASK_NEVENTS; e++)
-        zerg_text_append(buf, size, &off, " %s |", moves[e].name);
-    zerg_text_append(buf, size, &off, "\n|---|");
-    for (int e = 0; e < ZERG_TASK_NEVENTS; e++)
-        zerg_text_append(buf, size, &off, "---|");
-    zerg_text_append(buf, size, &off, "\n");
-    for (int s = 0; s < ZERG_TASK_NSTATUS; s++) {
-        zerg_text_append(buf, size, &off, "| %s |",
-                         zerg_task_status_name((enum zerg_task_status)s));
-        for (int e = 0; e < ZERG_TASK_NEVENTS; e++)
-            if (moves[e].from & BIT(s))
-                zerg_text_append(buf, size, &off, " → %s |",
-                                 zerg_task_status_name(moves[e].to));
-            else
-                zerg_text_append(buf, size, &off, " refused |");
-        zerg_text_append(buf, size, &off, "\n");
-    }
-    return (int)off;
+    return zerg_text_table(buf, size, "status \\ event", ZERG_TASK_NSTATUS,
+                           ZERG_TASK_NEVENTS, task_cell, NULL);
 }

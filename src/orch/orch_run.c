@@ -261,28 +261,23 @@ void orch_run_event(struct zerg_orch *o, enum run_event ev, int arg,
     act->fn(o, arg, now);
 }
 
+static void run_cell(const void *ctx, int s, int e, char *out, size_t n)
+{
+    (void)ctx;
+    const struct run_action *a = s >= 0 && e >= 0 ? run_table[s][e] : NULL;
+    if (s < 0)
+        snprintf(out, n, "%s", event_names[e]);
+    else if (e < 0)
+        snprintf(out, n, "%s", state_names[s]);
+    else
+        snprintf(out, n, "%s%s%s", a->name, a->to ? " → " : "",
+                 a->to ? a->to : "");
+}
+
 int orch_run_table_markdown(char *buf, size_t size)
 {
-    size_t off = 0;
-    zerg_text_append(buf, size, &off, "| state \\ event |");
-    for (int e = 0; e < RUN_NEVENTS; e++)
-        zerg_text_append(buf, size, &off, " %s |", event_names[e]);
-    zerg_text_append(buf, size, &off, "\n|---|");
-    for (int e = 0; e < RUN_NEVENTS; e++)
-        zerg_text_append(buf, size, &off, "---|");
-    zerg_text_append(buf, size, &off, "\n");
-    for (int s = 0; s < RUN_NSTATES; s++) {
-        zerg_text_append(buf, size, &off, "| %s |", state_names[s]);
-        for (int e = 0; e < RUN_NEVENTS; e++) {
-            const struct run_action *a = run_table[s][e];
-            if (a->to)
-                zerg_text_append(buf, size, &off, " %s → %s |", a->name, a->to);
-            else
-                zerg_text_append(buf, size, &off, " %s |", a->name);
-        }
-        zerg_text_append(buf, size, &off, "\n");
-    }
-    return (int)off;
+    return zerg_text_table(buf, size, "state \\ event", RUN_NSTATES,
+                           RUN_NEVENTS, run_cell, NULL);
 }
 
 /* ---- the ending ticks --------------------------------------------------- */

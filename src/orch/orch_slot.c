@@ -615,29 +615,24 @@ void orch_slot_event(struct zerg_orch *o, struct slot *sl, enum slot_event ev,
     act->fn(o, sl, arg ? arg : &none, now);
 }
 
+static void slot_cell(const void *ctx, int s, int e, char *out, size_t n)
+{
+    (void)ctx;
+    const struct slot_action *a = s >= 0 && e >= 0 ? slot_table[s][e] : NULL;
+    if (s < 0)
+        snprintf(out, n, "%s", event_names[e]);
+    else if (e < 0)
+        snprintf(out, n, "%s (`%s`)", state_names[s],
+                 zerg_worker_status_name(status_of[s]));
+    else
+        snprintf(out, n, "%s%s%s", a->name, a->to ? " → " : "",
+                 a->to ? a->to : "");
+}
+
 int orch_slot_table_markdown(char *buf, size_t size)
 {
-    size_t off = 0;
-    zerg_text_append(buf, size, &off, "| state \\ event |");
-    for (int e = 0; e < SLOT_NEVENTS; e++)
-        zerg_text_append(buf, size, &off, " %s |", event_names[e]);
-    zerg_text_append(buf, size, &off, "\n|---|");
-    for (int e = 0; e < SLOT_NEVENTS; e++)
-        zerg_text_append(buf, size, &off, "---|");
-    zerg_text_append(buf, size, &off, "\n");
-    for (int s = 0; s < SLOT_NSTATES; s++) {
-        zerg_text_append(buf, size, &off, "| %s (`%s`) |", state_names[s],
-                         zerg_worker_status_name(status_of[s]));
-        for (int e = 0; e < SLOT_NEVENTS; e++) {
-            const struct slot_action *a = slot_table[s][e];
-            if (a->to)
-                zerg_text_append(buf, size, &off, " %s → %s |", a->name, a->to);
-            else
-                zerg_text_append(buf, size, &off, " %s |", a->name);
-        }
-        zerg_text_append(buf, size, &off, "\n");
-    }
-    return (int)off;
+    return zerg_text_table(buf, size, "state \\ event", SLOT_NSTATES,
+                           SLOT_NEVENTS, slot_cell, NULL);
 }
 
 /* ---- events from outside --------------------------------------------- */
