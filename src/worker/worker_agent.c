@@ -96,7 +96,7 @@ char *wk_agent_prompt(const struct worker *w, const struct zerg_task *t,
     }
     if (text) {
         struct zerg_agent_summary s;
-        const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
+        const struct zerg_agent_adapter *ad = zerg_agent_for(&w->cfg);
         zerg_agent_summary_init_cli(&s, ad ? ad->cli : ZERG_AGENT_CLAUDE);
         zerg_agent_summary_feed_text(&s, text, len);
         if (s.has_result && s.result.text)
@@ -149,23 +149,12 @@ int wk_agent_prompt_fd(const char *log_dir, int attempt)
     return open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 }
 
-const struct zerg_agent_adapter *wk_agent_adapter(const struct zerg_config *c)
-{
-    return zerg_agent_for(c);
-}
-
-const char *wk_agent_bin(const struct zerg_config *c,
-                         const struct zerg_agent_adapter *ad)
-{
-    return zerg_agent_bin(c, ad);
-}
-
 char **wk_agent_argv(const struct worker *w, const char *prompt, int on_stdin,
                      const char *session)
 {
-    const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
+    const struct zerg_agent_adapter *ad = zerg_agent_for(&w->cfg);
     if (ad)
-        return zerg_worker_agent_argv(&w->cfg, ad, wk_agent_bin(&w->cfg, ad),
+        return zerg_worker_agent_argv(&w->cfg, ad, zerg_agent_bin(&w->cfg, ad),
                                       session, on_stdin ? NULL : prompt);
     return zerg_worker_executor_argv(&w->cfg.executor, prompt);
 }
@@ -196,7 +185,7 @@ static int claude_has_session(const char *cwd, const char *sid)
 int wk_agent_session(const struct worker *w, const char *log_dir, int attempt,
                      const char *cwd, char *sid, size_t n)
 {
-    const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
+    const struct zerg_agent_adapter *ad = zerg_agent_for(&w->cfg);
     char prev[PATH_MAX], *text = NULL;
     size_t len = 0;
     struct zerg_err ignored = {0};
@@ -247,7 +236,7 @@ int wk_agent_too_long(const struct worker *w, const char *prompt, int on_stdin,
 
 void wk_agent_stream_start(struct worker *w, int log_fd, off_t from)
 {
-    const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
+    const struct zerg_agent_adapter *ad = zerg_agent_for(&w->cfg);
     if (ad)
         wk_stream_open(&w->stream, ad->cli, log_fd, from);
 }
@@ -284,6 +273,12 @@ static const char *args_model(const struct zerg_config *cfg)
     return "";
 }
 
+const char *wk_agent_model(const struct zerg_config *cfg,
+                           const struct zerg_agent_summary *s)
+{
+    return s->model[0] ? s->model : args_model(cfg);
+}
+
 /* The attempt's ledger (DESIGN §20): the result's usage and cost when
  * the run got that far, else the tokens its messages streamed. */
 static void record_run(const struct zerg_config *cfg,
@@ -292,8 +287,7 @@ static void record_run(const struct zerg_config *cfg,
 {
     struct zerg_agent_usage u;
     snprintf(r->session_id, sizeof r->session_id, "%s", s->session_id);
-    snprintf(r->model, sizeof r->model, "%s",
-             s->model[0] ? s->model : args_model(cfg));
+    snprintf(r->model, sizeof r->model, "%s", wk_agent_model(cfg, s));
     zerg_agent_summary_usage(s, &u);
     r->input_tokens = u.input_tokens;
     r->output_tokens = u.output_tokens;
@@ -323,13 +317,13 @@ int wk_agent_estimate(const struct zerg_config *cfg, const char *model,
 static void classify(const struct worker *w, const struct zerg_agent_summary *s,
                      const char *tail, int is_executor, struct zerg_result *r)
 {
-    const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
+    const struct zerg_agent_adapter *ad = zerg_agent_for(&w->cfg);
     struct zerg_failure_in in = {
         .exit_code = r->exit_code,
         .signal = r->timed_out ? 0 : r->signal,
         .timed_out = r->timed_out,
         .is_executor = is_executor,
-        .executor = ad ? wk_agent_bin(&w->cfg, ad)
+        .executor = ad ? zerg_agent_bin(&w->cfg, ad)
                        : (w->cfg.executor.n ? w->cfg.executor.v[0] : NULL),
         .cli = ad ? ad->cli : ZERG_AGENT_CLAUDE,
         .agent = is_executor ? s : NULL,
@@ -356,7 +350,7 @@ void wk_agent_finish(const struct worker *w, int log_fd, int is_executor,
 {
     struct zerg_agent_summary s;
     size_t len = 0;
-    const struct zerg_agent_adapter *ad = wk_agent_adapter(&w->cfg);
+    const struct zerg_agent_adapter *ad = zerg_agent_for(&w->cfg);
     int agent = is_executor && ad != NULL; /* an agent's stream */
     /* The stream read while the stage ran holds every event; the log's
      * end is read only without it (it could not be opened). */

@@ -5,12 +5,6 @@
 
 #include "worker_state.h"
 
-/* The agent CLI executor.kind names (its adapter), or NULL for kind
- * command; and the binary executor.NAME says to run for it. */
-const struct zerg_agent_adapter *wk_agent_adapter(const struct zerg_config *c);
-const char *wk_agent_bin(const struct zerg_config *c,
-                         const struct zerg_agent_adapter *ad);
-
 /* The prompt of attempt a of t: a retry says what went wrong last time
  * (the assignment's last_* and the end of the previous attempt's log in
  * log_dir).  malloc'd, NULL on out-of-memory. */
@@ -39,6 +33,10 @@ int wk_agent_session(const struct worker *w, const char *log_dir, int attempt,
  * argument may be (execve's E2BIG), so nothing is started. */
 int wk_agent_too_long(const struct worker *w, const char *prompt, int on_stdin,
                       struct zerg_result *r);
+/* The model a run used: its stream's, else the one executor.args names
+ * (--model M, -m M: Codex names none). */
+const char *wk_agent_model(const struct zerg_config *cfg,
+                           const struct zerg_agent_summary *s);
 /* The cost of tokens u of model from executor.pricing: 1 (usd set) when
  * the model is priced, else 0. */
 int wk_agent_estimate(const struct zerg_config *cfg, const char *model,

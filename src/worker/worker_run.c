@@ -376,8 +376,8 @@ static int run_open(struct worker *w, struct task_run *run,
     };
     /* What the agent CLI needs around it (Gemini: a trusted worktree);
      * a task's own command runs in the worker's environment. */
-    if (!run->task->command && wk_agent_adapter(&w->cfg))
-        e.extra = wk_agent_adapter(&w->cfg)->env;
+    if (!run->task->command && zerg_agent_for(&w->cfg))
+        e.extra = zerg_agent_for(&w->cfg)->env;
     run->envp = zerg_worker_task_env(environ, &e);
     w->task_wd =
         inotify_add_watch(w->inofd, run->log_dir, IN_CLOSE_WRITE | IN_MOVED_TO);
@@ -437,7 +437,7 @@ static int run_command(struct worker *w, struct task_run *run,
         wk_agent_save_prompt(run->log_dir, run->attempt, prompt);
     /* An agent CLI reads the prompt on stdin (no argv limit); a command
      * executor gets it as its last argument. */
-    if (prompt && wk_agent_adapter(&w->cfg))
+    if (prompt && zerg_agent_for(&w->cfg))
         run->in_fd = wk_agent_prompt_fd(run->log_dir, run->attempt);
     char **argv =
         prompt ? wk_agent_argv(w, prompt, run->in_fd >= 0, sid) : NULL;

@@ -355,7 +355,8 @@ static void check_output(struct worker *w)
                 w->stream.sum.result.total_cost_usd > 0)
                 w->hb.cost_usd = w->stream.sum.result.total_cost_usd;
             else
-                wk_agent_estimate(&w->cfg, w->stream.sum.model, &u,
+                wk_agent_estimate(&w->cfg,
+                                  wk_agent_model(&w->cfg, &w->stream.sum), &u,
                                   &w->hb.cost_usd);
         }
         if (w->stream.terminal_ns && w->stage &&

@@ -706,3 +706,14 @@ void fx_result_line(struct fx *x, int slot, uint64_t epoch, const char *task,
     orch_stdio_line(x->o, slot, epoch, line, len - 1, x->now);
     free(line);
 }
+
+int fx_count_events(struct fx *x, const char *event)
+{
+    char *log = fx_events(x), want[96];
+    snprintf(want, sizeof want, "\"event\":\"%s\"", event);
+    int n = 0;
+    for (const char *p = log; p && (p = strstr(p, want)); p += strlen(want))
+        n++;
+    free(log);
+    return n;
+}

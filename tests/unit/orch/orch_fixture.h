@@ -194,6 +194,8 @@ void finish_workers(struct fx *x);
 struct zerg_assign assign_of(struct fx *x, int slot);
 /* .zerg/monitor.jsonl of the fixture's project (caller frees). */
 char *fx_events(struct fx *x);
+/* How many events named event the log holds. */
+int fx_count_events(struct fx *x, const char *event);
 
 /* Event lines on the slot's stdout, as a worker sends them: a heartbeat
  * (seq from fx_line_seq, which a test may move) and a complete result. */

@@ -19,17 +19,6 @@
 #include "zerg/err.h"
 #include "zerg/orchestrator.h"
 
-static int events_named(struct fx *x, const char *event)
-{
-    char *log = fx_events(x), want[64];
-    snprintf(want, sizeof want, "\"event\":\"%s\"", event);
-    int n = 0;
-    for (const char *p = log; (p = strstr(p, want)); p++)
-        n++;
-    free(log);
-    return n;
-}
-
 /* Slot 0's running task fails with class fc (or passes with a missing
  * output when fc < 0); returns the task's index. */
 static size_t end_with(struct fx *x, int fc)
@@ -80,8 +69,8 @@ static void test_environment_stops_the_run(void **state)
     assert_non_null(strstr(x->o->run_error, "the test's fix"));
     assert_int_equal(x->o->slots[0].state, SLOT_STOPPING);
     assert_int_equal(x->o->slots[0].task, -1);
-    assert_int_equal(events_named(x, "task_failed"), 1);
-    assert_int_equal(events_named(x, "rush_stop"), 1);
+    assert_int_equal(fx_count_events(x, "task_failed"), 1);
+    assert_int_equal(fx_count_events(x, "rush_stop"), 1);
     finish_workers(x);
     for (int i = 0; i < 4 && !zerg_orch_done(x->o); i++) {
         advance(x, 1);
@@ -105,7 +94,7 @@ static void test_rate_limit_pauses_the_pool(void **state)
     assert_int_equal(x->s.tasks[t].retry_count, 0);
     assert_int_equal(x->o->run_state, RUN_ACTIVE);
     assert_false(x->o->failed_run);
-    assert_int_equal(events_named(x, "pool_pause"), 1);
+    assert_int_equal(fx_count_events(x, "pool_pause"), 1);
     assert_int_equal(x->o->slots[0].state, SLOT_READY);
     tick(x);
     assert_int_equal(x->o->slots[0].task, -1); /* paused: no claim */
@@ -116,7 +105,7 @@ static void test_rate_limit_pauses_the_pool(void **state)
         tick(x);
     }
     assert_true(x->o->slots[0].task >= 0);
-    assert_int_equal(events_named(x, "pool_resume"), 1);
+    assert_int_equal(fx_count_events(x, "pool_resume"), 1);
     fx_free(x);
 }
 
@@ -133,9 +122,9 @@ static void test_missing_output_is_charged(void **state)
     assert_int_equal(st->status, ZERG_TASK_WAITING_RETRY);
     assert_int_equal(st->retry_count, 1);
     assert_string_equal(st->reason, "missing_output");
-    assert_int_equal(events_named(x, "missing_output"), 1);
-    assert_int_equal(events_named(x, "task_failed"), 1);
-    assert_int_equal(events_named(x, "task_complete"), 0);
+    assert_int_equal(fx_count_events(x, "missing_output"), 1);
+    assert_int_equal(fx_count_events(x, "task_failed"), 1);
+    assert_int_equal(fx_count_events(x, "task_complete"), 0);
     assert_int_equal(x->o->slots[0].state, SLOT_READY);
     fx_free(x);
 }

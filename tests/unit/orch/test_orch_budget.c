@@ -28,17 +28,6 @@ static int slot_of(struct fx *x, const char *id)
     return -1;
 }
 
-static int events_named(struct fx *x, const char *event)
-{
-    char *log = fx_events(x), pat[96];
-    int n = 0;
-    snprintf(pat, sizeof pat, "\"event\":\"%s\"", event);
-    for (const char *p = log; (p = strstr(p, pat)); p++)
-        n++;
-    free(log);
-    return n;
-}
-
 /* Two workers busy with A and B, C pending, rush.max_cost_usd at cap. */
 static struct fx *two_running(double cap)
 {
@@ -60,7 +49,7 @@ static void test_cap_reached_stops_claims_running_finish(void **st)
     int a = slot_of(x, "A"), b = slot_of(x, "B");
     result_cost(x, a, "A", 1, 1.25); /* the spend passes the cap */
     assert_int_equal(status_of(x, "A"), ZERG_TASK_COMPLETE);
-    assert_int_equal(events_named(x, "budget_exhausted"), 1);
+    assert_int_equal(fx_count_events(x, "budget_exhausted"), 1);
     for (int i = 0; i < 3; i++) {
         advance(x, 1);
         heartbeat(x, a, NULL, 0, "ready", 0);
@@ -75,7 +64,7 @@ static void test_cap_reached_stops_claims_running_finish(void **st)
     assert_false(zerg_orch_done(x->o));
     result_cost(x, b, "B", 1, 0.5);
     assert_int_equal(status_of(x, "B"), ZERG_TASK_COMPLETE);
-    assert_int_equal(events_named(x, "budget_exhausted"), 1);
+    assert_int_equal(fx_count_events(x, "budget_exhausted"), 1);
     for (int i = 0; i < 5 && !zerg_orch_done(x->o); i++) {
         tick(x);
         finish_workers(x);
@@ -84,7 +73,7 @@ static void test_cap_reached_stops_claims_running_finish(void **st)
     assert_int_equal(zerg_orch_exit_code(x->o), ZERG_EXIT_FAIL);
     assert_int_equal(status_of(x, "C"), ZERG_TASK_PENDING);
     assert_int_equal(task_of(x, "C")->attempt, 0);
-    assert_int_equal(events_named(x, "task_claimed"), 2);
+    assert_int_equal(fx_count_events(x, "task_claimed"), 2);
     char sum[1024];
     zerg_orch_summary(x->o, sum, sizeof sum);
     assert_non_null(strstr(sum, "rush.max_cost_usd ($1.00) reached: $1.75 "
@@ -105,7 +94,7 @@ static void test_below_cap_claims_on(void **st)
         heartbeat(x, a, NULL, 0, "ready", 0);
         tick(x);
         assert_int_equal(slot_of(x, "C"), a);
-        assert_int_equal(events_named(x, "budget_exhausted"), 0);
+        assert_int_equal(fx_count_events(x, "budget_exhausted"), 0);
         fx_free(x);
     }
 }
@@ -116,7 +105,7 @@ static void test_resumed_spend_counts(void **st)
     (void)st;
     struct fx *x = two_running(1.0);
     result_cost(x, slot_of(x, "A"), "A", 1, 0.75);
-    assert_int_equal(events_named(x, "budget_exhausted"), 0);
+    assert_int_equal(fx_count_events(x, "budget_exhausted"), 0);
     fx_restart(x, 2);
     x->cfg.rush_max_cost_usd = 1.0;
     start_ready(x);
@@ -124,7 +113,7 @@ static void test_resumed_spend_counts(void **st)
     assert_true(b >= 0);
     heartbeat(x, b, "B", task_of(x, "B")->attempt, "command", 10);
     result_cost(x, b, "B", task_of(x, "B")->attempt, 0.25); /* $1.00 */
-    assert_int_equal(events_named(x, "budget_exhausted"), 1);
+    assert_int_equal(fx_count_events(x, "budget_exhausted"), 1);
     fx_free(x);
 }
 
@@ -141,10 +130,10 @@ static void test_in_flight_spend_reaches_cap(void **st)
         int a = slot_of(x, "A"), b = slot_of(x, "B");
         heartbeat_spend(x, a, "A", 1, 5000, 0.6);
         tick(x);
-        assert_int_equal(events_named(x, "budget_exhausted"), 0);
+        assert_int_equal(fx_count_events(x, "budget_exhausted"), 0);
         heartbeat_spend(x, b, "B", 1, 5000, 0.5); /* 1.10 in flight */
         tick(x);
-        assert_int_equal(events_named(x, "budget_exhausted"), 1);
+        assert_int_equal(fx_count_events(x, "budget_exhausted"), 1);
         assert_int_equal(x->o->stop_asked != 0, stop);
         assert_int_equal(status_of(x, "C"), ZERG_TASK_PENDING);
         fx_free(x);

@@ -50,17 +50,6 @@ static void name_of(char *name, size_t n, const char *id, int attempt)
     snprintf(name, n, "result-%s-%d.json", id, attempt);
 }
 
-static int events_named(struct fx *x, const char *event)
-{
-    char *log = fx_events(x), want[64];
-    snprintf(want, sizeof want, "\"event\":\"%s\"", event);
-    int n = 0;
-    for (const char *p = log; p && (p = strstr(p, want)); p += strlen(want))
-        n++;
-    free(log);
-    return n;
-}
-
 static int exists(struct fx *x, const char *name)
 {
     char path[600];
@@ -85,13 +74,13 @@ static void test_line_first_skips_the_file_event(void **state)
     /* A read would find this unreadable and move it aside. */
     tu_write(x->run_dir, name, "garbage{");
     zerg_orch_file_changed(x->o, name, x->now);
-    assert_int_equal(events_named(x, "result_invalid"), 0);
+    assert_int_equal(fx_count_events(x, "result_invalid"), 0);
     assert_true(exists(x, name));
     assert_int_equal(x->s.metrics.results_fenced, 0);
 
     /* Only the first event is the line's file: a later one is read. */
     zerg_orch_file_changed(x->o, name, x->now);
-    assert_int_equal(events_named(x, "result_invalid"), 1);
+    assert_int_equal(fx_count_events(x, "result_invalid"), 1);
     assert_false(exists(x, name));
     assert_true(exists(x, aside));
     assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
@@ -116,7 +105,7 @@ static void test_stale_rewrite_after_the_line_is_fenced(void **state)
     write_result(x, 0, epoch - 1, id, attempt, 1);
     zerg_orch_file_changed(x->o, name, x->now);
     assert_int_equal(x->s.metrics.results_fenced, 1);
-    assert_int_equal(events_named(x, "result_fenced"), 1);
+    assert_int_equal(fx_count_events(x, "result_fenced"), 1);
     assert_int_equal(status_of(x, id), ZERG_TASK_COMPLETE);
     fx_free(x);
 }
@@ -175,7 +164,7 @@ static void test_event_for_a_missing_file_is_quiet(void **state)
     char name[128];
     name_of(name, sizeof name, id, attempt);
     zerg_orch_file_changed(x->o, name, x->now);
-    assert_int_equal(events_named(x, "result_invalid"), 0);
+    assert_int_equal(fx_count_events(x, "result_invalid"), 0);
     assert_int_equal(x->s.metrics.results_fenced, 0);
     assert_int_equal(status_of(x, id), ZERG_TASK_IN_PROGRESS);
     fx_free(x);
@@ -266,11 +255,11 @@ static void test_intake_that_took_long_is_not_a_silence(void **state)
     assert_int_equal(sl->progress_at_mono_ns, t + S(4.6));
     x->now = t + S(5.5); /* past the 5 s threshold from T, not from the read */
     tick(x);
-    assert_int_equal(events_named(x, "heartbeat_stale"), 0);
+    assert_int_equal(fx_count_events(x, "heartbeat_stale"), 0);
     assert_int_equal(sl->state, SLOT_BUSY);
     assert_int_equal(status_of(x, id), ZERG_TASK_IN_PROGRESS);
     advance(x, 4.5); /* and then really silent */
-    assert_int_equal(events_named(x, "heartbeat_stale"), 1);
+    assert_int_equal(fx_count_events(x, "heartbeat_stale"), 1);
     fx_free(x);
 }
 
@@ -303,11 +292,11 @@ static void test_unread_lines_are_not_a_stale_worker(void **state)
     zerg_orch_file_changed(x->o, "heartbeat-0.json", x->now); /* skipped */
     assert_int_not_equal(sl->hb_seq, hb.seq);
     advance(x, 5.5); /* past the 5 s threshold, no line read, no scan */
-    assert_int_equal(events_named(x, "heartbeat_stale"), 0);
+    assert_int_equal(fx_count_events(x, "heartbeat_stale"), 0);
     assert_int_equal(sl->state, SLOT_BUSY);
     assert_int_equal(sl->hb_seq, hb.seq);
     advance(x, 5.5); /* nothing new in the file either */
-    assert_int_equal(events_named(x, "heartbeat_stale"), 1);
+    assert_int_equal(fx_count_events(x, "heartbeat_stale"), 1);
     fx_free(x);
 }
 

@@ -27,17 +27,6 @@ static void test_run_table_in_docs(void **state)
     tu_check_doc_table("docs/wiki/Resilience-Architecture.md", "run", buf);
 }
 
-static int events_named(struct fx *x, const char *event)
-{
-    char *log = fx_events(x), want[64];
-    snprintf(want, sizeof want, "\"event\":\"%s\"", event);
-    int n = 0;
-    for (const char *p = log; (p = strstr(p, want)); p++)
-        n++;
-    free(log);
-    return n;
-}
-
 /* Ticks until the run is done (a few at most: nothing here waits). */
 static void tick_to_done(struct fx *x)
 {
@@ -64,8 +53,8 @@ static void test_plain_rush_walks_to_done(void **state)
     tick_to_done(x);
     assert_int_equal(x->o->run_state, RUN_DONE);
     assert_int_equal(zerg_orch_exit_code(x->o), ZERG_EXIT_OK);
-    assert_int_equal(events_named(x, "rush_complete"), 1);
-    assert_int_equal(events_named(x, "run_event_refused"), 0);
+    assert_int_equal(fx_count_events(x, "rush_complete"), 1);
+    assert_int_equal(fx_count_events(x, "run_event_refused"), 0);
     fx_free(x);
 }
 
@@ -80,18 +69,18 @@ static void test_graceful_stop_then_grace_over(void **state)
     assert_int_equal(x->o->run_state, RUN_STOPPING);
     assert_int_equal(x->o->stop_asked, 1);
     zerg_orch_request_stop(x->o, 0, x->now); /* a second one: nop */
-    assert_int_equal(events_named(x, "rush_stop"), 1);
+    assert_int_equal(fx_count_events(x, "rush_stop"), 1);
     advance(x, ORCH_SEC(x->cfg.stop_grace_ns + ORCH_STOP_MARGIN_NS) + 0.1);
     tick(x);
     assert_int_equal(x->o->run_state, RUN_KILLING);
-    assert_int_equal(events_named(x, "stop_grace_over"), 1);
+    assert_int_equal(fx_count_events(x, "stop_grace_over"), 1);
     advance(x, 1.1);
     tick(x); /* killed again; still no stop_grace_over twice */
-    assert_int_equal(events_named(x, "stop_grace_over"), 1);
+    assert_int_equal(fx_count_events(x, "stop_grace_over"), 1);
     finish_workers(x);
     tick_to_done(x);
     assert_int_equal(zerg_orch_exit_code(x->o), ZERG_EXIT_FAIL);
-    assert_int_equal(events_named(x, "rush_failed"), 1);
+    assert_int_equal(fx_count_events(x, "rush_failed"), 1);
     fx_free(x);
 }
 
@@ -146,12 +135,12 @@ static void test_reopen_and_refused(void **state)
     struct fx *x = fx_new(graph3, 1, 0);
     orch_run_event(x->o, RUN_EV_REOPEN, 2, x->now);
     assert_int_equal(x->o->run_state, RUN_ACTIVE);
-    assert_int_equal(events_named(x, "rush_continues"), 0);
+    assert_int_equal(fx_count_events(x, "rush_continues"), 0);
     orch_run_event(x->o, RUN_EV_ALL_ENDED, 0, x->now);
     assert_int_equal(x->o->run_state, RUN_FINISHING);
     orch_run_event(x->o, RUN_EV_REOPEN, 2, x->now);
     assert_int_equal(x->o->run_state, RUN_ACTIVE);
-    assert_int_equal(events_named(x, "rush_continues"), 1);
+    assert_int_equal(fx_count_events(x, "rush_continues"), 1);
     orch_run_event(x->o, RUN_EV_ALL_ENDED, 0, x->now);
     orch_run_fail(x->o, "broken for the test");
     orch_run_event(x->o, RUN_EV_REOPEN, 2, x->now);

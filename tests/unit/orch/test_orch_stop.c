@@ -73,17 +73,6 @@ static int ended_by(pid_t g)
     return WIFSIGNALED(st) ? WTERMSIG(st) : -1;
 }
 
-static int events_named(struct fx *x, const char *event)
-{
-    char *log = fx_events(x), want[64];
-    snprintf(want, sizeof want, "\"event\":\"%s\"", event);
-    int n = 0;
-    for (const char *p = log; p && (p = strstr(p, want)); p += strlen(want))
-        n++;
-    free(log);
-    return n;
-}
-
 /* One worker running one task whose group is *g; grace in seconds. */
 static struct fx *running(double grace, pid_t *g, const char **id)
 {
@@ -145,13 +134,13 @@ static void test_term_then_kill_after_the_grace(void **state)
     tick(x);
     assert_int_equal(x->fake.kills, 1);
     assert_true(untouched(g));
-    assert_int_equal(events_named(x, "stop_grace_over"), 0);
+    assert_int_equal(fx_count_events(x, "stop_grace_over"), 0);
     /* Grace and margin over: SIGKILL to the worker and the task's group. */
     advance(x, 1e-9);
     assert_int_equal(x->fake.kills, 2);
     assert_int_equal(x->fake.last_sig, ZERG_CANCEL_NOW);
     assert_int_equal(ended_by(g), SIGKILL);
-    assert_int_equal(events_named(x, "stop_grace_over"), 1);
+    assert_int_equal(fx_count_events(x, "stop_grace_over"), 1);
     check_stopped(x, id, SIGKILL);
     fx_free(x);
 }
@@ -171,7 +160,7 @@ static void test_worker_ending_in_grace_is_not_killed(void **state)
     check_stopped(x, id, 0);
     advance(x, 20);
     assert_int_equal(x->fake.kills, 1);
-    assert_int_equal(events_named(x, "stop_grace_over"), 0);
+    assert_int_equal(fx_count_events(x, "stop_grace_over"), 0);
     fx_free(x);
 }
 
@@ -234,7 +223,7 @@ static void test_timeout_stops_gracefully(void **state)
     struct fx *x = running(1, &g, &id);
     x->o->o.timeout_ns = S(3); /* before the heartbeat would be stale */
     advance(x, 3);
-    assert_int_equal(events_named(x, "rush_timeout"), 1);
+    assert_int_equal(fx_count_events(x, "rush_timeout"), 1);
     assert_int_equal(x->fake.kills, 1);
     assert_int_equal(x->fake.last_sig, ZERG_CANCEL_GRACEFUL);
     assert_true(untouched(g));
