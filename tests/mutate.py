@@ -140,6 +140,20 @@ MUTATIONS = {
         "unit.test_orch_attempt",
         "a rate limit that no longer pauses the pool",
     ),
+    "review-bypass": (
+        "src/orch/orch_merge.c",
+        "    if (orch_review_applies(o))\n        return orch_review_hold(o, r, v);\n",
+        "",
+        "unit.test_orch_review",
+        "rush.review merging a passing task before anyone approved it",
+    ),
+    "review-stale": (
+        "src/orch/orch_review.c",
+        "             st->attempt != rq.attempt) {",
+        "             0) {",
+        "unit.test_orch_review",
+        "an approval of an earlier attempt merging the attempt that waits now",
+    ),
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

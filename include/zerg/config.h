@@ -96,6 +96,7 @@ struct zerg_config {
     double rush_max_cost_usd; /* 0 = no cap */
     int64_t rush_timeout_ns;  /* 0 = no wall budget */
     int rush_schedule;        /* enum zerg_schedule, LEVELS */
+    int rush_review;          /* bool, false: merge only once approved */
 
     /* workers: */
     int workers_max_concurrent;  /* 3: workers when --workers absent */

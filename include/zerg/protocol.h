@@ -61,6 +61,9 @@ struct zerg_assign {
     char last_class[16];      /* failure class of the last attempt */
     char last_error[256];     /* its one-line error */
     char last_conflicts[400]; /* conflicting paths, space-separated */
+    /* The reviewer's `zerg redo --note` (rush.review): what to change,
+     * for the prompt or $ZERG_REVIEW_NOTE ("" = none). */
+    char review_note[1024];
     int resume; /* continue the last attempt's agent session (DESIGN §21) */
     /* Where the task's object lies in the graph file and its hash
      * (zerg_task.src_*), so the worker reads that one task, not the whole

@@ -28,8 +28,11 @@ enum zerg_task_status {
     ZERG_TASK_COMPLETE,
     ZERG_TASK_FAILED, /* permanent */
     ZERG_TASK_WAITING_RETRY,
-    ZERG_TASK_BLOCKED, /* a dependency failed permanently */
+    ZERG_TASK_BLOCKED,         /* a dependency failed permanently */
+    ZERG_TASK_AWAITING_REVIEW, /* passed and committed, merged only once
+                                  approved (rush.review, DESIGN §21) */
 };
+#define ZERG_TASK_NSTATUS 8
 const char *zerg_task_status_name(enum zerg_task_status s);
 int zerg_task_status_parse(const char *s, enum zerg_task_status *out);
 int zerg_task_status_terminal(enum zerg_task_status s);
@@ -66,6 +69,14 @@ struct zerg_task_state {
                              branch, "" = not merged (or changed nothing) */
     int conflict_count;   /* merge conflicts so far (own budget) */
     char *conflict_paths; /* the last conflict's paths, space-separated */
+    /* Review before merge (rush.review, DESIGN §21): */
+    char review_commit[65]; /* awaiting_review: the attempt's commit, kept
+                               at its review ref; "" otherwise */
+    char review_base[65];   /* the tip that commit was made on */
+    int review_worker;      /* the slot that made it (its commit says so
+                               once merged); -1 = unknown */
+    char *review_note;      /* the reviewer's last `zerg redo --note`, for
+                               the next attempt's prompt; NULL = none */
     /* Agent executors (DESIGN §14), summed over its attempts: */
     double cost_usd;
     int64_t input_tokens, output_tokens;
@@ -232,6 +243,7 @@ int zerg_state_level_done(const struct zerg_state *s,
                           const struct zerg_graph *g, int level);
 
 /* Counts of tasks by status into counts[7]. */
-void zerg_state_count(const struct zerg_state *s, size_t counts[7]);
+void zerg_state_count(const struct zerg_state *s,
+                      size_t counts[ZERG_TASK_NSTATUS]);
 
 #endif

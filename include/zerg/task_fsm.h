@@ -13,11 +13,15 @@
  *   complete     claimed, in_progress         -> complete
  *   retry_later  claimed, in_progress         -> waiting_retry
  *   requeue      claimed, in_progress         -> pending (uncharged)
- *   fail         claimed, in_progress         -> failed
+ *   fail         claimed, in_progress,
+ *                awaiting_review              -> failed
  *   block        pending, waiting_retry       -> blocked
  *   retry        failed, blocked, waiting_retry -> pending (fresh budget)
  *   adopt        pending .. in_progress       -> in_progress (replay)
  *   reopen       complete                     -> pending (its work is gone)
+ *   await        claimed, in_progress         -> awaiting_review (rush.review)
+ *   approve      awaiting_review              -> complete (merged)
+ *   redo         awaiting_review              -> pending (uncharged)
  *
  * (docs/wiki/Resilience-Architecture.md carries the table rendered from
  * the code by zerg_task_fsm_markdown; a unit test keeps them equal.) */
@@ -28,8 +32,6 @@
 #include <stdint.h>
 
 #include "zerg/state.h"
-
-#define ZERG_TASK_NSTATUS 7
 
 enum zerg_task_event {
     ZERG_TASK_EV_CLAIM,       /* assigned to a worker: a new attempt */
@@ -46,19 +48,29 @@ enum zerg_task_event {
     ZERG_TASK_EV_REOPEN,      /* reconciliation: a complete task whose
                                  commit is no longer on the integration
                                  branch runs again */
+    ZERG_TASK_EV_AWAIT,       /* passed and committed under rush.review:
+                                 merged only once approved */
+    ZERG_TASK_EV_APPROVE,     /* `zerg approve`: its commit merged */
+    ZERG_TASK_EV_REDO,        /* `zerg redo --note`, or its approved commit
+                                 conflicts: it runs again, uncharged */
     ZERG_TASK_NEVENTS
 };
 
 /* What an event carries; each row reads only the fields it documents. */
 struct zerg_task_move {
-    int worker_id;            /* claim */
+    int worker_id;            /* claim; await: the slot that made it */
     uint64_t epoch;           /* claim, adopt */
     int attempt;              /* claim, adopt */
     int64_t now_wall_ns;      /* claim, start, complete, fail */
     int64_t retry_at_wall_ns; /* retry_later */
-    const char *error;        /* retry_later, requeue, fail, block, reopen */
-    const char *reason;       /* retry_later, fail, reopen; requeue when
-                                 non-NULL */
+    const char *error;        /* retry_later, requeue, fail, block, reopen,
+                                 redo */
+    const char *reason;       /* retry_later, fail, reopen, redo; requeue
+                                 when non-NULL */
+    const char *commit;       /* await: the commit under review */
+    const char *base;         /* await: the tip it was made on */
+    const char *note;         /* redo: the reviewer's note (NULL keeps the
+                                 last one) */
 };
 
 const char *zerg_task_event_name(enum zerg_task_event ev);

@@ -105,6 +105,7 @@ struct zerg_prompt_retry {
     const char *output_tail; /* the last lines of its output, or NULL */
     const char *final_msg;   /* the agent's final message, or NULL */
     const char *verify_cmd;  /* the verification that failed, or NULL */
+    const char *review_note; /* the reviewer's redo note, or NULL */
 };
 char *zerg_worker_prompt(const struct zerg_task *t, const char *feature,
                          const struct zerg_prompt_retry *retry);
@@ -139,6 +140,8 @@ struct zerg_task_env {
     uint64_t epoch;
     const char *run_id;
     const char *progress_file; /* ZERG_PROGRESS_FILE */
+    const char *review_note;   /* ZERG_REVIEW_NOTE: the reviewer's `zerg
+                                  redo --note` ("" or NULL = none) */
     /* NAME=VALUE entries set last (an agent CLI's), replacing the base's;
      * NULL-terminated, or NULL. */
     const char *const *extra;

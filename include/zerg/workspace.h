@@ -33,6 +33,12 @@ int zerg_ws_integration_branch(char *buf, size_t n, const char *feature);
 int zerg_ws_worker_branch(char *buf, size_t n, const char *feature, int slot);
 int zerg_ws_conflict_ref(char *buf, size_t n, const char *feature,
                          const char *task, int attempt);
+/* Where a commit is kept for a task's attempt: a conflict's
+ * (refs/zerg/{feature}/conflicts/{id}/{attempt}) or one that waits for
+ * review (refs/zerg/{feature}/review/{id}/{attempt}, rush.review). */
+enum zerg_ws_kept { ZERG_WS_KEPT_CONFLICT, ZERG_WS_KEPT_REVIEW };
+int zerg_ws_kept_ref(char *buf, size_t n, const char *feature,
+                     enum zerg_ws_kept kind, const char *task, int attempt);
 
 /* The commit message of a task: "ZERG [W{n}]: {title}\n\nTask-ID: {id}\n
  * Attempt: {a}\nZerg-Run: {run}\n".  malloc'd, NULL on ENOMEM. */
@@ -89,9 +95,10 @@ struct zerg_workspace_ops {
      * are retried inside; a negative return is permanent. */
     int (*merge)(struct zerg_workspace *w, const struct zerg_merge_req *req,
                  struct zerg_merge_out *out, struct zerg_err *err);
-    /* Keeps a conflicting commit at its conflict ref. */
-    int (*keep)(struct zerg_workspace *w, const char *task, int attempt,
-                const char *commit, struct zerg_err *err);
+    /* Keeps a commit at its conflict or review ref (zerg_ws_kept_ref). */
+    int (*keep)(struct zerg_workspace *w, enum zerg_ws_kept kind,
+                const char *task, int attempt, const char *commit,
+                struct zerg_err *err);
     /* Calls fn for every task commit on the integration branch since the
      * base (resume: what is merged already). */
     int (*merged)(struct zerg_workspace *w, zerg_ws_found_fn fn, void *ud,

@@ -54,6 +54,8 @@ enum rp_outcome {
     RP_TIMEOUT,     /* no progress: task_timeout */
     RP_INTERRUPTED, /* still open when the log ends, or its worker exited */
     RP_REVIEW,      /* complete, but flagged for review (config_change warn) */
+    RP_AWAITING,    /* passed, waits for the reviewer (rush.review) */
+    RP_REDONE,      /* passed, sent back by the reviewer (zerg redo) */
     RP_NOUTCOMES
 };
 

@@ -166,6 +166,30 @@ static void on_complete(struct rp_model *m, const struct ev *e)
         close_attempt(m, i, e->t_ns, RP_COMPLETE, NULL);
 }
 
+/* rush.review: the attempt ends waiting; approve or redo says how it
+ * ended (its bar does not grow while the reviewer reads). */
+static void on_awaiting(struct rp_model *m, const struct ev *e)
+{
+    int i = find_open(m, e);
+    if (i >= 0)
+        close_attempt(m, i, e->t_ns, RP_AWAITING, NULL);
+}
+
+static void on_reviewed(struct rp_model *m, const struct ev *e)
+{
+    int i = find_last(m, e->task);
+    if (i < 0 || m->att[i].outcome != RP_AWAITING)
+        return;
+    int approved = !strcmp(e->name, "task_approved");
+    m->att[i].outcome = !approved          ? RP_REDONE
+                        : m->att[i].review ? RP_REVIEW
+                                           : RP_COMPLETE;
+    if (!approved) {
+        free(m->att[i].reason);
+        m->att[i].reason = dup_or_null(e->msg);
+    }
+}
+
 static void on_failed(struct rp_model *m, const struct ev *e)
 {
     int i = find_open(m, e);
@@ -304,14 +328,25 @@ static const struct {
     const char *name;
     ev_fn fn;
 } handlers[] = {
-    {"task_claimed", on_claimed},    {"task_started", on_started},
-    {"task_complete", on_complete},  {"task_failed", on_failed},
-    {"task_timeout", on_timeout},    {"task_reassigned", on_reassigned},
-    {"heartbeat_stale", on_stale},   {"worker_crash", on_crash},
-    {"worker_respawn", on_respawn},  {"worker_exit", on_worker_exit},
-    {"level_start", on_level_start}, {"level_complete", on_level_complete},
-    {"rush_start", on_rush_start},   {"rush_complete", on_rush_end},
-    {"rush_failed", on_rush_end},    {"config_change", on_config_change},
+    {"task_claimed", on_claimed},
+    {"task_started", on_started},
+    {"task_complete", on_complete},
+    {"task_failed", on_failed},
+    {"task_timeout", on_timeout},
+    {"task_reassigned", on_reassigned},
+    {"heartbeat_stale", on_stale},
+    {"worker_crash", on_crash},
+    {"worker_respawn", on_respawn},
+    {"worker_exit", on_worker_exit},
+    {"level_start", on_level_start},
+    {"level_complete", on_level_complete},
+    {"rush_start", on_rush_start},
+    {"rush_complete", on_rush_end},
+    {"rush_failed", on_rush_end},
+    {"config_change", on_config_change},
+    {"task_awaiting_review", on_awaiting},
+    {"task_approved", on_reviewed},
+    {"task_redo", on_reviewed},
 };
 
 static ev_fn handler_of(const char *name)

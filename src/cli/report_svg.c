@@ -60,6 +60,9 @@ static const struct {
     [RP_INTERRUPTED] = {"interrupted", "interrupted", "#8c8c8c", FILL_SOLID},
     [RP_REVIEW] = {"complete, awaiting review", "review", "#2ca02c",
                    FILL_OUTLINE},
+    [RP_AWAITING] = {"passed, waiting for review", "awaiting", "#17becf",
+                     FILL_OUTLINE},
+    [RP_REDONE] = {"sent back at review", "redone", "#17becf", FILL_STRIPES},
 };
 
 static const struct {

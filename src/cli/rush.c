@@ -595,6 +595,8 @@ static int rush(struct rush *r)
     int rc = load_inputs(r);
     if (rc)
         return rc;
+    if (r->ro.review)
+        r->cfg.rush_review = 1;
     if (r->ro.dry_run)
         return dry_run(r);
     if ((rc = check_limits(r)) || (rc = check_run_args(r)) ||

@@ -14,7 +14,7 @@ static const char usage[] =
     "usage: zerg rush [--feature F] [--workers N] [--mode MODE] [--resume]\n"
     "                 [--fresh] [--dry-run] [--executor CMD] [--no-progress]\n"
     "                 [--halt now|soon,fail=N|N%] [--timeout SECONDS]\n"
-    "                 [--schedule levels|dag]\n"
+    "                 [--schedule levels|dag] [--review]\n"
     "\n"
     "Runs the feature's task graph level by level on N workers, recovering\n"
     "from spawn failures, crashes, hung tasks and stale workers on its own.\n"
@@ -44,6 +44,8 @@ static const char usage[] =
     "                   levels: a level starts once the previous one is\n"
     "                   complete; dag: a task starts once its own\n"
     "                   dependencies are (default: rush.schedule)\n"
+    "  --review         a passing task waits for `zerg approve` before it is\n"
+    "                   merged (rush.review; needs worktree isolation)\n"
     "\n"
     "Exit codes: 0 all tasks complete; 1 failed/blocked tasks or a runtime\n"
     "failure; 2 usage, config, graph, policy or state error (nothing\n"
@@ -135,6 +137,9 @@ static int take_opt(int c, struct rush_opts *ro)
         return take_timeout(ro);
     case 'S':
         return take_schedule(ro);
+    case 'R':
+        ro->review = 1;
+        return 0;
     case 'h':
         fputs(usage, stdout);
         return -1;
@@ -157,6 +162,7 @@ int zerg_rush_parse_opts(int argc, char **argv, struct rush_opts *ro)
         {"halt", required_argument, NULL, 'H'},
         {"timeout", required_argument, NULL, 'T'},
         {"schedule", required_argument, NULL, 'S'},
+        {"review", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };

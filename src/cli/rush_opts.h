@@ -19,6 +19,7 @@ struct rush_opts {
     int64_t timeout_ns;
     int schedule_set;
     enum zerg_schedule schedule;
+    int review; /* --review: rush.review true for this rush */
 };
 
 /* Parses argv into ro (zeroed by the caller).  0, ZERG_EXIT_OK after

@@ -81,6 +81,14 @@ int zerg_rush_ws_open(const struct zerg_cli *cli, const struct zerg_config *cfg,
     *out = NULL;
     if (isolation_of(cli, cfg, resume && !s->git_base[0]) ==
         ZERG_ISOLATION_NONE) {
+        if (cfg->rush_review) {
+            zerg_cli_error("rush",
+                           "rush.review needs worktree isolation: there is no "
+                           "commit to review under rush.isolation none (make "
+                           "the project a git repository with a commit, or "
+                           "set rush.isolation: worktree)");
+            return ZERG_EXIT_USAGE;
+        }
         if (resume && s->git_base[0])
             printf("Note: this run started with worktree isolation and goes "
                    "on without it (rush.isolation: none).\n");

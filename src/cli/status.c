@@ -138,11 +138,11 @@ static void print_levels(FILE *out, const struct view *v)
 
 static void print_counts(FILE *out, const struct view *v)
 {
-    size_t counts[7];
+    size_t counts[ZERG_TASK_NSTATUS];
     zerg_state_count(&v->s, counts);
     fputs("Tasks:  ", out);
     int first = 1;
-    for (int st = 0; st < 7; st++) {
+    for (int st = 0; st < ZERG_TASK_NSTATUS; st++) {
         if (!counts[st])
             continue;
         fprintf(out, "%s%zu %s", first ? "" : ", ", counts[st],

@@ -60,10 +60,10 @@ static zerg_json *json_levels(const struct view *v)
 
 static zerg_json *json_counts(const struct view *v)
 {
-    size_t counts[7];
+    size_t counts[ZERG_TASK_NSTATUS];
     zerg_state_count(&v->s, counts);
     zerg_json *o = zerg_json_obj();
-    for (int st = 0; o && st < 7; st++)
+    for (int st = 0; o && st < ZERG_TASK_NSTATUS; st++)
         if (zerg_json_set_num(o,
                               zerg_task_status_name((enum zerg_task_status)st),
                               (double)counts[st])) {

@@ -130,7 +130,7 @@ static void reason(struct health *h, const char *fmt, ...)
 void sv_judge(const struct view *v, struct health *h)
 {
     const struct zerg_state *s = &v->s;
-    size_t counts[7], live = 0, retired = 0;
+    size_t counts[ZERG_TASK_NSTATUS], live = 0, retired = 0;
     zerg_state_count(s, counts);
     for (size_t i = 0; i < s->nworkers; i++) {
         live += sv_is_live(s->workers[i].status);

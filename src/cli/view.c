@@ -221,6 +221,9 @@ static void status_line(const struct zerg_view *v, char *buf, size_t size)
     if (f.c[ZERG_TASK_WAITING_RETRY])
         add(buf, size, wide ? "  %zu waiting" : " %zu wait",
             f.c[ZERG_TASK_WAITING_RETRY]);
+    if (f.c[ZERG_TASK_AWAITING_REVIEW])
+        add(buf, size, wide ? "  %zu to review" : " %zu rev",
+            f.c[ZERG_TASK_AWAITING_REVIEW]);
     if (!wide) {
         char piece[64];
         add(buf, size, " L%d/%d | %s ETA %s", f.level, v->g->nlevels, f.el,
@@ -281,6 +284,24 @@ static void worker_line(const struct zerg_view *v,
         add(buf, size, "  respawns %d", w->respawns);
 }
 
+/* "Waiting for review: T-1, T-2 (zerg review; zerg approve TASK)", or
+ * 0 when nothing waits (rush.review). */
+static int review_line(const struct zerg_view *v, char *buf, size_t size)
+{
+    size_t n = 0;
+    snprintf(buf, size, "Waiting for review:");
+    for (size_t t = 0; t < v->s->ntasks; t++) {
+        if (v->s->tasks[t].status != ZERG_TASK_AWAITING_REVIEW)
+            continue;
+        if (n++ < 4)
+            add(buf, size, "%s %s", n > 1 ? "," : "", v->g->tasks[t].id);
+    }
+    if (n > 4)
+        add(buf, size, " +%zu more", n - 4);
+    add(buf, size, "  (zerg review; zerg approve TASK; zerg redo TASK)");
+    return n > 0;
+}
+
 /* ---- drawing ------------------------------------------------------ */
 
 /* Cuts line to the width, adds colour, appends it to out; remembers its
@@ -327,6 +348,10 @@ static void block(struct zerg_view *v, FILE *out)
     status_line(v, line, sizeof line);
     fputs("\033[2K", out);
     put_line(v, out, line, "\033[1m", 0);
+    if (room > 1 && review_line(v, line, sizeof line)) {
+        fputs("\n\r\033[2K", out);
+        put_line(v, out, line, "\033[33m", 1 + shown++);
+    }
     for (int i = 0; i < n; i++) {
         if (zerg_orch_worker(v->o, i, &w) < 0)
             continue;

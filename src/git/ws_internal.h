@@ -101,8 +101,9 @@ int ws_op_changed(struct zerg_workspace *w, const char *commit,
                   const char *base, char **paths, struct zerg_err *err);
 int ws_op_merge(struct zerg_workspace *w, const struct zerg_merge_req *req,
                 struct zerg_merge_out *out, struct zerg_err *err);
-int ws_op_keep(struct zerg_workspace *w, const char *task, int attempt,
-               const char *commit, struct zerg_err *err);
+int ws_op_keep(struct zerg_workspace *w, enum zerg_ws_kept kind,
+               const char *task, int attempt, const char *commit,
+               struct zerg_err *err);
 int ws_op_merged(struct zerg_workspace *w, zerg_ws_found_fn fn, void *ud,
                  struct zerg_err *err);
 int ws_op_worker_head(struct zerg_workspace *w, int slot, zerg_ws_found_fn fn,

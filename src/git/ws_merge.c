@@ -195,16 +195,18 @@ int ws_op_merge(struct zerg_workspace *w, const struct zerg_merge_req *req,
     return rc;
 }
 
-int ws_op_keep(struct zerg_workspace *w, const char *task, int attempt,
-               const char *commit, struct zerg_err *err)
+int ws_op_keep(struct zerg_workspace *w, enum zerg_ws_kept kind,
+               const char *task, int attempt, const char *commit,
+               struct zerg_err *err)
 {
     struct ws_host *h = host(w);
     char ref[PATH_MAX];
     int rc = ws_check_name("task id", task, err);
     if (rc)
         return rc;
-    if (zerg_ws_conflict_ref(ref, sizeof ref, h->feature, task, attempt))
-        return zerg_err_set(err, -ENAMETOOLONG, "conflict ref too long");
+    if (zerg_ws_kept_ref(ref, sizeof ref, h->feature, kind, task, attempt))
+        return zerg_err_set(err, -ENAMETOOLONG, "ref of task %s too long",
+                            task);
     const char *args[] = {"update-ref", ref, commit, NULL};
     struct zerg_git_call call = {.retries = WS_RETRIES};
     rc = zerg_git_run(&h->g, &call, args, NULL, err);

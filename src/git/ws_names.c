@@ -26,12 +26,20 @@ int zerg_ws_worker_branch(char *buf, size_t n, const char *feature, int slot)
     return fmt(buf, n, snprintf(buf, n, "zerg/%s/worker-%d", feature, slot));
 }
 
+int zerg_ws_kept_ref(char *buf, size_t n, const char *feature,
+                     enum zerg_ws_kept kind, const char *task, int attempt)
+{
+    return fmt(buf, n,
+               snprintf(buf, n, "refs/zerg/%s/%s/%s/%d", feature,
+                        kind == ZERG_WS_KEPT_REVIEW ? "review" : "conflicts",
+                        task, attempt));
+}
+
 int zerg_ws_conflict_ref(char *buf, size_t n, const char *feature,
                          const char *task, int attempt)
 {
-    return fmt(buf, n,
-               snprintf(buf, n, "refs/zerg/%s/conflicts/%s/%d", feature, task,
-                        attempt));
+    return zerg_ws_kept_ref(buf, n, feature, ZERG_WS_KEPT_CONFLICT, task,
+                            attempt);
 }
 
 char *zerg_ws_commit_message(int worker, const char *title, const char *task,

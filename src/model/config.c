@@ -57,6 +57,10 @@
       "task starts as soon as its own dependencies are complete (merged "      \
       "under worktree isolation); levels stay the unit of reconciliation, "    \
       "gates and status.")                                                     \
+    X("rush.review", BOOL, rush_review, 0, "false", "true|false",              \
+      "true: a passing, committed task waits as awaiting_review and is "       \
+      "merged only once `zerg approve` says so (`zerg redo --note` runs it "   \
+      "again); needs worktree isolation.")                                     \
     X("workers.max_concurrent", INT, workers_max_concurrent, 0, "3", "1..256", \
       "Workers to run when zerg rush is given no --workers.")                  \
     X("workers.mode", ENUM, workers_mode, 0, "subprocess",                     \

@@ -46,7 +46,7 @@ struct key_bind {
 
 /* The rows of CONFIG_KEYS; the declarations below fix the count, so a row
  * added to the table without this number fails to compile. */
-#define NKEYS 58
+#define NKEYS 59
 extern const struct zerg_config_key config_key_rows[NKEYS];
 extern const struct key_bind config_key_binds[NKEYS];
 

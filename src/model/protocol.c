@@ -283,6 +283,7 @@ int zerg_proto_write_assign(const char *dir, int slot,
                     put_str(o, "last_class", a->last_class) ||
                     put_str(o, "last_error", a->last_error) ||
                     put_str(o, "last_conflicts", a->last_conflicts) ||
+                    put_str(o, "review_note", a->review_note) ||
                     (a->resume && zerg_json_set_bool(o, "resume", 1)) ||
                     put_task_at(o, a)
                 ? -ENOMEM
@@ -312,6 +313,7 @@ int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)
         opt_str(o, "last_error", v.last_error, sizeof v.last_error) ||
         opt_str(o, "last_conflicts", v.last_conflicts,
                 sizeof v.last_conflicts) ||
+        opt_str(o, "review_note", v.review_note, sizeof v.review_note) ||
         opt_bool(o, "resume", &v.resume) || get_task_at(o, &v))
         rc = ZERG_ECORRUPT;
     else

@@ -47,8 +47,11 @@
 
 const char *const state_task_names[] = {
     "pending", "claimed",       "in_progress", "complete",
-    "failed",  "waiting_retry", "blocked",
+    "failed",  "waiting_retry", "blocked",     "awaiting_review",
 };
+_Static_assert(sizeof state_task_names / sizeof *state_task_names ==
+                   ZERG_TASK_AWAITING_REVIEW + 1,
+               "a name for every enum zerg_task_status");
 const char *const state_worker_names[] = {
     "starting", "ready",   "busy",    "backoff",
     "stopped",  "crashed", "retired", "stopping",
@@ -217,6 +220,7 @@ void zerg_state_close(struct zerg_state *s)
         free(s->tasks[i].error);
         free(s->tasks[i].reason);
         free(s->tasks[i].conflict_paths);
+        free(s->tasks[i].review_note);
     }
     free(s->tasks);
     free(s->workers);
@@ -378,7 +382,8 @@ int zerg_state_level_done(const struct zerg_state *s,
     return 1;
 }
 
-void zerg_state_count(const struct zerg_state *s, size_t counts[7])
+void zerg_state_count(const struct zerg_state *s,
+                      size_t counts[ZERG_TASK_NSTATUS])
 {
     zerg_task_count(s->tasks, NULL, s->ntasks, counts);
 }

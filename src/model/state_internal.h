@@ -14,7 +14,7 @@ struct zerg_err;
 
 /* Indexed by the status enums; the sizes make a definition with a missing
  * or extra name fail to compile. */
-extern const char *const state_task_names[7];
+extern const char *const state_task_names[ZERG_TASK_NSTATUS];
 extern const char *const state_worker_names[8];
 extern const char *const state_level_names[3];
 

@@ -62,6 +62,14 @@ static void put_task_extras(struct zerg_jw *w, const struct zerg_task_state *t)
         put_num(w, "prev_duration_ms", (double)t->prev_duration_ms);
     if (t->conflict_paths)
         put_str(w, "conflict_paths", t->conflict_paths);
+    if (t->review_commit[0])
+        put_str(w, "review_commit", t->review_commit);
+    if (t->review_base[0])
+        put_str(w, "review_base", t->review_base);
+    if (t->review_commit[0])
+        put_num(w, "review_worker", t->review_worker);
+    if (t->review_note)
+        put_str(w, "review_note", t->review_note);
     if (t->cost_usd > 0)
         put_num(w, "cost_usd", t->cost_usd);
     if (t->input_tokens)

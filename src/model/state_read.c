@@ -342,6 +342,10 @@ static int read_task(struct zerg_task_state *t, const char *id,
         (rc = rd_oid(&r, "commit", t->commit)) ||
         (rc = rd_i(&r, "conflict_count", 0, 0, &t->conflict_count)) ||
         (rc = rd_str(&r, "conflict_paths", &t->conflict_paths)) ||
+        (rc = rd_oid(&r, "review_commit", t->review_commit)) ||
+        (rc = rd_oid(&r, "review_base", t->review_base)) ||
+        (rc = rd_i(&r, "review_worker", -1, -1, &t->review_worker)) ||
+        (rc = rd_str(&r, "review_note", &t->review_note)) ||
         (rc = rd_i64(&r, "input_tokens", &t->input_tokens)) ||
         (rc = rd_i64(&r, "output_tokens", &t->output_tokens)) ||
         (rc = rd_i64(&r, "cache_read_tokens", &t->cache_read_tokens)) ||

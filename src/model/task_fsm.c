@@ -70,9 +70,16 @@ static int f_requeue(struct zerg_task_state *st, const struct zerg_task_move *m)
     return rc;
 }
 
+static void review_clear(struct zerg_task_state *st)
+{
+    st->review_commit[0] = '\0';
+    st->review_base[0] = '\0';
+}
+
 static int f_fail(struct zerg_task_state *st, const struct zerg_task_move *m)
 {
     st->worker_id = -1;
+    review_clear(st);
     st->completed_at_wall_ns = m->now_wall_ns;
     return set_text(&st->error, m->error) | set_text(&st->reason, m->reason);
 }
@@ -123,11 +130,49 @@ static int f_reopen(struct zerg_task_state *st, const struct zerg_task_move *m)
            set_text(&st->error, m->error) | set_text(&st->reason, m->reason);
 }
 
+/* Passed and committed: the commit waits for the reviewer, kept at its
+ * review ref (the worker's branch moves on to other work). */
+static int f_await(struct zerg_task_state *st, const struct zerg_task_move *m)
+{
+    st->worker_id = -1;
+    st->completed_at_wall_ns = m->now_wall_ns;
+    snprintf(st->review_commit, sizeof st->review_commit, "%s",
+             m->commit ? m->commit : "");
+    snprintf(st->review_base, sizeof st->review_base, "%s",
+             m->base ? m->base : "");
+    st->review_worker = m->worker_id;
+    return set_text(&st->error, NULL) | set_text(&st->reason, NULL);
+}
+
+/* Approved and merged: the note has done its work. */
+static int f_approve(struct zerg_task_state *st, const struct zerg_task_move *m)
+{
+    st->completed_at_wall_ns = m->now_wall_ns;
+    review_clear(st);
+    return set_text(&st->review_note, NULL) | set_text(&st->error, NULL) |
+           set_text(&st->reason, NULL);
+}
+
+/* Run again, uncharged: the reviewer asked (the note goes in the next
+ * prompt) or the approved commit no longer merges (reason "conflict",
+ * the note kept). */
+static int f_redo(struct zerg_task_state *st, const struct zerg_task_move *m)
+{
+    st->completed_at_wall_ns = 0;
+    st->retry_at_wall_ns = 0;
+    review_clear(st);
+    int rc = set_text(&st->error, m->error) | set_text(&st->reason, m->reason);
+    if (m->note)
+        rc |= set_text(&st->review_note, m->note);
+    return rc;
+}
+
 /* ---- the table -------------------------------------------------------- */
 
 #define RUNNING (BIT(ZERG_TASK_CLAIMED) | BIT(ZERG_TASK_IN_PROGRESS))
 #define QUEUED (BIT(ZERG_TASK_PENDING) | BIT(ZERG_TASK_WAITING_RETRY))
 #define ENDED (BIT(ZERG_TASK_FAILED) | BIT(ZERG_TASK_BLOCKED))
+#define REVIEW BIT(ZERG_TASK_AWAITING_REVIEW)
 
 static const struct task_move_row {
     const char *name;
@@ -143,7 +188,7 @@ static const struct task_move_row {
     [ZERG_TASK_EV_RETRY_LATER] = {"retry_later", RUNNING,
                                   ZERG_TASK_WAITING_RETRY, f_retry_later},
     [ZERG_TASK_EV_REQUEUE] = {"requeue", RUNNING, ZERG_TASK_PENDING, f_requeue},
-    [ZERG_TASK_EV_FAIL] = {"fail", RUNNING, ZERG_TASK_FAILED, f_fail},
+    [ZERG_TASK_EV_FAIL] = {"fail", RUNNING | REVIEW, ZERG_TASK_FAILED, f_fail},
     [ZERG_TASK_EV_BLOCK] = {"block", QUEUED, ZERG_TASK_BLOCKED, f_block},
     [ZERG_TASK_EV_RETRY] = {"retry", ENDED | BIT(ZERG_TASK_WAITING_RETRY),
                             ZERG_TASK_PENDING, f_retry},
@@ -151,9 +196,13 @@ static const struct task_move_row {
                             f_adopt},
     [ZERG_TASK_EV_REOPEN] = {"reopen", BIT(ZERG_TASK_COMPLETE),
                              ZERG_TASK_PENDING, f_reopen},
+    [ZERG_TASK_EV_AWAIT] = {"await", RUNNING, ZERG_TASK_AWAITING_REVIEW,
+                            f_await},
+    [ZERG_TASK_EV_APPROVE] = {"approve", REVIEW, ZERG_TASK_COMPLETE, f_approve},
+    [ZERG_TASK_EV_REDO] = {"redo", REVIEW, ZERG_TASK_PENDING, f_redo},
 };
 
-_Static_assert(ZERG_TASK_BLOCKED + 1 == ZERG_TASK_NSTATUS,
+_Static_assert(ZERG_TASK_AWAITING_REVIEW + 1 == ZERG_TASK_NSTATUS,
                "ZERG_TASK_NSTATUS counts every task status");
 
 const char *zerg_task_event_name(enum zerg_task_event ev)

@@ -17,6 +17,9 @@
  *                                         scope.decide, then merged:
  *                                         FAILED / REQUEUE (conflict,
  *                                         held branch) / FAIL_NOW
+ *   passing, under rush.review            the same checks, then REVIEW:
+ *                                         kept, awaiting_review, merged
+ *                                         once approved (orch_review.c)
  *   passing                               COMPLETE
  *
  * A worker's exit: a crash or a stale heartbeat is FAILED (uncharged by
@@ -112,14 +115,17 @@ int orch_attempt_result(struct zerg_orch *o, size_t t,
 
 /* ---- the dispatch ------------------------------------------------------- */
 
-static void completed(struct zerg_orch *o, size_t t,
-                      const struct zerg_result *r)
+void orch_attempt_completed(struct zerg_orch *o, size_t t,
+                            const struct zerg_result *r,
+                            enum zerg_task_event ev)
 {
     struct zerg_task_move m = {.now_wall_ns = orch_wall_ns(o)};
-    if (orch_task_move(o, t, ZERG_TASK_EV_COMPLETE, &m) != 0)
+    if (orch_task_move(o, t, ev, &m) != 0)
         return;
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "attempt", r->attempt);
+    if (ev == ZERG_TASK_EV_APPROVE)
+        zerg_json_set_bool(data, "approved", 1);
     zerg_json_set_num(data, "duration_ms", (double)r->duration_ms);
     zerg_json_set_num(data, "epoch", (double)r->epoch);
     if (o->replaying)
@@ -136,7 +142,11 @@ void orch_attempt_end(struct zerg_orch *o, size_t t, const struct verdict *v,
     switch (v->kind) {
     case VERDICT_COMPLETE:
         if (r)
-            completed(o, t, r);
+            orch_attempt_completed(o, t, r, ZERG_TASK_EV_COMPLETE);
+        break;
+    case VERDICT_REVIEW:
+        if (r)
+            orch_review_await(o, t, r);
         break;
     case VERDICT_FAILED:
         orch_task_failure_cls(o, t, v->failure, v->cls, v->exit_code, v->sig,

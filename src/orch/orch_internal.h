@@ -229,9 +229,14 @@ struct zerg_orch {
     char run_error[512]; /* ... and why */
 
     char ws_tip[ZERG_OID_MAX]; /* worktree isolation: the integration tip */
-    int budget_exhausted;      /* rush.max_cost_usd reached */
-    double spent_usd;          /* the run's agent spend; < 0 = not summed */
-    int rate_limits;           /* rate limits seen (the backoff grows) */
+    /* orch_review.c: rush.review */
+    char review_dir[PATH_MAX];   /* .zerg/review/{feature} */
+    size_t awaiting;             /* tasks awaiting review */
+    int64_t next_review_mono_ns; /* the next look at review_dir */
+    int review_said;             /* review_waiting said for this wait */
+    int budget_exhausted;        /* rush.max_cost_usd reached */
+    double spent_usd;            /* the run's agent spend; < 0 = not summed */
+    int rate_limits;             /* rate limits seen (the backoff grows) */
     int64_t pool_paused_until_mono_ns; /* 0 = not paused */
     pid_t gate_pid;                    /* the running quality gate, 0 = none */
     char gate_handle[160]; /* its container's name, "" on the host */
@@ -294,6 +299,10 @@ void orch_task_complete(struct zerg_orch *o, size_t t);
  * spent, a broken repository). */
 void orch_task_fail_now(struct zerg_orch *o, size_t t, const char *reason,
                         const char *error);
+/* Resume: task t's attempt finished unseen (its commit found at a
+ * worker branch's head): running again, as the journal would have said.
+ * 0, or the refusal. */
+int orch_task_adopt(struct zerg_orch *o, size_t t, int attempt);
 /* Resume: task t's work is known to be done (merged, or committed and
  * merged now): complete, whatever the state last said. */
 void orch_task_adopt_complete(struct zerg_orch *o, size_t t, int attempt,
@@ -345,6 +354,7 @@ enum verdict_kind {
     VERDICT_FAILED,   /* a failure: retry.decide says what it costs */
     VERDICT_REQUEUE,  /* to run again, uncharged, no policy asked */
     VERDICT_FAIL_NOW, /* failed for good, no policy asked */
+    VERDICT_REVIEW,   /* it passed, its commit kept: awaiting_review */
 };
 struct verdict {
     enum verdict_kind kind;
@@ -376,10 +386,15 @@ int orch_attempt_result(struct zerg_orch *o, size_t t,
                         int64_t now);
 /* The dispatch: the task's move and its event, then (sl) the slot told
  * its task is done, then (v->stop_run) the run's stop.  r: the result
- * for a COMPLETE verdict. */
+ * for a COMPLETE or REVIEW verdict. */
 void orch_attempt_end(struct zerg_orch *o, size_t t, const struct verdict *v,
                       const struct zerg_result *r, struct slot *sl,
                       int64_t now);
+/* Task t complete by ev (COMPLETE, or APPROVE after review): the move,
+ * task_complete and what its outputs left out. */
+void orch_attempt_completed(struct zerg_orch *o, size_t t,
+                            const struct zerg_result *r,
+                            enum zerg_task_event ev);
 
 /* ---- orch_run.c: the run table ---------------------------------------- */
 
@@ -410,6 +425,30 @@ int orch_ws_worktree(struct zerg_orch *o, int slot, char *dir, size_t n,
 int orch_merge_result(struct zerg_orch *o, size_t t,
                       const struct zerg_result *r, struct verdict *v,
                       int64_t now);
+/* The merge itself of r's commit (checked already): 1 = merged, 0 = *v
+ * found (a conflict: REQUEUE or FAIL_NOW; a held branch: REQUEUE with
+ * stop_run; a broken repository: FAIL_NOW with stop_run). */
+int orch_merge_commit(struct zerg_orch *o, size_t t,
+                      const struct zerg_result *r, struct verdict *v);
+
+/* ---- orch_review.c: review before merge (rush.review) ----------------- */
+
+/* 1 when a passing commit waits for review instead of being merged. */
+int orch_review_applies(const struct zerg_orch *o);
+/* Keeps r's commit at its review ref: 0 with *v REVIEW (or FAILED when
+ * it cannot be kept). */
+int orch_review_hold(struct zerg_orch *o, const struct zerg_result *r,
+                     struct verdict *v);
+/* The REVIEW dispatch: the task waits as awaiting_review. */
+void orch_review_await(struct zerg_orch *o, size_t t,
+                       const struct zerg_result *r);
+/* While tasks wait: the reviewer's requests applied, and once nothing
+ * runs, review_waiting said.  Returns wake, lowered to the next look. */
+int64_t orch_review_tick(struct zerg_orch *o, int64_t now, int64_t wake);
+/* Counts the tasks awaiting review (start, or a state changed wholesale). */
+void orch_review_count(struct zerg_orch *o);
+/* 1 while some slot runs a task. */
+int orch_running_tasks(const struct zerg_orch *o);
 /* --resume: what the integration branch and the worker branches say. */
 void orch_merge_resume(struct zerg_orch *o, int64_t now);
 

@@ -164,7 +164,8 @@ static int conflicted(struct zerg_orch *o, size_t t,
     struct zerg_task_state *st = orch_ts(o, t);
     struct zerg_err err = {0};
     char ref[PATH_MAX] = "";
-    if (ws(o)->ops->keep(ws(o), r->task, r->attempt, r->commit, &err) == 0)
+    if (ws(o)->ops->keep(ws(o), ZERG_WS_KEPT_CONFLICT, r->task, r->attempt,
+                         r->commit, &err) == 0)
         zerg_ws_conflict_ref(ref, sizeof ref, o->o.feature, r->task,
                              r->attempt);
     for (char *c = paths; c && *c; c++)
@@ -216,7 +217,8 @@ static int merge_held(struct zerg_orch *o, const struct zerg_result *r,
 {
     struct zerg_err err = {0};
     char ref[PATH_MAX] = "";
-    if (ws(o)->ops->keep(ws(o), r->task, r->attempt, r->commit, &err) == 0)
+    if (ws(o)->ops->keep(ws(o), ZERG_WS_KEPT_CONFLICT, r->task, r->attempt,
+                         r->commit, &err) == 0)
         zerg_ws_conflict_ref(ref, sizeof ref, o->o.feature, r->task,
                              r->attempt);
     zerg_json *data = zerg_json_obj();
@@ -276,6 +278,14 @@ int orch_merge_result(struct zerg_orch *o, size_t t,
     free(paths);
     if (!ok)
         return 0;
+    if (orch_review_applies(o))
+        return orch_review_hold(o, r, v);
+    return orch_merge_commit(o, t, r, v);
+}
+
+int orch_merge_commit(struct zerg_orch *o, size_t t,
+                      const struct zerg_result *r, struct verdict *v)
+{
     const struct zerg_task *tk = &o->g->tasks[t];
     struct zerg_merge_req req = {.task_id = r->task,
                                  .attempt = r->attempt,
@@ -384,8 +394,8 @@ static void on_head(void *ud, const struct zerg_ws_found *f)
     if (orch_merge_result(o, t, &r, &v, c->now) == 1)
         orch_task_adopt_complete(o, t, f->attempt,
                                  "committed before the restart");
-    else
-        orch_attempt_end(o, t, &v, NULL, NULL, c->now);
+    else if (v.kind != VERDICT_REVIEW || orch_task_adopt(o, t, f->attempt) == 0)
+        orch_attempt_end(o, t, &v, &r, NULL, c->now);
 }
 
 void orch_merge_resume(struct zerg_orch *o, int64_t now)

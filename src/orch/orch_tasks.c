@@ -59,6 +59,11 @@ int orch_task_move(struct zerg_orch *o, size_t t, enum zerg_task_event ev,
     }
     if (was_running != orch_task_running(st->status))
         orch_wgroups_add(o, t, was_running ? -1 : 1);
+    int awaits = st->status == ZERG_TASK_AWAITING_REVIEW;
+    if (awaits != (from == ZERG_TASK_AWAITING_REVIEW)) {
+        o->awaiting += awaits ? 1 : (size_t)-1;
+        o->review_said = 0; /* what waits changed: say it again */
+    }
     /* The level cursor skips terminal tasks only: it must look again when
      * one becomes unfinished. */
     if (was_terminal && !zerg_task_status_terminal(st->status))
@@ -107,6 +112,8 @@ void orch_retry_context(const struct zerg_orch *o, size_t t,
     if (conflict && st->conflict_paths)
         snprintf(a->last_conflicts, sizeof a->last_conflicts, "%s",
                  st->conflict_paths);
+    if (st->review_note)
+        snprintf(a->review_note, sizeof a->review_note, "%s", st->review_note);
 }
 
 void orch_task_started(struct zerg_orch *o, size_t t, int worker, int pgid)
@@ -189,8 +196,7 @@ void orch_task_fail_now(struct zerg_orch *o, size_t t, const char *reason,
                    orch_tid(o, t), reason, error);
 }
 
-void orch_task_adopt_complete(struct zerg_orch *o, size_t t, int attempt,
-                              const char *why)
+int orch_task_adopt(struct zerg_orch *o, size_t t, int attempt)
 {
     struct zerg_task_state *st = orch_ts(o, t);
     /* An attempt newer than the state's was claimed after the last
@@ -200,10 +206,17 @@ void orch_task_adopt_complete(struct zerg_orch *o, size_t t, int attempt,
     struct zerg_task_move m = {.attempt = newer ? attempt : st->attempt,
                                .epoch = newer ? 0 : st->epoch,
                                .now_wall_ns = orch_wall_ns(o)};
-    if (!orch_task_running(st->status) &&
-        orch_task_move(o, t, ZERG_TASK_EV_ADOPT, &m) != 0)
-        return;
-    if (orch_task_move(o, t, ZERG_TASK_EV_COMPLETE, &m) != 0)
+    if (orch_task_running(st->status))
+        return 0;
+    return orch_task_move(o, t, ZERG_TASK_EV_ADOPT, &m);
+}
+
+void orch_task_adopt_complete(struct zerg_orch *o, size_t t, int attempt,
+                              const char *why)
+{
+    struct zerg_task_move m = {.now_wall_ns = orch_wall_ns(o)};
+    if (orch_task_adopt(o, t, attempt) != 0 ||
+        orch_task_move(o, t, ZERG_TASK_EV_COMPLETE, &m) != 0)
         return;
     zerg_json *data = zerg_json_obj();
     zerg_json_set_num(data, "attempt", attempt);

@@ -21,6 +21,7 @@
 #include "zerg/err.h"
 #include "zerg/fsio.h"
 #include "zerg/offload.h"
+#include "zerg/review.h"
 
 /* ------------------------------------------------------------------ */
 /* Checkpoint: coalesced state writes.                                 */
@@ -367,7 +368,7 @@ static void advance_levels(struct zerg_orch *o, int64_t now, int64_t *wake)
     }
 }
 
-static int orch_running_tasks(const struct zerg_orch *o)
+int orch_running_tasks(const struct zerg_orch *o)
 {
     for (int i = 0; i < o->nslots; i++)
         if (o->slots[i].task >= 0)
@@ -440,6 +441,7 @@ int64_t zerg_orch_tick(struct zerg_orch *o, int64_t now)
     held |= orch_pool_closed(o, now, &wake);  /* rate limit, spend cap */
     if (!held && o->run_state == RUN_ACTIVE)
         dispatch(o, now, &wake);
+    wake = orch_review_tick(o, now, wake); /* rush.review's decisions */
     if (!orch_running_tasks(o))
         orch_run_event(o, RUN_EV_IDLE, 0, now);
     orch_checkpoint(o, now, ORCH_SAVE_DUE);
@@ -527,13 +529,16 @@ struct zerg_orch *zerg_orch_new(const struct zerg_orch_opts *opts, int64_t now,
         zerg_fsio_path(o->state_path, sizeof o->state_path, "%s/%s.json",
                        o->state_dir, opts->feature) ||
         zerg_proto_run_dir(o->run_dir, sizeof o->run_dir, o->state_dir,
-                           opts->feature)) {
+                           opts->feature) ||
+        zerg_review_dir(o->review_dir, sizeof o->review_dir, opts->project,
+                        opts->feature)) {
         zerg_err_set(err, -ENAMETOOLONG, "project path too long");
         goto fail;
     }
     o->nslots = opts->workers;
     if (alloc_tables(o) < 0)
         goto oom;
+    orch_review_count(o); /* the moves keep it from here on */
     o->started_mono_ns = now;
     o->spent_usd = -1;
     o->next_reconcile_mono_ns = now + o->cfg->reconcile_interval_ns;

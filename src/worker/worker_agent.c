@@ -84,6 +84,7 @@ char *wk_agent_prompt(const struct worker *w, const struct zerg_task *t,
         retry.cls = a->last_class;
         retry.error = a->last_error;
         retry.conflicts = a->last_conflicts;
+        retry.review_note = a->review_note;
         struct zerg_err ignored = {0};
         if (!zerg_fsio_path(prev, sizeof prev, "%s/attempt-%d.log", log_dir,
                             a->attempt - 1)) {

@@ -82,6 +82,7 @@ extern char **environ;
 struct task_run {
     const struct zerg_task *task;
     int attempt;
+    const char *review_note; /* the assignment's, "" = none */
     struct wk_log log;
     char log_dir[PATH_MAX];
     char **envp;
@@ -373,6 +374,7 @@ static int run_open(struct worker *w, struct task_run *run,
         .epoch = w->o->epoch,
         .run_id = w->o->run_id,
         .progress_file = w->progress_path,
+        .review_note = run->review_note,
     };
     /* What the agent CLI needs around it (Gemini: a trusted worktree);
      * a task's own command runs in the worker's environment. */
@@ -507,6 +509,7 @@ static void run_stages(struct worker *w, const struct zerg_task *t,
 {
     struct task_run run = {.task = t,
                            .attempt = a->attempt,
+                           .review_note = a->review_note,
                            .log = {.fd = -1, .size = -1},
                            .in_fd = -1};
     snprintf(r->stage, sizeof r->stage, "setup");

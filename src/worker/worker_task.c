@@ -64,6 +64,13 @@ static void put_retry(FILE *f, const struct zerg_prompt_retry *r)
 {
     if (!r || r->attempt < 1)
         return;
+    if (r->review_note && *r->review_note)
+        fprintf(f,
+                "\n## What the reviewer asked\nA reviewer read an earlier "
+                "attempt's change and asked for it to be done again:\n%s\n",
+                r->review_note);
+    if (r->cls && !strcmp(r->cls, "review"))
+        return; /* that attempt passed: the note is all there is to say */
     fprintf(f, "\n## What went wrong last time\nAttempt %d failed", r->attempt);
     if (r->cls && *r->cls)
         fprintf(f, " (%s)", r->cls);
@@ -202,7 +209,7 @@ oom:
 
 static const char *const task_env_names[] = {
     "ZERG_TASK_ID", "ZERG_WORKER_ID", "ZERG_FEATURE",       "ZERG_ATTEMPT",
-    "ZERG_EPOCH",   "ZERG_RUN_ID",    "ZERG_PROGRESS_FILE",
+    "ZERG_EPOCH",   "ZERG_RUN_ID",    "ZERG_PROGRESS_FILE", "ZERG_REVIEW_NOTE",
 };
 #define TASK_ENV_N (sizeof task_env_names / sizeof task_env_names[0])
 
@@ -241,7 +248,7 @@ char **zerg_worker_task_env(char *const *base, const struct zerg_task_env *e)
     snprintf(num[2], sizeof num[2], "%" PRIu64, e->epoch);
     const char *values[TASK_ENV_N] = {
         e->task_id, num[0],    e->feature,       num[1],
-        num[2],     e->run_id, e->progress_file,
+        num[2],     e->run_id, e->progress_file, e->review_note,
     };
     size_t nbase = 0, n = 0;
     while (base && base[nbase])

@@ -281,8 +281,15 @@ static void test_conflict_and_keep(void **state)
     char now[ZERG_GIT_OID_MAX];
     tip_of(w, now);
     assert_string_equal(now, tip);
-    assert_int_equal(w->ops->keep(w, "T2", 1, b, &err), 0);
+    assert_int_equal(w->ops->keep(w, ZERG_WS_KEPT_CONFLICT, "T2", 1, b, &err),
+                     0);
     char *kept = ZGIT(NULL, "rev-parse", "refs/zerg/F/conflicts/T2/1");
+    chomp(kept);
+    assert_string_equal(kept, b);
+    free(kept);
+    /* rush.review keeps a waiting commit under review/. */
+    assert_int_equal(w->ops->keep(w, ZERG_WS_KEPT_REVIEW, "T2", 1, b, &err), 0);
+    kept = ZGIT(NULL, "rev-parse", "refs/zerg/F/review/T2/1");
     chomp(kept);
     assert_string_equal(kept, b);
     free(kept);
@@ -645,7 +652,8 @@ static void test_refs_noted_and_checked_out(void **state)
     tip_of(w, tip);
     assert_string_equal(noted(&s, "refs/heads/zerg/F/integration"), tip);
     attempt(w, 0, "T2", 1, "b.txt", "b\n", b);
-    assert_int_equal(w->ops->keep(w, "T2", 1, b, &err), 0);
+    assert_int_equal(w->ops->keep(w, ZERG_WS_KEPT_CONFLICT, "T2", 1, b, &err),
+                     0);
     assert_string_equal(noted(&s, "refs/zerg/F/conflicts/T2/1"), b);
 
     PLAIN(repo, "switch", "-q", "zerg/F/integration");

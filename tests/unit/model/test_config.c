@@ -935,7 +935,7 @@ static void test_keys_table(void **state)
     (void)state;
     size_t n = 0;
     const struct zerg_config_key *k = zerg_config_keys(&n);
-    assert_int_equal(n, 58);
+    assert_int_equal(n, 59);
     const char *types = "|bool|int|duration|enum|string|argv|number|";
     for (size_t i = 0; i < n; i++) {
         char t[32];

@@ -212,7 +212,7 @@ static void test_all_failed(void **state)
 {
     struct fx *f = *state;
     assert_int_equal(zerg_state_retry_all_failed(&f->s, f->g), 6);
-    size_t counts[7];
+    size_t counts[ZERG_TASK_NSTATUS];
     zerg_state_count(&f->s, counts);
     assert_int_equal(counts[ZERG_TASK_PENDING], 6);
     assert_int_equal(f->s.current_level, 1);

@@ -130,6 +130,59 @@ static void test_task_reopen(void **state)
     free(st.reason);
 }
 
+/* Review before merge: await keeps the commit and its base, redo clears
+ * them and keeps the note for the next prompt (a conflict's redo keeps the
+ * last note), approve merges and forgets the note; only approve, redo and
+ * fail leave awaiting_review, and neither claim nor retry touches it. */
+static void test_task_review(void **state)
+{
+    (void)state;
+    struct zerg_task_state st = {.status = ZERG_TASK_IN_PROGRESS,
+                                 .worker_id = 2};
+    struct zerg_task_move m = {
+        .now_wall_ns = 50, .commit = "c0ffee", .base = "ba5e"};
+    assert_int_equal(zerg_task_apply(&st, ZERG_TASK_EV_AWAIT, &m, NULL, 0), 0);
+    assert_int_equal(st.status, ZERG_TASK_AWAITING_REVIEW);
+    assert_int_equal(st.worker_id, -1);
+    assert_string_equal(st.review_commit, "c0ffee");
+    assert_string_equal(st.review_base, "ba5e");
+    for (int e = 0; e < ZERG_TASK_NEVENTS; e++)
+        assert_int_equal(zerg_task_move_legal(ZERG_TASK_AWAITING_REVIEW, e),
+                         e == ZERG_TASK_EV_APPROVE || e == ZERG_TASK_EV_REDO ||
+                             e == ZERG_TASK_EV_FAIL);
+    assert_false(zerg_task_status_terminal(ZERG_TASK_AWAITING_REVIEW));
+
+    struct zerg_task_move redo = {.error = "redo asked at review",
+                                  .reason = "review",
+                                  .note = "name it parse_args"};
+    assert_int_equal(zerg_task_apply(&st, ZERG_TASK_EV_REDO, &redo, NULL, 0),
+                     0);
+    assert_int_equal(st.status, ZERG_TASK_PENDING);
+    assert_string_equal(st.review_commit, "");
+    assert_string_equal(st.review_note, "name it parse_args");
+    assert_string_equal(st.reason, "review");
+
+    st.status = ZERG_TASK_IN_PROGRESS;
+    assert_int_equal(zerg_task_apply(&st, ZERG_TASK_EV_AWAIT, &m, NULL, 0), 0);
+    struct zerg_task_move conflict = {.error = "conflict",
+                                      .reason = "conflict"};
+    assert_int_equal(
+        zerg_task_apply(&st, ZERG_TASK_EV_REDO, &conflict, NULL, 0), 0);
+    assert_string_equal(st.review_note, "name it parse_args");
+
+    st.status = ZERG_TASK_IN_PROGRESS;
+    assert_int_equal(zerg_task_apply(&st, ZERG_TASK_EV_AWAIT, &m, NULL, 0), 0);
+    struct zerg_task_move ok = {.now_wall_ns = 90};
+    assert_int_equal(zerg_task_apply(&st, ZERG_TASK_EV_APPROVE, &ok, NULL, 0),
+                     0);
+    assert_int_equal(st.status, ZERG_TASK_COMPLETE);
+    assert_null(st.review_note);
+    assert_string_equal(st.review_base, "");
+    assert_true(st.completed_at_wall_ns == 90);
+    free(st.error);
+    free(st.reason);
+}
+
 static void test_task_count(void **state)
 {
     (void)state;
@@ -156,6 +209,7 @@ int main(void)
         cmocka_unit_test(test_task_apply_refuses),
         cmocka_unit_test(test_task_apply_fields),
         cmocka_unit_test(test_task_reopen),
+        cmocka_unit_test(test_task_review),
         cmocka_unit_test(test_task_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

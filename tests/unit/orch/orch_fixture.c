@@ -227,13 +227,15 @@ static int w_merge(struct zerg_workspace *zw, const struct zerg_merge_req *req,
     return 0;
 }
 
-static int w_keep(struct zerg_workspace *zw, const char *task, int attempt,
-                  const char *commit, struct zerg_err *err)
+static int w_keep(struct zerg_workspace *zw, enum zerg_ws_kept kind,
+                  const char *task, int attempt, const char *commit,
+                  struct zerg_err *err)
 {
     struct fake_ws *w = (struct fake_ws *)zw;
     (void)err;
     if (w->nkeeps < FAKE_WS_MAX) {
         struct fake_keep_call *k = &w->keeps[w->nkeeps];
+        k->kind = kind;
         snprintf(k->task, sizeof k->task, "%s", task);
         k->attempt = attempt;
         snprintf(k->commit, sizeof k->commit, "%s", commit);

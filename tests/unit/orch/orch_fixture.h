@@ -74,6 +74,7 @@ struct fake_merge_call {
 };
 
 struct fake_keep_call {
+    enum zerg_ws_kept kind;
     char task[ZERG_ID_MAX + 1];
     int attempt;
     char commit[ZERG_OID_MAX];

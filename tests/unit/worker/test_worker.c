@@ -114,6 +114,27 @@ static void test_prompt(void **state)
     assert_true(tu_contains(p, "merged meanwhile in: src/m.c docs/x.md"));
     assert_true(tu_contains(p, "The last lines of its output:\nFAIL: test_p "
                                "expected 3\n"));
+    assert_null(strstr(p, "reviewer"));
+    free(p);
+
+    /* A redo at review: the note, and no "went wrong" for an attempt that
+     * passed; a later failure after a redo says both. */
+    struct zerg_prompt_retry rv = {.attempt = 1,
+                                   .cls = "review",
+                                   .error = "redo asked at review",
+                                   .review_note = "name it parse_args",
+                                   .final_msg = "Done: wrote src/p.c"};
+    p = zerg_worker_prompt(&g->tasks[0], "feat", &rv);
+    assert_true(tu_contains(p, "## What the reviewer asked\nA reviewer read "
+                               "an earlier attempt's change and asked for it "
+                               "to be done again:\nname it parse_args\n"));
+    assert_null(strstr(p, "What went wrong"));
+    free(p);
+    rv.cls = "task";
+    rv.error = "verification exited with code 1";
+    p = zerg_worker_prompt(&g->tasks[0], "feat", &rv);
+    assert_true(tu_contains(p, "name it parse_args"));
+    assert_true(tu_contains(p, "## What went wrong last time\nAttempt 1 "));
     free(p);
     zerg_graph_free(g);
 
@@ -215,8 +236,8 @@ static const char *env_get(char **env, const char *name)
 
 static void test_task_env(void **state)
 {
-    char *base[] = {"PATH=/bin", "ZERG_TASK_ID=stale", "HOME=/h",
-                    "ZERG_ORCH_PID=12", NULL};
+    char *base[] = {"PATH=/bin",        "ZERG_TASK_ID=stale",         "HOME=/h",
+                    "ZERG_ORCH_PID=12", "ZERG_REVIEW_NOTE=inherited", NULL};
     struct zerg_task_env e = {
         .task_id = "T1",
         .worker_id = 2,
@@ -238,6 +259,12 @@ static void test_task_env(void **state)
     assert_string_equal(env_get(env, "ZERG_EPOCH"), "99");
     assert_string_equal(env_get(env, "ZERG_RUN_ID"), "run-9");
     assert_string_equal(env_get(env, "ZERG_PROGRESS_FILE"), "/p/a.progress");
+    /* Set for every task, empty without a note: never inherited. */
+    assert_string_equal(env_get(env, "ZERG_REVIEW_NOTE"), "");
+    zerg_worker_argv_free(env);
+    e.review_note = "use tabs";
+    env = zerg_worker_task_env(base, &e);
+    assert_string_equal(env_get(env, "ZERG_REVIEW_NOTE"), "use tabs");
     zerg_worker_argv_free(env);
 }
 
