@@ -7,7 +7,13 @@
  * short line; lines that are no event (zerg's stage headers, stderr, the
  * verification's output) are kept as they are.  Partial-message deltas and
  * status lines say nothing a reader needs and are left out.  `zerg logs
- * --task ID --raw` prints the file as it is. */
+ * --task ID --raw` prints the file as it is.
+ *
+ * Claude Code's events are read whole (they hold the tool results); a
+ * Codex or Gemini log, told apart by its first event's type, goes through
+ * that CLI's own stream reader (src/agent/) into the same lines: the
+ * session, what the agent said (Gemini's pieces joined), each tool call,
+ * the CLI's retries and the result with its tokens. */
 #include "cli/transcript.h"
 
 #include <stdio.h>
@@ -118,6 +124,107 @@ static void system_line(FILE *out, const zerg_json *doc)
                 zerg_json_as_num(zerg_json_get(doc, "error_status"), 0));
 }
 
+/* ---- Codex and Gemini: through their stream readers ------------------- */
+
+/* Which CLI wrote the log: the first event line's type says. */
+static enum zerg_agent_cli cli_of(const char *text, size_t len)
+{
+    for (const char *l = text; l && l < text + len;) {
+        const char *nl = memchr(l, '\n', (size_t)(text + len - l));
+        if (!strncmp(l, "{\"type\":\"", 9)) {
+            const char *t = l + 9;
+            if (!strncmp(t, "thread.", 7) || !strncmp(t, "turn.", 5) ||
+                !strncmp(t, "item.", 5))
+                return ZERG_AGENT_CODEX;
+            if (!strncmp(t, "init\"", 5) || !strncmp(t, "message\"", 8) ||
+                !strncmp(t, "tool_use\"", 9) ||
+                !strncmp(t, "tool_result\"", 12))
+                return ZERG_AGENT_GEMINI;
+            if (!strncmp(t, "system\"", 7) || !strncmp(t, "assistant\"", 10))
+                return ZERG_AGENT_CLAUDE;
+        }
+        l = nl ? nl + 1 : NULL;
+    }
+    return ZERG_AGENT_CLAUDE;
+}
+
+struct joined {
+    char text[4 * TEXT_SHOWN];
+    size_t n;
+};
+
+/* Gemini streams a message in pieces: one "agent:" line for them all. */
+static void flush_text(FILE *out, struct joined *j)
+{
+    if (!j->n)
+        return;
+    fputs("agent: ", out);
+    put_short(out, j->text, TEXT_SHOWN);
+    fputc('\n', out);
+    j->n = 0;
+    j->text[0] = '\0';
+}
+
+static void other_result(FILE *out, const struct zerg_agent_event *ev)
+{
+    const struct zerg_agent_usage *u = &ev->usage;
+    fprintf(out,
+            "result: %s, %lld turn%s, %lld in / %lld out tokens (cache %lld "
+            "read)\n",
+            ev->is_error ? "error" : "success", (long long)ev->num_turns,
+            ev->num_turns == 1 ? "" : "s", (long long)u->input_tokens,
+            (long long)u->output_tokens, (long long)u->cache_read_tokens);
+    if (ev->text) {
+        fputs(ev->is_error ? "error: " : "final: ", out);
+        put_short(out, ev->text, 4 * TEXT_SHOWN);
+        fputc('\n', out);
+    }
+}
+
+static void other_event(FILE *out, const struct zerg_agent_event *ev,
+                        struct joined *j)
+{
+    if (ev->type == ZERG_AGENT_EV_ASSISTANT && ev->text_delta && ev->text) {
+        size_t k = strlen(ev->text);
+        if (j->n + k >= sizeof j->text)
+            k = sizeof j->text - j->n - 1;
+        memcpy(j->text + j->n, ev->text, k);
+        j->text[j->n += k] = '\0';
+        return;
+    }
+    flush_text(out, j);
+    if (ev->type == ZERG_AGENT_EV_SYSTEM && !strcmp(ev->subtype, "init"))
+        fprintf(out, "session %s%s%s\n",
+                ev->session_id[0] ? ev->session_id : "?",
+                ev->model[0] ? ", model " : "", ev->model);
+    else if (ev->type == ZERG_AGENT_EV_SYSTEM &&
+             !strcmp(ev->subtype, "api_retry"))
+        fprintf(out, "api retry (status %d)\n", ev->retry_status);
+    else if (ev->type == ZERG_AGENT_EV_ASSISTANT && ev->tool[0])
+        fprintf(out, "tool:  %s\n", ev->tool);
+    else if (ev->type == ZERG_AGENT_EV_ASSISTANT && ev->text)
+        (fputs("agent: ", out), put_short(out, ev->text, TEXT_SHOWN),
+         fputc('\n', out));
+    else if (ev->type == ZERG_AGENT_EV_RESULT)
+        other_result(out, ev);
+}
+
+/* 1 when line was an event of cli (written or left out), 0 when plain. */
+static int other_line(FILE *out, enum zerg_agent_cli cli, const char *line,
+                      size_t n, struct joined *j)
+{
+    struct zerg_agent_event ev;
+    if (zerg_agent_parse(cli, line, n, &ev) == ZERG_AGENT_EV_OTHER) {
+        zerg_agent_event_close(&ev);
+        return n && line[0] == '{' && !strncmp(line, "{\"type\":", 8);
+    }
+    other_event(out, &ev, j);
+    zerg_agent_event_close(&ev);
+    return 1;
+}
+
+/* ---- Claude Code ------------------------------------------------------ */
+
 /* 1 when line was an event (written or left out), 0 when it is plain. */
 static int event_line(FILE *out, const char *line, size_t n)
 {
@@ -159,15 +266,22 @@ char *zerg_transcript(const char *text, size_t len, size_t *out_len)
     FILE *out = open_memstream(&buf, &n);
     if (!out)
         return NULL;
+    enum zerg_agent_cli cli = cli_of(text, len);
+    struct joined j = {.n = 0};
     for (size_t i = 0; i < len;) {
         const char *nl = memchr(text + i, '\n', len - i);
         size_t ln = nl ? (size_t)(nl - (text + i)) : len - i;
-        if (!event_line(out, text + i, ln)) {
+        int ev = cli == ZERG_AGENT_CLAUDE
+                     ? event_line(out, text + i, ln)
+                     : other_line(out, cli, text + i, ln, &j);
+        if (!ev) {
+            flush_text(out, &j);
             fwrite(text + i, 1, ln, out);
             fputc('\n', out);
         }
         i += ln + 1;
     }
+    flush_text(out, &j);
     if (fclose(out)) {
         free(buf);
         return NULL;

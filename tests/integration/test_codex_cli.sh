@@ -12,6 +12,8 @@
 #      progress: the attempt goes stale and is killed; the rush ends
 #   f. no key and no login: the pre-flight stops the rush before any
 #      worker, naming `codex login` / CODEX_API_KEY
+#   g. a crash mid-task: the next attempt runs `codex exec ... resume
+#      THREAD` and its request carries the earlier turn (DESIGN §21)
 # A CLI that cannot be installed fails the test.
 source "$(dirname "$0")/lib.sh"
 
@@ -25,6 +27,8 @@ cat > "$TEST_ROOT/scenario.json" <<'JSON'
  "U-L1-001": [{"status": 401}, {"text": "never"}],
  "R-L1-001": [{"status": 429, "times": 1}, {"text": "done after the limit"}],
  "S-L1-001": [{"status": 500, "times": 1}, {"text": "done after the 500"}],
+ "K-L1-001": [{"shell": "echo part one > k1.txt"}, {"hang": true, "times": 1},
+              {"text": "done after the resume"}],
  "*": [{"text": "done"}]}
 JSON
 python3 "$ZERG_SOURCE_DIR/tests/agent/fake_responses_api.py" --port-file "$TEST_ROOT/port" \
@@ -165,6 +169,40 @@ grep -q 'pre-flight failed: Codex CLI is not logged in' "$PROJ/rush.out" ||
 grep -q 'codex login' "$PROJ/rush.out" || fail "no login fix"
 [ ! -e "$PROJ/.zerg/state/f.json" ] || fail "no login: a state was written"
 pass "codex without key or login: the pre-flight stops the rush with the fix"
+
+# ---- g. a crashed attempt resumes its thread --------------------------------
+codex_project resume "task_stale_timeout_seconds: 600" "max_task_crashes: 2"
+graph <<'JSON'
+{"feature": "f", "tasks": [{"id": "K-L1-001", "title": "write, then hang", "level": 1,
+  "files": {"create": ["k1.txt"]}}]}
+JSON
+requests_of() { grep -l -- "$1" "$TEST_ROOT"/requests/*.json 2>/dev/null | sort; }
+HOME="$PROJ/home" CODEX_HOME="$TEST_ROOT/codex" CODEX_API_KEY=test-key \
+    "$ZERG" -C "$PROJ" rush --no-progress --workers 1 > "$PROJ/rush.out" 2>&1 &
+RUSH_PID=$!
+wait_for 60 sh -c "[ -f '$PROJ/k1.txt' ] && [ \$(grep -l K-L1-001 '$TEST_ROOT'/requests/*.json 2>/dev/null | wc -l) -ge 2 ]"
+first=$(requests_of K-L1-001)
+kill -9 "$(worker_pid 0)"
+rush_wait 120
+[ "$RUSH_RC" -eq 0 ] || fail "resume: rush exited $RUSH_RC: $(tail -20 "$PROJ/rush.out")"
+[ "$(state_field tasks.K-L1-001.attempt)" = 2 ] || fail "resume: attempt $(state_field tasks.K-L1-001.attempt)"
+[ "$(state_field tasks.K-L1-001.retry_count)" = 0 ] || fail "resume: the crash was charged"
+tid=$(python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"):
+        print(json.loads(l).get("thread_id", "")); break' "$PROJ/.zerg/logs/f/tasks/K-L1-001/attempt-1.log")
+[ -n "$tid" ] || fail "attempt 1 has no thread id"
+grep -q -- "resume $tid" "$PROJ/.zerg/logs/f/tasks/K-L1-001/attempt-2.log" ||
+    fail "attempt 2 did not resume $tid: $(head -3 "$PROJ/.zerg/logs/f/tasks/K-L1-001/attempt-2.log")"
+resumed=$(comm -13 <(echo "$first") <(requests_of K-L1-001) | tail -1)
+[ -n "$resumed" ] || fail "attempt 2 sent no request"
+grep -q 'echo part one' "$resumed" || fail "the resumed request lacks the earlier turn"
+grep -q 'was interrupted' "$resumed" || fail "the resumed request lacks the new prompt"
+n1=$(echo "$first" | wc -l); n2=$(comm -13 <(echo "$first") <(requests_of K-L1-001) | wc -l)
+b1=$(cat $first | wc -c); b2=$(comm -13 <(echo "$first") <(requests_of K-L1-001) | xargs cat | wc -c)
+echo "# codex attempt 1 (fresh): $n1 requests, $b1 bytes; attempt 2 (resumed): $n2 requests, $b2 bytes"
+[ "$n2" -lt "$n1" ] || fail "the resumed attempt sent as many requests ($n2) as a fresh one ($n1)"
+pass "codex: a crashed attempt resumes its thread (exec resume), the earlier turn in its request"
 
 no_procs
 echo "$TESTS_PASSED passed, 0 failed"
