@@ -208,4 +208,27 @@ grep -q $'\033' "$PROJ/tty.txt" && fail "--no-progress wrote escape sequences on
 grep -qE '^[0-9T:.-]+Z \[(W[0-9]+|ORCH)\] \[INFO\] ' "$PROJ/tty.txt" ||
     fail "--no-progress output is not event lines"
 pass "--no-progress on a terminal prints plain event lines"
+
+# rush.review: the block says what waits and the status line counts it;
+# an approval from this shell lets the run end.
+new_project review
+git_repo README=base
+graph <<'JSON'
+{"feature": "f", "tasks": [{"id": "V-L1-001", "title": "v", "level": 1,
+  "command": "echo v > v.txt", "files": {"create": ["v.txt"]}}]}
+JSON
+tm kill-server 2>/dev/null || true
+TMUX_SOCK="zerg-view-$$-review"
+tm new-session -d -s view -x 120 -y 30 \
+    "cd '$PROJ' && env NO_COLOR=1 '$ZERG' rush --workers 1 --review; echo RUSH_EXIT=\$?; sleep 600"
+tm set-option -t view remain-on-exit on >/dev/null
+waiting_shown() { cap "$PROJ/rv.txt"; grep -q '^Waiting for review: V-L1-001  (zerg review' "$PROJ/rv.txt"; }
+wait_for 60 waiting_shown
+grep -qE '^0/1 done .*  1 to review  ' "$PROJ/rv.txt" || fail "the status line does not count the review: $(cat "$PROJ/rv.txt")"
+zerg approve V-L1-001 > /dev/null || fail "approve exited $?"
+ended() { cap "$PROJ/rv.txt"; grep -q RUSH_EXIT= "$PROJ/rv.txt"; }
+wait_for 60 ended
+grep -q RUSH_EXIT=0 "$PROJ/rv.txt" || fail "the reviewed rush did not end well: $(cat "$PROJ/rv.txt")"
+grep -q '^Waiting for review' "$PROJ/rv.txt" && fail "the review line stayed after the end"
+pass "rush.review: the live view says what waits and counts it; approve ends the run"
 echo "all $TESTS_PASSED checks passed"
