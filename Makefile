@@ -35,7 +35,7 @@ check:
 	@for cli in claude codex gemini; do \
 	    sh scripts/install-agent.sh $$cli >/dev/null || exit 1; done
 	@cd build-check && ctest --output-on-failure -j $(JOBS)
-	@python3 tests/mutate.py $${CHECK_MUTATIONS:-fencing levels crash-charge attempt-ceiling spend-cap checkpoint-wait logs-feature class-route pool-environment}
+	@python3 tests/mutate.py $${CHECK_MUTATIONS:---ci $${MUTATIONS_PER_RUN:-9}}
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-15}
 
 test: check

@@ -13,6 +13,11 @@ means the suite no longer guards that promise.
 
     tests/mutate.py                 every mutation
     tests/mutate.py fencing levels  only those named
+    tests/mutate.py --ci N          N of them, a window that moves with the
+                                    commit count: consecutive commits run
+                                    consecutive windows, so every mutation
+                                    runs once in each ceil(total / N)
+                                    commits (what `make check` runs)
     tests/mutate.py --list
 
 The working tree is never modified: the copy lives in a temp directory
@@ -154,6 +159,77 @@ MUTATIONS = {
         "unit.test_orch_review",
         "an approval of an earlier attempt merging the attempt that waits now",
     ),
+    "stdio-fence": (
+        "src/orch/orch_intake.c",
+        "    if (!live_attempt(o, t, &r)) {",
+        "    if (!quiet && !live_attempt(o, t, &r)) {",
+        "unit.test_orch_intake_lines|integration.test_stdio_events",
+        "a result sent as a stdout event applied without its fence",
+    ),
+    "stdio-slot": (
+        "src/orch/orch_stdio.c",
+        "    if (!why && from != slot)",
+        "    if (0)",
+        "unit.test_orch_stdio|integration.test_stdio_events",
+        "a worker's stdout speaking for another slot",
+    ),
+    "fence-status": (
+        "src/orch/orch_intake.c",
+        "    return (st->status == ZERG_TASK_CLAIMED ||\n"
+        "            st->status == ZERG_TASK_IN_PROGRESS) &&\n"
+        "           st->epoch",
+        "    return st->epoch",
+        "unit.test_orchestrator|integration.test_worktree_fence",
+        "a requeued task's late result from its dead worker applied "
+        "(merged, under worktree isolation)",
+    ),
+    "resume-readback": (
+        "src/orch/orch_merge.c",
+        "ws(o)->ops->merged(ws(o), on_merged, &c, &err) < 0",
+        "0",
+        "unit.test_orch_merge|integration.test_worktree_resume",
+        "--resume not reading the integration branch back",
+    ),
+    "resume-own-heads": (
+        "src/orch/orch_merge.c",
+        "if (i < 0 || !f->run_id || !known_run(c, f->run_id))",
+        "if (i < 0 || !f->run_id)",
+        "unit.test_orch_merge|integration.test_worktree_resume",
+        "--resume merging a worker branch head another run left",
+    ),
+    "conflict-charge": (
+        "src/orch/orch_merge.c",
+        '        return orch_verdict_requeue(v, "conflict");',
+        '        return orch_verdict_failed(v, "exit", NULL, 1, 0, "conflict");',
+        "unit.test_orch_merge|integration.test_worktree$",
+        "a merge conflict charged to the task's retry budget",
+    ),
+    "gate-claims": (
+        "src/orch/orch_gate.c",
+        "    orch_run_event(o, o->dag ? RUN_EV_CLOSE : RUN_EV_STOP, 0, now);",
+        "    if (!o->dag)\n        orch_run_event(o, RUN_EV_STOP, 0, now);",
+        "unit.test_orch_gate|integration.test_schedule_dag",
+        "claims going on under dag after a required gate failed",
+    ),
+    "level-unplaced": (
+        "src/model/state.c",
+        "        if (at == 0 && i < g->ntasks)\n            at = g->tasks[i].level;",
+        "",
+        # The orchestrator's level cursor holds the level too, so only
+        # the state query's own test sees this one; test_rush_resume
+        # shows the promise the two keep (an unplaced task, no
+        # reconciliation, its level waits for it).
+        "unit.test_state|integration.test_rush_resume",
+        "a level closed while a task of it has no level in the state",
+    ),
+    "budget-rearm": (
+        "src/lua/vm.c",
+        "    /* From now on every instruction raises: pcall cannot swallow it. */\n"
+        "    lua_sethook(vm->L, vm_hook, LUA_MASKCOUNT, 1);",
+        "",
+        "unit.test_sandbox",
+        "a policy that catches its budget error with pcall running on",
+    ),
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -192,11 +268,33 @@ def check(tree, build, name):
         open(full, "w", encoding="utf-8").write(orig)
 
 
+def ci_window(n):
+    """N mutations in table order from an offset set by the commit count
+    (wrapping), so that the windows of consecutive commits cover the
+    table.  Outside git the offset is 0."""
+    names = list(MUTATIONS)
+    try:
+        count = int(subprocess.run(["git", "rev-list", "--count", "HEAD"],
+                                   cwd=ROOT, capture_output=True, text=True,
+                                   check=True).stdout.strip())
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        count = 0
+    n = max(1, min(n, len(names)))
+    start = (count * n) % len(names)
+    return [names[(start + i) % len(names)] for i in range(n)]
+
+
 def main(argv):
     if "--list" in argv:
         for name, m in MUTATIONS.items():
             print(f"{name:16} {m[0]}: {m[4]}")
         return 0
+    if argv[:1] == ["--ci"]:
+        if len(argv) != 2 or not argv[1].isdigit():
+            print("mutate: --ci takes a count", file=sys.stderr)
+            return 2
+        argv = ci_window(int(argv[1]))
+        print(f"mutate: this commit's window: {' '.join(argv)}")
     names = argv or list(MUTATIONS)
     unknown = [n for n in names if n not in MUTATIONS]
     if unknown:

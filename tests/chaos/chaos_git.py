@@ -27,6 +27,8 @@ repository.  Invariants:
     the commit on the integration branch;
   * a retry budget is charged only for failures the tasks chose, never
     for a kill;
+  * every attempt ran on the worker (slot and incarnation) it was claimed
+    on, as the ledger records it against the task_claimed events;
   * no *.lock file (index.lock, a ref's lock) is left in the git
     directory; the user's branch has not moved;
   * no process of the project is left.
@@ -57,7 +59,8 @@ def git(proj, *args, check=True):
 def task_command(tid, deps, fails, ledger):
     """The task: its output, what it saw, and its chosen failures."""
     q = shlex.quote
-    lines = ['t=%s; e=$ZERG_EPOCH; a=$ZERG_ATTEMPT; L=%s' % (tid, q(ledger)),
+    lines = ['t=%s; e=$ZERG_EPOCH; a=$ZERG_ATTEMPT; w=$ZERG_WORKER_ID; L=%s' %
+             (tid, q(ledger)),
              "sleep 0.0$(( a % 7 + 1 ))", "mkdir -p out"]
     if deps:
         ds = " ".join(deps)
@@ -68,17 +71,17 @@ def task_command(tid, deps, fails, ledger):
     else:
         lines.append('echo "$t $e $a" > out/$t')
     if fails["cmd"]:
-        lines.append('case " %s " in *" $a "*) echo "fail $t $e $a cmd" '
+        lines.append('case " %s " in *" $a "*) echo "fail $t $e $a cmd $w" '
                      '>> "$L"; exit 1;; esac' % " ".join(map(str, fails["cmd"])))
-    lines.append('echo "ran $t $e $a" >> "$L"')
+    lines.append('echo "ran $t $e $a $w" >> "$L"')
     return "; ".join(lines)
 
 
 def verify_command(tid, fails, ledger):
-    v = ('t=%s; e=$ZERG_EPOCH; a=$ZERG_ATTEMPT; ' % tid +
+    v = ('t=%s; e=$ZERG_EPOCH; a=$ZERG_ATTEMPT; w=$ZERG_WORKER_ID; ' % tid +
          'head -n 1 out/$t | grep -qx "$t $e $a"')
     if fails["verify"]:
-        v = ('%s && case " %s " in *" $a "*) echo "fail $t $e $a verify" >> '
+        v = ('%s && case " %s " in *" $a "*) echo "fail $t $e $a verify $w" >> '
              '%s; exit 1;; esac' % (v, " ".join(map(str, fails["verify"])),
                                      shlex.quote(ledger)))
     return v
@@ -272,6 +275,8 @@ def run(a, rng, root, report):
     problems = ["a rush ended by itself with a failure: " + u
                 for u in rush.unforced]
     fails = check(a, proj, ledger, deps_of, head, problems)
+    if not check_workers(proj, ledger, problems):
+        problems.append("the ledger records no attempt")
     check_locks(a, proj, problems)
     inj.enable("task_fail")
     inj.performed("task_fail", fails)
@@ -295,6 +300,33 @@ def read_ledger(ledger):
             elif w and w[0] == "blind":
                 blind.append(line.strip())
     return failed, blind
+
+
+def check_workers(proj, ledger, problems):
+    """Every attempt ran on the worker it was claimed on: the ledger's
+    (task, epoch, attempt, worker) against the task_claimed events (the
+    epoch names the worker's incarnation).  Returns the attempts checked."""
+    claimed = {}
+    for e in cl.monitor_events(proj):
+        if e["event"] == "task_claimed" and e.get("worker") is not None:
+            d = e.get("data") or {}
+            claimed[(e["task"], str(d.get("epoch")), str(d.get("attempt")))] = \
+                str(e["worker"])
+    checked = 0
+    with open(ledger) as f:
+        for line in f:
+            w = line.split()
+            if not w or w[0] not in ("ran", "fail"):
+                continue
+            key, worker = (w[1], w[2], w[3]), w[-1]
+            if key not in claimed:
+                problems.append("%s epoch %s attempt %s ran but was never "
+                                "claimed" % key)
+            elif claimed[key] != worker:
+                problems.append("%s epoch %s attempt %s ran on worker %s, "
+                                "claimed on %s" % (key + (worker, claimed[key])))
+            checked += 1
+    return checked
 
 
 def integration(proj):

@@ -110,7 +110,9 @@ RC=0
 env -u ANTHROPIC_API_KEY HOME="$PROJ/home" "$ZERG" -C "$PROJ" rush --no-progress > "$PROJ/rush.out" 2>&1 || RC=$?
 took=$(secs_since "$start")
 [ "$RC" -eq 1 ] || fail "no API key: exit $RC: $(tail "$PROJ/rush.out")"
-[ "$took" -le 15 ] || fail "no API key: the rush took ${took}s"
+# Fast means no second try: at most one attempt a task, no retry waited.
+[ "$(events task_claimed)" -le 2 ] || fail "no API key: $(events task_claimed) claims, the rush retried"
+[ "$(task_status N-L1-001 attempt)" -le 1 ] && [ "$(task_status N-L1-002 attempt)" -le 1 ] || fail "no API key: a task ran twice"
 grep -q "Not logged in" "$PROJ/rush.out" || fail "no API key: no reason in $(tail "$PROJ/rush.out")"
 grep -q "ANTHROPIC_API_KEY" "$PROJ/rush.out" || fail "no API key: no login fix in $(tail "$PROJ/rush.out")"
 for t in N-L1-001 N-L1-002; do
@@ -131,7 +133,7 @@ env -u IS_SANDBOX HOME="$PROJ/home" "$ZERG" -C "$PROJ" rush --no-progress > "$PR
 took=$(secs_since "$start")
 if [ $ROOT = 1 ]; then
     [ "$RC" -eq 1 ] || fail "root without IS_SANDBOX: exit $RC"
-    [ "$took" -le 15 ] || fail "root without IS_SANDBOX: the rush took ${took}s"
+    [ "$(events task_claimed)" -le 1 ] || fail "root without IS_SANDBOX: $(events task_claimed) claims, the rush retried"
     grep -q "IS_SANDBOX=1" "$PROJ/rush.out" || fail "root: no IS_SANDBOX fix in $(tail "$PROJ/rush.out")"
     [ "$(task_status C-L1-001 retry_count)" -eq 0 ] || fail "root: the task was charged"
     pass "root without IS_SANDBOX: exit 1 in ${took}s with the IS_SANDBOX fix"

@@ -118,7 +118,7 @@ took=$(( $(date +%s) - T0 ))
 [ "$RC" -eq 1 ] || fail "401: rush exited $RC: $(tail -5 "$PROJ/rush.out")"
 grep -q 'CODEX_API_KEY' "$PROJ/rush.out" || fail "401: no key fix: $(tail -5 "$PROJ/rush.out")"
 [ "$(state_field tasks.U-L1-001.retry_count)" = 0 ] || fail "401 charged a retry"
-[ "$took" -lt 60 ] || fail "401 took ${took}s"
+[ "$(events task_claimed)" -le 1 ] || fail "401: $(events task_claimed) claims, the rush retried"
 pass "codex 401: environment, exit 1 in ${took}s with the key fix, nothing charged"
 
 # ---- c. 429 ----------------------------------------------------------------

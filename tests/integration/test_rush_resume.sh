@@ -65,4 +65,34 @@ grep -q reopen_level "$PROJ/fixes" || fail "complete level with pending task not
 [ "$(task_status T-L1-001 level)" = 1 ] || fail "level not restored"
 [ "$(state_field status)" = complete ] || fail "not complete after reconcile"
 pass "hand-corrupted state reconciled on resume"
+
+# A task with no level in the state (as the Python tool's state files may
+# have it) counts in its graph level even when nothing reconciles it
+# (resilience.enabled false): its level does not close before it ran, and
+# the level after it starts only then.
+new_project unplaced
+gen_graph 2 2 "echo {id} >> runs.log"
+zerg rush --workers 1 > /dev/null 2>&1 || fail "first rush"
+python3 - "$PROJ/.zerg/state/f.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+d["status"] = "running"
+d["current_level"] = 1
+for t in ("T-L1-001", "T-L2-000", "T-L2-001"):
+    d["tasks"][t].update(status="pending", completed_at=None, commit=None)
+    d["tasks"][t].pop("commit", None)
+d["tasks"]["T-L1-001"]["level"] = None
+d["levels"]["1"]["status"] = "running"
+d["levels"]["1"]["completed_at"] = None
+d["levels"]["2"].update(status="pending", started_at=None, completed_at=None)
+json.dump(d, open(p, "w"))
+PY
+sed -i 's/^resilience:$/resilience:\n  enabled: false/' "$PROJ/.zerg/config.yaml"
+: > "$PROJ/runs.log"
+zerg rush --resume --workers 1 > "$PROJ/out.txt" 2>&1 || fail "resume with an unplaced task exited $?: $(cat "$PROJ/out.txt")"
+[ "$(head -1 "$PROJ/runs.log")" = T-L1-001 ] || fail "level 2 ran before the unplaced level-1 task: $(tr '\n' ' ' < "$PROJ/runs.log")"
+[ "$(sort "$PROJ/runs.log" | tr '\n' ' ')" = "T-L1-001 T-L2-000 T-L2-001 " ] || fail "runs: $(tr '\n' ' ' < "$PROJ/runs.log")"
+[ "$(state_field status)" = complete ] || fail "not complete: $(state_field status)"
+pass "an unplaced task holds its level open without a reconciliation"
 echo "$TESTS_PASSED passed, 0 failed"

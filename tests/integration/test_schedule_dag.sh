@@ -78,4 +78,34 @@ zerg rush --workers 2 --fresh > "$PROJ/bad.txt" 2>&1 || rc=$?
 grep -q "rush.schedule" "$PROJ/bad.txt" || fail "config error lacks the key: $(cat "$PROJ/bad.txt")"
 pass "a bad schedule exits 2 with the reason"
 
+# ---- under dag a failed required gate stops claims at once: the level-2
+# task already running finishes, its level-3 dependent never starts.
+new_project dag-gate
+git_repo README=base
+cat >> "$PROJ/.zerg/config.yaml" <<'YAML'
+quality_gates:
+  - name: tests
+    command: "false"
+YAML
+graph <<JSON
+{"feature": "f", "tasks": [
+ {"id": "G-L1", "level": 1, "command": "echo 1 > g1.txt", "files": {"create": ["g1.txt"]}},
+ {"id": "G-L2", "level": 2, "dependencies": ["G-L1"],
+  "command": "while [ ! -f '$PROJ/go' ]; do sleep 0.05; done; echo 2 > g2.txt",
+  "files": {"create": ["g2.txt"]}},
+ {"id": "G-L3", "level": 3, "dependencies": ["G-L2"], "command": "echo 3 > g3.txt",
+  "files": {"create": ["g3.txt"]}}
+]}
+JSON
+rush_bg --workers 2 --schedule dag
+wait_for 30 has_event gate_fail
+wait_for 30 task_running G-L2
+touch "$PROJ/go"
+rush_wait 60
+[ "$RUSH_RC" -eq 1 ] || fail "a failed required gate: rush exited $RUSH_RC"
+[ "$(task_status G-L2)" = complete ] || fail "the running G-L2 did not finish: $(task_status G-L2)"
+task_running G-L3 && fail "G-L3 was claimed after the required gate failed"
+[ "$(task_status G-L3)" = pending ] || fail "G-L3 is $(task_status G-L3)"
+pass "dag: a failed required gate stops claims; the running task finishes, its dependent never starts"
+
 echo "all $TESTS_PASSED passed"

@@ -87,7 +87,14 @@ has_event merge_conflict || fail "no merge_conflict event"
 [ -n "$(G for-each-ref 'refs/zerg/f/conflicts/')" ] || fail "the conflicting commit was not kept"
 content=$(G show zerg/f/integration:shared.txt | sort | tr '\n' ' ')
 [ "$content" = "A B base " ] || fail "shared.txt on the integration branch: $content"
-pass "a conflict is retried on the new tip and both changes land"
+# The conflict is charged to its own budget, never to the retry budget.
+for t in C-L1-001 C-L1-002; do
+    [ "$(task_status $t retry_count)" = 0 ] || fail "$t: a merge conflict was charged to its retry budget"
+done
+[ "$(( $(task_status C-L1-001 conflict_count 2>/dev/null || echo 0) + $(task_status C-L1-002 conflict_count 2>/dev/null || echo 0) ))" = 1 ] ||
+    fail "expected one conflict counted"
+! grep '"event":"task_failed"' "$PROJ/.zerg/monitor.jsonl" | grep -q 'C-L1-00' || fail "a conflict was logged as a task failure"
+pass "a conflict is retried on the new tip, uncharged, and both changes land"
 has_event scope_violation || fail "C-L1-002 changed shared.txt outside its files: no scope_violation"
 pass "a change outside files.create/modify is reported to the scope policy (warn)"
 

@@ -96,6 +96,87 @@ zerg rush --resume > "$PROJ/out.txt" 2>&1 || fail "resume failed: $(cat "$PROJ/o
 [ "$(G show zerg/f/integration:two.txt)" = one ] || fail "level 2 did not build on the merged commit"
 pass "a committed but unmerged task is merged on --resume, not run again"
 
+# ---- merged, but the saved state never said so: read back, not rerun
+# The state on disk trails the merges by a checkpoint; here it is made
+# to trail by two whole tasks (an older copy put back after the kill).
+# A was merged and B after it on the same worker, so no worker branch
+# holds A any more: only the integration branch says A is done.
+new_project readback
+git_repo
+graph <<JSON
+{"feature": "f", "tasks": [
+ {"id": "A-L1-001", "level": 1, "command": "while [ ! -f '$PROJ/go-a' ]; do sleep 0.05; done; echo a > a.txt; echo run >> $TEST_ROOT/a-runs"},
+ {"id": "B-L1-002", "level": 1, "command": "echo b > b.txt"},
+ {"id": "C-L2-001", "level": 2, "dependencies": ["A-L1-001"], "command": "while [ ! -f '$PROJ/go-c' ]; do sleep 0.05; done; cat a.txt > c.txt"}
+]}
+JSON
+rush_bg --workers 1
+wait_for 30 task_running A-L1-001
+a_saved() { [ "$(task_status A-L1-001)" = in_progress ]; }
+wait_for 30 a_saved
+cp "$PROJ/.zerg/state/f.json" "$TEST_ROOT/old-state.json"
+touch "$PROJ/go-a"
+wait_for 30 task_running C-L2-001
+[ "$(trailers | sort | tr '\n' ' ')" = "A-L1-001 B-L1-002 " ] || fail "expected A and B merged: $(trailers | tr '\n' ' ')"
+kill -9 "$RUSH_PID"
+wait "$RUSH_PID" 2> /dev/null || true
+RUSH_PID=""
+wait_for 30 gone
+cp "$TEST_ROOT/old-state.json" "$PROJ/.zerg/state/f.json"
+cp "$TEST_ROOT/old-state.json" "$PROJ/.zerg/state/f.json.bak"
+rm -f "$PROJ"/.zerg/state/f/result-*.json
+touch "$PROJ/go-c"
+zerg rush --resume --workers 1 > "$PROJ/out.txt" 2>&1 || fail "resume failed: $(cat "$PROJ/out.txt")"
+[ "$(wc -l < "$TEST_ROOT/a-runs")" = 1 ] || fail "A-L1-001, merged before the kill, ran again"
+[ "$(trailers | sort | uniq -d)" = "" ] || fail "merged twice: $(trailers | sort | uniq -d)"
+[ "$(trailers | wc -l)" = 3 ] || fail "expected 3 task commits: $(trailers | tr '\n' ' ')"
+[ "$(G show zerg/f/integration:c.txt)" = a ] || fail "C did not see A"
+pass "a task merged before the state said so is read back from the branch, not run again"
+
+# ---- a worker branch head left by an earlier run is not this run's work
+# Run 1 leaves A committed on a worker branch, never merged; run 2 is a
+# --fresh run on one worker, killed before it claims A; its --resume on
+# two workers finds run 1's commit at slot 1's head.  It must run A,
+# not merge the old run's commit.
+new_project oldhead
+git_repo
+graph <<JSON
+{"feature": "f", "tasks": [
+ {"id": "B-L1-001", "level": 1, "command": "while [ ! -f '$PROJ/go-b' ]; do sleep 0.05; done; echo b > b.txt"},
+ {"id": "A-L1-002", "level": 1, "command": "echo a > a.txt; echo run >> $TEST_ROOT/old-runs"}
+]}
+JSON
+rush_bg --workers 2
+wait_for 20 test -e "$TEST_ROOT/old-runs"
+kill -STOP "$RUSH_PID"
+aslot=$(slot_of A-L1-002)
+committed_a() { G log -1 --format=%B "zerg/f/worker-$aslot" 2> /dev/null | grep -q '^Task-ID: A-L1-002$'; }
+wait_for 20 committed_a
+kill -9 "$RUSH_PID"
+kill -CONT "$RUSH_PID" 2> /dev/null || true
+wait "$RUSH_PID" 2> /dev/null || true
+RUSH_PID=""
+wait_for 30 gone
+run1=$(state_field run_id)
+rm -f "$PROJ"/.zerg/state/f/result-*.json
+rush_bg --workers 1 --fresh
+run2_b() { [ "$(state_field run_id)" != "$run1" ] && [ "$(task_status B-L1-001)" = in_progress ]; }
+wait_for 30 run2_b
+kill -9 "$RUSH_PID"
+wait "$RUSH_PID" 2> /dev/null || true
+RUSH_PID=""
+wait_for 30 gone
+[ "$(task_status A-L1-002)" = pending ] || fail "run 2 got to A: $(task_status A-L1-002)"
+committed_a || fail "slot $aslot's branch no longer holds run 1's commit"
+touch "$PROJ/go-b"
+zerg rush --resume --workers 2 > "$PROJ/out.txt" 2>&1 || fail "resume failed: $(cat "$PROJ/out.txt")"
+[ "$(wc -l < "$TEST_ROOT/old-runs")" = 2 ] || fail "A-L1-002 did not run in run 2: run 1's commit was merged"
+run2=$(state_field run_id)
+G log --format=%B main..zerg/f/integration | grep -q "^Zerg-Run: ${run1%%.*}\$" &&
+    fail "a commit of run 1 is on run 2's integration branch"
+[ "$(trailers | sort | tr '\n' ' ')" = "A-L1-002 B-L1-001 " ] || fail "trailers: $(trailers | tr '\n' ' ')"
+pass "a worker branch head of an earlier run is not merged by --resume; the task runs again"
+
 # ---- the repository's failing hooks do not stop zerg's commits
 new_project hooks
 git_repo

@@ -39,8 +39,10 @@ static void test_transcript_claude(void **st)
         "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s-1\","
         "\"model\":\"claude-x\"}\n"
         "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":"
-        "\"tool_use\",\"name\":\"Write\",\"input\":{\"file_path\":\"a.c\"}}]}}\n"
-        "{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"tool_result\","
+        "\"tool_use\",\"name\":\"Write\",\"input\":{\"file_path\":\"a.c\"}}]}}"
+        "\n"
+        "{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"tool_"
+        "result\","
         "\"content\":\"File created\"}]}}\n"
         "{\"type\":\"stream_event\",\"event\":{}}\n"
         "{\"type\":\"result\",\"is_error\":false,\"num_turns\":2,"
@@ -62,12 +64,13 @@ static void test_transcript_codex(void **st)
     size_t len;
     char *log = fixture("codex/success.jsonl", &len);
     char *out = render(log, len);
-    assert_true(tu_contains(out, "session 01a23745-baf3-75b1-9411-71084ca9f6dd\n"
-                                 "tool:  shell /bin/bash -lc 'echo hi > "
-                                 "made.txt'\n"
-                                 "agent: done\n"
-                                 "result: success, 1 turn, 120 in / 14 out "
-                                 "tokens (cache 80 read)\n"));
+    assert_true(tu_contains(out,
+                            "session 01a23745-baf3-75b1-9411-71084ca9f6dd\n"
+                            "tool:  shell /bin/bash -lc 'echo hi > "
+                            "made.txt'\n"
+                            "agent: done\n"
+                            "result: success, 1 turn, 120 in / 14 out "
+                            "tokens (cache 80 read)\n"));
     free(out);
     free(log);
     log = fixture("codex/unauthorized.jsonl", &len);
