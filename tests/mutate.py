@@ -222,6 +222,13 @@ MUTATIONS = {
         "unit.test_state|integration.test_rush_resume",
         "a level closed while a task of it has no level in the state",
     ),
+    "failed-as-complete": (
+        "src/orch/orch_attempt.c",
+        "    int pass = r->outcome == ZERG_OUTCOME_COMPLETE;",
+        "    int pass = 1;",
+        "unit.test_orch_attempt|integration.test_chaos$",
+        "a failed attempt recorded (and merged) as complete",
+    ),
     "budget-rearm": (
         "src/lua/vm.c",
         "    /* From now on every instruction raises: pcall cannot swallow it. */\n"

@@ -134,6 +134,13 @@ void ws_args_free(struct ws_args *a);
  * below top, declared ignored paths with -f (outs may be NULL). */
 int ws_outputs_stage(const struct zerg_git *g, const char *top,
                      const struct zerg_ws_outputs *outs, struct zerg_err *err);
+/* 1 when the attempt left nothing ws_outputs_stage would stage or report
+ * (one `git status`, where staging and its checks take four): no change,
+ * no new untracked or ignored path, no declared path.  0 otherwise,
+ * negative on error. */
+int ws_outputs_untouched(const struct zerg_git *g, const char *top,
+                         const struct zerg_ws_outputs *outs,
+                         struct zerg_err *err);
 
 /* ws_record.c: the attempt a worktree last ran and where its leftovers
  * go.  The record is <git dir>/WS_ATTEMPT_FILE, "task\nattempt\n". */

@@ -382,6 +382,55 @@ int ws_outputs_stage(const struct zerg_git *g, const char *top,
     return rc;
 }
 
+/* What makes the full staging needless: no tracked file changed (staged
+ * or not), no untracked file but zerg's and the mounts', no ignored path
+ * made since the attempt began, and no declared path to force in. */
+static int untouched_in(const struct outputs *o, const char *out, size_t len)
+{
+    struct timespec since = attempt_start(o);
+    for (const char *p = out; p && p < out + len; p += strlen(p) + 1) {
+        if (strlen(p) < 4)
+            continue;
+        const char *rel = p + 3;
+        int other = !strncmp(p, "?? ", 3), ignored = !strncmp(p, "!! ", 3);
+        if ((other || ignored) && (is_run_file(o, rel) || is_mounted(o, rel)))
+            continue;
+        if (ignored && !newer(o, rel, since))
+            continue;
+        return 0;
+    }
+    return 1;
+}
+
+int ws_outputs_untouched(const struct zerg_git *g, const char *top,
+                         const struct zerg_ws_outputs *outs,
+                         struct zerg_err *err)
+{
+    const struct zerg_task *t = outs ? outs->task : NULL;
+    if (t && (t->files_create.n || t->files_modify.n))
+        return 0; /* declared paths may need forcing in: ws_outputs_stage */
+    struct outputs o = {.g = g, .top = top};
+    project_prefix(&o, outs ? outs->project_dir : NULL);
+    find_mounts(&o);
+    const char *args[] = {"--no-optional-locks",
+                          "status",
+                          "--porcelain",
+                          "-z",
+                          "--no-renames",
+                          "--untracked-files=all",
+                          "--ignored=matching",
+                          "--ignore-submodules=none",
+                          NULL};
+    char *out = NULL;
+    size_t len = 0;
+    int rc = run(&o, args, &out, &len, err);
+    int untouched = rc ? rc : untouched_in(&o, out, len);
+    free(out);
+    for (size_t i = 0; i < o.nmounts; i++)
+        free(o.mounts[i]);
+    return untouched;
+}
+
 int zerg_ws_outputs_missing(const char *project_dir,
                             const struct zerg_task *task,
                             struct zerg_path_list *missing)

@@ -200,6 +200,29 @@ static int add_header(const struct ws_skip *skip, char **data, size_t *len)
     return 0;
 }
 
+/* 1 when dir holds nothing a patch would: no change to a tracked file
+ * (staged or not), no untracked file that is not ignored.  One process,
+ * where the patch takes four (the usual case: the attempt before
+ * committed or was reset).  Takes no optional lock, so a kill leaves no
+ * index.lock behind. */
+static int tree_clean(const struct zerg_git *g, const char *dir,
+                      struct zerg_err *err)
+{
+    const char *args[] = {"--no-optional-locks",
+                          "status",
+                          "--porcelain",
+                          "-z",
+                          "--untracked-files=all",
+                          "--ignore-submodules=none",
+                          NULL};
+    struct zerg_git_call call = {.dir = dir, .retries = WS_RETRIES};
+    char *out = NULL;
+    int rc = zerg_git_run(g, &call, args, &out, err);
+    int clean = rc >= 0 && out && !*out;
+    free(out);
+    return rc < 0 ? rc : clean;
+}
+
 int ws_patch_make(const struct zerg_git *g, const char *dir,
                   struct ws_skip *skip, char **data, size_t *len,
                   struct zerg_err *err)
@@ -208,7 +231,10 @@ int ws_patch_make(const struct zerg_git *g, const char *dir,
     struct ws_skip own = {0};
     skip = skip ? skip : &own; /* the header is written either way */
     *data = NULL, *len = 0;
-    int rc = ws_git_dir(g, dir, gitdir, sizeof gitdir, err);
+    int rc = tree_clean(g, dir, err);
+    if (rc)
+        return rc < 0 ? rc : 0;
+    rc = ws_git_dir(g, dir, gitdir, sizeof gitdir, err);
     if (rc)
         return rc;
     snprintf(tmp, sizeof tmp, "%s/zerg-patch-index.%ld", gitdir,

@@ -23,6 +23,27 @@
 
 #define ATTEMPT_FILE WS_ATTEMPT_FILE
 
+/* What HEAD names, as `git symbolic-ref -q HEAD` says it ("refs/heads/
+ * zerg/f/worker-0"; "" when detached or unreadable), read from the git
+ * dir's HEAD file: a process fewer per check.  Never through a link, never
+ * from a FIFO or anything but a small regular file (a task can write the
+ * file; it cannot make zerg block or read elsewhere). */
+static void head_ref(const char *gitdir, char *out, size_t n)
+{
+    char path[PATH_MAX + 8], *text = NULL;
+    size_t len = 0;
+    out[0] = '\0';
+    if (zerg_fsio_path(path, sizeof path, "%s/HEAD", gitdir) ||
+        zerg_fsio_read_file(path, 4096, ZERG_FSIO_NOFOLLOW, &text, &len, NULL) <
+            0)
+        return;
+    if (len > 4 && !strncmp(text, "ref:", 4)) {
+        const char *r = text + 4 + strspn(text + 4, " \t");
+        snprintf(out, n, "%.*s", (int)strcspn(r, " \t\r\n"), r);
+    }
+    free(text);
+}
+
 /* The worktree at top is a linked worktree of the worker's own
  * repository (or, in a container, that repository itself, made for the
  * slot) whose HEAD is branch (refs/heads/...), or with branch NULL some
@@ -32,21 +53,18 @@ static int check_identity(const struct zerg_git *g, const char *top,
 {
     const char *rp[] = {"rev-parse", "--path-format=absolute", "--git-dir",
                         "--git-common-dir", NULL};
-    const char *sr[] = {"symbolic-ref", "-q", "HEAD", NULL};
     struct zerg_git_call call = {.dir = top, .ok_status = 1, .retries = 3};
-    char *dirs = NULL, *head = NULL, common[PATH_MAX], mine[PATH_MAX];
+    char *dirs = NULL, head[PATH_MAX], common[PATH_MAX], mine[PATH_MAX];
     int rc = git_run_ex(g, &call, GIT_RUN_NO_WORKTREE | GIT_RUN_LAYOUT, rp,
                         &dirs, NULL, err);
-    if (rc >= 0)
-        rc = zerg_git_run(g, &call, sr, &head, err);
     if (rc < 0) {
-        free(dirs), free(head);
+        free(dirs);
         return rc;
     }
     char *nl = strchr(dirs, '\n');
     if (nl)
         *nl++ = '\0', nl[strcspn(nl, "\n")] = '\0';
-    head[strcspn(head, "\n")] = '\0';
+    head_ref(dirs, head, sizeof head);
     const char *want = branch ? branch : "zerg/";
     int same_repo = nl && realpath(nl, common) &&
                     realpath(g->common_dir, mine) && !strcmp(common, mine);
@@ -68,7 +86,7 @@ static int check_identity(const struct zerg_git *g, const char *top,
                           "on %s%s): refusing to reset or commit there",
                           top, dirs, head[0] ? head : "detached", g->common_dir,
                           want, branch ? "" : "...");
-    free(dirs), free(head);
+    free(dirs);
     return rc < 0 ? rc : 0;
 }
 
@@ -338,8 +356,10 @@ static int staged_changes(const struct zerg_git *g, const char *top,
     return zerg_git_run(g, &call, args, NULL, err);
 }
 
+/* Commits the index on head and moves HEAD there (compare-and-swap);
+ * the new commit in head. */
 static int commit_index(const struct zerg_git *g, const char *top,
-                        const char *head, const char *message,
+                        char head[ZERG_GIT_OID_MAX], const char *message,
                         struct zerg_err *err)
 {
     char tree[ZERG_GIT_OID_MAX], next[ZERG_GIT_OID_MAX];
@@ -359,7 +379,18 @@ static int commit_index(const struct zerg_git *g, const char *top,
     free(out);
     call.input = NULL, call.input_len = 0;
     rc = zerg_git_run(g, &call, ur, NULL, err);
-    return rc < 0 ? rc : 0;
+    if (rc < 0)
+        return rc;
+    memcpy(head, next, sizeof next);
+    return 0;
+}
+
+/* A full object id as the orchestrator names bases: 40 or 64 hex digits
+ * (then no git need say what commit it is). */
+static int full_oid(const char *s)
+{
+    size_t n = strspn(s, "0123456789abcdef");
+    return (n == 40 || n == 64) && !s[n];
 }
 
 int zerg_ws_attempt_commit(const struct zerg_git *g, const char *worktree,
@@ -370,21 +401,26 @@ int zerg_ws_attempt_commit(const struct zerg_git *g, const char *worktree,
     char top[PATH_MAX], head[ZERG_GIT_OID_MAX], base_oid[ZERG_GIT_OID_MAX];
     oid[0] = '\0';
     int rc = worktree_top(g, worktree, top, sizeof top, err);
-    if (!rc)
+    if (!rc && full_oid(base))
+        snprintf(base_oid, sizeof base_oid, "%s", base);
+    else if (!rc)
         rc = zerg_git_resolve(g, top, base, base_oid, err);
-    if (!rc) /* what the commit takes: src/git/ws_outputs.c */
+    /* What the commit takes (src/git/ws_outputs.c); an attempt that
+     * left the tree as it found it has nothing to stage. */
+    int untouched = rc ? 0 : ws_outputs_untouched(g, top, outs, err);
+    if (untouched < 0)
+        rc = untouched;
+    if (!rc && !untouched)
         rc = ws_outputs_stage(g, top, outs, err);
     if (!rc)
         rc = zerg_git_resolve(g, top, "HEAD", head, err);
-    if (!rc)
+    if (!rc && !untouched)
         rc = staged_changes(g, top, err);
     /* Commits the agent made are kept; a zerg commit on top carries the
      * trailers even when they left nothing uncommitted (resume reads the
-     * worker branch's head). */
+     * worker branch's head).  HEAD is then the commit made. */
     if (rc == 1 || (rc == 0 && strcmp(head, base_oid)))
         rc = commit_index(g, top, head, message, err);
-    if (!rc)
-        rc = zerg_git_resolve(g, top, "HEAD", head, err);
     if (rc)
         return rc < 0 ? rc : ZERG_EGIT_FAILED;
     if (strcmp(head, base_oid))

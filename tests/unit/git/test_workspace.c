@@ -862,9 +862,80 @@ static void test_commit_takes_outputs(void **state)
     w->ops->free(w);
 }
 
+/* The shortcuts of a clean tree (one `git status` instead of the patch's
+ * four processes before an attempt, and of the staging's four after it)
+ * miss nothing: a staged-only leftover is still saved, an attempt that
+ * made only an ignored file still reports it, one that committed by
+ * itself still gets zerg's commit on top, one that changed nothing makes
+ * no commit. */
+static void test_clean_tree_shortcuts(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    char wt[PATH_MAX], tip[ZERG_GIT_OID_MAX], oid[ZERG_GIT_OID_MAX];
+    char patch[PATH_MAX];
+    assert_int_equal(w->ops->worktree(w, 0, wt, sizeof wt, NULL, 0, &err), 0);
+    tip_of(w, tip);
+    assert_int_equal(zerg_ws_attempt_prepare(&G, wt, tip, logs, "T1", 1, patch,
+                                             sizeof patch, &err),
+                     0);
+    tu_write(wt, "staged.txt", "only in the index\n");
+    free(ZGIT(wt, "add", "staged.txt"));
+    tu_write(wt, "staged.txt", "x");
+    free(ZGIT(wt, "checkout", "--", "staged.txt"));
+    assert_int_equal(zerg_ws_attempt_prepare(&G, wt, tip, logs, "T1", 2, patch,
+                                             sizeof patch, &err),
+                     0);
+    assert_true(patch[0] != '\0');
+    char *text = tu_read(patch);
+    assert_true(tu_contains(text, "+only in the index"));
+    free(text);
+
+    const struct zerg_task bare = {.id = "T1"};
+    struct zerg_path_list ignored = {0};
+    struct zerg_ws_outputs outs = {
+        .task = &bare, .project_dir = wt, .ignored = &ignored};
+    char *msg = zerg_ws_commit_message(0, "t", "T1", 2, "run1");
+    assert_int_equal(zerg_ws_attempt_commit(&G, wt, tip, msg, &outs, oid, &err),
+                     0);
+    assert_string_equal(oid, ""); /* nothing changed: no commit */
+    assert_int_equal(ignored.total, 0);
+
+    char ex[PATH_MAX + 16];
+    snprintf(ex, sizeof ex, "%s/info/exclude", G.common_dir);
+    char *old = tu_read(ex), more[8192];
+    snprintf(more, sizeof more, "%s*.tmp\n", old);
+    free(old);
+    tu_write(G.common_dir, "info/exclude", more);
+    tu_write(wt, "made.tmp", "ignored output\n");
+    assert_int_equal(zerg_ws_attempt_commit(&G, wt, tip, msg, &outs, oid, &err),
+                     0);
+    assert_int_equal(ignored.total, 1);
+    assert_string_equal(zerg_path_list_next(&ignored, NULL), "made.tmp");
+
+    tu_write(wt, "own.txt", "committed by the task\n");
+    free(ZGIT(wt, "add", "own.txt"));
+    free(ZGIT(wt, "commit", "-qm", "by the agent"));
+    char *own = ZGIT(wt, "rev-parse", "HEAD");
+    own[strcspn(own, "\n")] = '\0';
+    assert_int_equal(zerg_ws_attempt_commit(&G, wt, tip, msg, &outs, oid, &err),
+                     0);
+    assert_true(oid[0] && strcmp(oid, own));
+    char *parent;
+    char spec[ZERG_GIT_OID_MAX + 4];
+    snprintf(spec, sizeof spec, "%s^", oid);
+    parent = ZGIT(NULL, "rev-parse", spec);
+    assert_true(tu_contains(parent, own));
+    char *body = ZGIT(NULL, "log", "-1", "--format=%B", oid);
+    assert_true(tu_contains(body, "Task-ID: T1"));
+    free(body), free(parent), free(own), free(msg);
+    w->ops->free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_clean_tree_shortcuts, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_open_fresh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_three_tasks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conflict_and_keep, setup,
