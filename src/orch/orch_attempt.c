@@ -146,7 +146,7 @@ void orch_attempt_end(struct zerg_orch *o, size_t t, const struct verdict *v,
         break;
     case VERDICT_REVIEW:
         if (r)
-            orch_review_await(o, t, r);
+            orch_review_await(o, t, r, now);
         break;
     case VERDICT_FAILED:
         orch_task_failure_cls(o, t, v->failure, v->cls, v->exit_code, v->sig,

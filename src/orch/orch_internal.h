@@ -441,7 +441,7 @@ int orch_review_hold(struct zerg_orch *o, const struct zerg_result *r,
                      struct verdict *v);
 /* The REVIEW dispatch: the task waits as awaiting_review. */
 void orch_review_await(struct zerg_orch *o, size_t t,
-                       const struct zerg_result *r);
+                       const struct zerg_result *r, int64_t now);
 /* While tasks wait: the reviewer's requests applied, and once nothing
  * runs, review_waiting said.  Returns wake, lowered to the next look. */
 int64_t orch_review_tick(struct zerg_orch *o, int64_t now, int64_t wake);

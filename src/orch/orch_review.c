@@ -68,7 +68,7 @@ int orch_review_hold(struct zerg_orch *o, const struct zerg_result *r,
 }
 
 void orch_review_await(struct zerg_orch *o, size_t t,
-                       const struct zerg_result *r)
+                       const struct zerg_result *r, int64_t now)
 {
     struct zerg_task_move m = {.now_wall_ns = orch_wall_ns(o),
                                .worker_id = r->worker_id,
@@ -91,6 +91,9 @@ void orch_review_await(struct zerg_orch *o, size_t t,
                    "--note TEXT",
                    r->task, r->commit, r->task, r->task, r->task);
     o->next_review_mono_ns = 0; /* look at once: a decision may be there */
+    /* `zerg approve` reads the saved state: what waits is saved now, not
+     * a checkpoint gap later. */
+    orch_checkpoint(o, now, ORCH_SAVE_NOW);
 }
 
 /* ---- the reviewer's decisions ------------------------------------------ */

@@ -224,6 +224,8 @@ tm new-session -d -s view -x 120 -y 30 \
 tm set-option -t view remain-on-exit on >/dev/null
 waiting_shown() { cap "$PROJ/rv.txt"; grep -q '^Waiting for review: V-L1-001  (zerg review' "$PROJ/rv.txt"; }
 wait_for 60 waiting_shown
+review_saved() { [ "$(task_status V-L1-001)" = awaiting_review ]; }
+wait_for 30 review_saved
 grep -qE '^0/1 done .*  1 to review  ' "$PROJ/rv.txt" || fail "the status line does not count the review: $(cat "$PROJ/rv.txt")"
 zerg approve V-L1-001 > /dev/null || fail "approve exited $?"
 ended() { cap "$PROJ/rv.txt"; grep -q RUSH_EXIT= "$PROJ/rv.txt"; }

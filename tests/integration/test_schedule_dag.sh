@@ -90,16 +90,19 @@ YAML
 graph <<JSON
 {"feature": "f", "tasks": [
  {"id": "G-L1", "level": 1, "command": "echo 1 > g1.txt", "files": {"create": ["g1.txt"]}},
- {"id": "G-L2", "level": 2, "dependencies": ["G-L1"],
+ {"id": "G-L1b", "level": 1, "command": "echo 1 > g1b.txt", "files": {"create": ["g1b.txt"]}},
+ {"id": "G-L2", "level": 2,
   "command": "while [ ! -f '$PROJ/go' ]; do sleep 0.05; done; echo 2 > g2.txt",
   "files": {"create": ["g2.txt"]}},
  {"id": "G-L3", "level": 3, "dependencies": ["G-L2"], "command": "echo 3 > g3.txt",
   "files": {"create": ["g3.txt"]}}
 ]}
 JSON
+# G-L2 needs nothing: under dag it runs from the start, beside level 1
+# (two level-1 tasks make two workers useful).
 rush_bg --workers 2 --schedule dag
-wait_for 30 has_event gate_fail
 wait_for 30 task_running G-L2
+wait_for 30 has_event gate_fail
 touch "$PROJ/go"
 rush_wait 60
 [ "$RUSH_RC" -eq 1 ] || fail "a failed required gate: rush exited $RUSH_RC"
