@@ -237,6 +237,14 @@ MUTATIONS = {
         "unit.test_sandbox",
         "a policy that catches its budget error with pcall running on",
     ),
+    "fork-guard": (
+        "src/base/offload.c",
+        "    pthread_atfork(fork_prepare, fork_after, fork_after);",
+        "    (void)fork_prepare, (void)fork_after;",
+        "unit.test_offload",
+        "a checkpoint forked while the journal thread is inside free(3): "
+        "the child's allocator locked for good, the rush hung at its end",
+    ),
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

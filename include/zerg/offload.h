@@ -20,13 +20,18 @@
  *    records its results) waits on less.
  *
  * The thread touches nothing but its queue, unlink(2), syncfs(2) and
- * free(3), and keeps every signal blocked. */
+ * free(3), keeps every signal blocked, and is never inside the allocator
+ * when the process forks (the checkpoint's child allocates). */
 #ifndef ZERG_OFFLOAD_H
 #define ZERG_OFFLOAD_H
 
 #include <stdint.h>
 
 struct zerg_offload;
+
+/* Called by the thread inside its free(3) guard; tests set it to hold the
+ * thread there.  NULL normally. */
+extern void (*zerg_offload_free_hook)(void);
 
 /* Starts the thread; NULL when it cannot, and the caller does the work
  * inline. */

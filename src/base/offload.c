@@ -2,7 +2,17 @@
  * zerg/offload.h).  A queue of jobs under one mutex: the caller appends,
  * the thread takes the whole queue at once and does each job outside the
  * lock, in order; a sync job records its ticket and outcome when done,
- * and the thread says when it is idle so that a drain can wait. */
+ * and the thread says when it is idle so that a drain can wait.
+ *
+ * The orchestrator forks while the thread runs (its checkpoint child,
+ * orch_save.c), and the child allocates.  A fork copies the locks the
+ * thread holds at that instant, held and with no owner left to free them:
+ * the thread's one allocator call, free(3), is made under fork_mu, which
+ * a pthread_atfork handler takes around every fork, so the child never
+ * starts while the thread is inside the allocator (an allocator without
+ * fork handlers of its own, as a sanitizer's, would otherwise deadlock the
+ * child).  free(3) is quick: a fork waits microseconds, never for a
+ * syncfs. */
 #include "zerg/offload.h"
 
 #include <errno.h>
@@ -41,6 +51,36 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static pthread_mutex_t fork_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&fork_mu);
+}
+
+static void fork_after(void)
+{
+    pthread_mutex_unlock(&fork_mu);
+}
+
+static void fork_guard_install(void)
+{
+    pthread_atfork(fork_prepare, fork_after, fork_after);
+}
+
+void (*zerg_offload_free_hook)(void);
+
+/* free(3) on the thread: never while a fork copies the process. */
+static void thread_free(void *p)
+{
+    pthread_mutex_lock(&fork_mu);
+    if (zerg_offload_free_hook)
+        zerg_offload_free_hook();
+    free(p);
+    pthread_mutex_unlock(&fork_mu);
+}
+
 /* Runs a sync job and publishes its outcome. */
 static void do_sync(struct zerg_offload *q, const struct job *j)
 {
@@ -62,7 +102,7 @@ static void run_jobs(struct zerg_offload *q, struct job *jobs, size_t n)
             do_sync(q, &jobs[i]);
         else
             unlink(jobs[i].path);
-        free(jobs[i].path);
+        thread_free(jobs[i].path);
     }
 }
 
@@ -94,7 +134,7 @@ static void *run(void *arg)
             pthread_cond_broadcast(&q->idle);
     }
     pthread_mutex_unlock(&q->mu);
-    free(batch);
+    thread_free(batch);
     return NULL;
 }
 
@@ -110,6 +150,8 @@ static void destroy(struct zerg_offload *q)
 
 struct zerg_offload *zerg_offload_new(void)
 {
+    if (pthread_once(&fork_once, fork_guard_install) != 0)
+        return NULL;
     struct zerg_offload *q = calloc(1, sizeof *q);
     if (!q)
         return NULL;

@@ -2,7 +2,8 @@
  * (src/base/offload.c): every queued path is gone after a drain and
  * after free, the queue grows past its first size, syncs are done in
  * queue order and report their tickets and outcome, the thread keeps
- * every signal blocked, and a NULL offload is a no-op. */
+ * every signal blocked, a child forked while it frees can allocate (the
+ * checkpoint's child does), and a NULL offload is a no-op. */
 #include "testutil.h"
 
 #include <fcntl.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "zerg/offload.h"
@@ -111,6 +114,45 @@ static void test_sync_tickets_in_order(void **state)
     zerg_offload_free(q);
 }
 
+/* The hook runs inside the thread's free(3) guard: it says so, holds it
+ * 200 ms, then marks that it is done. */
+static volatile int hook_inside, hook_done;
+
+static void slow_free_hook(void)
+{
+    if (hook_done)
+        return;
+    __atomic_store_n(&hook_inside, 1, __ATOMIC_SEQ_CST);
+    nanosleep(&(struct timespec){0, 200000000}, NULL);
+    __atomic_store_n(&hook_done, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The checkpoint forks while the thread frees the paths it unlinked.  A
+ * fork made while the thread is inside free(3) waits until it is out:
+ * the child, forked as soon as the thread is in, finds it done. */
+static void test_fork_waits_for_the_threads_free(void **state)
+{
+    struct zerg_offload *q = zerg_offload_new();
+    assert_non_null(q);
+    zerg_offload_free_hook = slow_free_hook;
+    zerg_offload_unlink(q, strdup("/nonexistent/zerg-offload-test"));
+    while (!__atomic_load_n(&hook_inside, __ATOMIC_SEQ_CST))
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        free(malloc(100)); /* what the checkpoint's child does first */
+        _exit(__atomic_load_n(&hook_done, __ATOMIC_SEQ_CST) ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0); /* 1: forked mid-free */
+    zerg_offload_drain(q);
+    zerg_offload_free_hook = NULL;
+    zerg_offload_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -120,6 +162,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_thread_blocks_signals, setup,
                                         teardown),
+        cmocka_unit_test(test_fork_waits_for_the_threads_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
