@@ -206,7 +206,10 @@ int orch_task_adopt(struct zerg_orch *o, size_t t, int attempt)
     struct zerg_task_move m = {.attempt = newer ? attempt : st->attempt,
                                .epoch = newer ? 0 : st->epoch,
                                .now_wall_ns = orch_wall_ns(o)};
-    if (orch_task_running(st->status))
+    /* Running in the state at that attempt: its record stands.  At an
+     * older one (the checkpoint caught the attempt before a crash, not
+     * the reassignment after it) the record is the older attempt's. */
+    if (orch_task_running(st->status) && !newer)
         return 0;
     return orch_task_move(o, t, ZERG_TASK_EV_ADOPT, &m);
 }

@@ -286,6 +286,31 @@ static void test_resume_adopts_merged_task(void **st)
     fx_free(x);
 }
 
+/* The checkpoint caught attempt 1 running; it crashed, attempt 2 was
+ * claimed, merged, and the orchestrator died before the next checkpoint.
+ * On resume the branch's commit of attempt 2 makes the task complete at
+ * attempt 2: the record of attempt 1 (its epoch) does not stand. */
+static void test_resume_adopts_a_newer_merged_attempt(void **st)
+{
+    (void)st;
+    char oid[ZERG_OID_MAX];
+    struct fx *x = fx_new_ws(graph3, 1, 0);
+    start_ready(x);
+    assert_int_equal(task_of(x, "A-L1-001")->attempt, 1);
+    assert_true(task_of(x, "A-L1-001")->epoch != 0);
+    orch_checkpoint(x->o, x->now, 1);
+    fake_ws_oid(oid, 7);
+    fake_ws_found(x->ws, -1, "A-L1-001", 2, "run1", oid);
+    x->ws->tip_n = 7;
+    fx_restart_run(x, 1, "run2");
+    assert_int_equal(status_of(x, "A-L1-001"), ZERG_TASK_COMPLETE);
+    assert_int_equal(task_of(x, "A-L1-001")->attempt, 2);
+    assert_true(task_of(x, "A-L1-001")->epoch == 0);
+    assert_string_equal(task_of(x, "A-L1-001")->commit, oid);
+    assert_int_equal(x->ws->nmerges, 0);
+    fx_free(x);
+}
+
 static void test_resume_merges_committed_head(void **st)
 {
     (void)st;
@@ -656,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_level_waits_for_every_merge),
         cmocka_unit_test(test_permanent_merge_error_fails_run),
         cmocka_unit_test(test_resume_adopts_merged_task),
+        cmocka_unit_test(test_resume_adopts_a_newer_merged_attempt),
         cmocka_unit_test(test_resume_merges_committed_head),
         cmocka_unit_test(test_resume_merges_head_of_unsaved_claim),
         cmocka_unit_test(test_scope_warns_and_merges),
