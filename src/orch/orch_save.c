@@ -60,8 +60,29 @@ static void save_child(struct zerg_orch *o, int sync, int fd)
     _exit(rc < 0 ? (-rc & 0x7f ? -rc & 0x7f : EIO) : 0);
 }
 
+/* A sanitizer's allocator (AddressSanitizer's) takes no locks around a
+ * fork: a child forked while another thread is inside it, at any point of
+ * its own bookkeeping, waits for that lock for ever (seen in make check:
+ * a rush that never ended, its checkpoint child stuck in malloc).
+ * glibc's malloc takes all its locks around fork, so the release build
+ * forks safely; the sanitizer build forks only while the loop's thread is
+ * the only one (no offload thread), and otherwise saves on the loop, as
+ * when a fork fails. */
+#if defined(__SANITIZE_ADDRESS__)
+#define FORK_SAFE_ALLOCATOR 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FORK_SAFE_ALLOCATOR 0
+#endif
+#endif
+#ifndef FORK_SAFE_ALLOCATOR
+#define FORK_SAFE_ALLOCATOR 1
+#endif
+
 int orch_save_start(struct zerg_orch *o, int64_t now)
 {
+    if (!FORK_SAFE_ALLOCATOR && o->offload)
+        return -ENOTSUP; /* another thread: the caller saves on the loop */
     int sync = o->cfg->state_durability != ZERG_DURABILITY_FULL &&
                o->nsynced < o->nunlink;
     int fds[2];
