@@ -21,6 +21,17 @@
 # git processes per task of each mode, counted in one more run of each
 # through a `git` on PATH that logs every call (the config scans apart)
 # before it execs the real one; the counting runs are not timed.
+#
+# Then --merges N (default 400; 0 skips it) tasks that each write one file
+# of their own (one level, a one-file repository), so every task is a
+# commit the orchestrator merges: with 8 workers, the merged tasks per
+# second of the run (first merge_complete to last); with 1 worker, the
+# merge queue's own capacity, 1000 / the mean of merge_complete's `ms`
+# (the orchestrator's time on a commit: what it changed, the checks, the
+# merge), measured where its git calls do not wait for the CPU behind the
+# workers' (on a machine of few cores the 8-worker run is bound by every
+# process's CPU together); and the git processes per task of the
+# orchestrator and of the workers, counted through the logging `git`.
 # Standard library only.
 import os
 import shutil
@@ -91,8 +102,8 @@ NOOP_CONFIG = bl.config_yaml(
     workers={"heartbeat_interval_seconds": 1}) + "rush:\n  isolation: %s\n"
 SHIM = """#!/bin/sh
 case " $* " in
-*" config --null --list "*) echo scan ;;
-*) echo call ;;
+*" config --null --list "*) echo "$PPID scan" ;;
+*) echo "$PPID call" ;;
 esac >>"$ZERG_BENCH_GIT_LOG"
 exec %s "$@"
 """
@@ -139,7 +150,7 @@ def noop_run(env, n, isolation, tag, shim_dir=None):
         with open(log) as f:
             for line in f:
                 calls += 1
-                scans += line.strip() == "scan"
+                scans += line.split()[-1] == "scan"
     return rush.wall, calls, scans
 
 
@@ -171,6 +182,89 @@ def run_noop(env, n, runs):
              counts["none"]["git_per_task"]))
 
 
+def merge_tasks(n):
+    return [{"id": "M-L1-%05d" % i, "title": "m", "level": 1,
+             "command": "echo %d > m%05d.txt" % (i, i),
+             "files": {"create": ["m%05d.txt" % i]}} for i in range(n)]
+
+
+def merge_run(env, n, workers, tag, shim_dir=None):
+    """One rush of n one-file tasks; (rush, git log path or None)."""
+    proj = bl.new_project(env, "merge-%d-%s" % (workers, tag),
+                          merge_tasks(n), NOOP_CONFIG % "worktree")
+    with open(os.path.join(proj, "README"), "w") as f:
+        f.write("merges\n")
+    for args in (["init", "-q", "-b", "main"],
+                 ["config", "user.name", "bench"],
+                 ["config", "user.email", "bench@example.com"],
+                 ["add", "-A"], ["commit", "-qm", "base"]):
+        git(proj, *args)
+    log, extra = None, None
+    if shim_dir:
+        log = os.path.join(env.root, "git-merge-%s.log" % tag)
+        extra = {"PATH": shim_dir + os.pathsep + os.environ.get("PATH", ""),
+                 "ZERG_BENCH_GIT_LOG": log}
+    rush = bl.Rush(env, proj, workers, extra_env=extra)
+    rc = rush.wait(timeout=120 + n)
+    if rc != 0:
+        raise bl.BenchError("rush of %d one-file tasks exited %d; see %s"
+                            % (n, rc, rush.out_path))
+    rush.events()
+    merged = [e for e in rush.all_events if e.get("event") == "merge_complete"]
+    if len(merged) != n:
+        raise bl.BenchError("%d merges for %d tasks" % (len(merged), n))
+    return rush, merged, log
+
+
+def run_merges(env, n, runs):
+    rows = []
+    for rep in range(runs):
+        _, merged, _ = merge_run(env, n, 8, "w8-%d" % rep)
+        ts = sorted(bl.iso_epoch(e["ts"]) for e in merged)
+        rate = (n - 1) / (ts[-1] - ts[0]) if ts[-1] > ts[0] else 0.0
+        one, merged1, _ = merge_run(env, n, 1, "w1-%d" % rep)
+        ms = [e["data"]["ms"] for e in merged1 if "ms" in e["data"]]
+        if len(ms) != n:  # a zerg from before `ms`: commit to merge
+            ms = merge_ms(one.all_events)
+        rows.append({"merged_per_s_8": rate,
+                     "merge_ms_1": bl.summary(ms),
+                     "commit_to_merge_ms_1": bl.summary(
+                         merge_ms(one.all_events)),
+                     "capacity_per_s": 1000.0 / (sum(ms) / len(ms))})
+        env.log("%d one-file tasks, run %d: %.1f merged/s with 8 workers; "
+                "merge %.1f ms median with 1 (capacity %.0f/s)", n, rep + 1,
+                rate, rows[-1]["merge_ms_1"]["median"],
+                rows[-1]["capacity_per_s"])
+    rush, _, log = merge_run(env, n, 8, "count", git_shim(env))
+    orch = work = 0
+    with open(log) as f:
+        for line in f:
+            if line.split()[-1] != "call":
+                continue
+            if int(line.split()[0]) == rush.pid:
+                orch += 1
+            else:
+                work += 1
+    res = {"tasks": n, "raw": rows,
+           "merged_per_s_8": bl.summary([r["merged_per_s_8"] for r in rows]),
+           "capacity_per_s": bl.summary([r["capacity_per_s"] for r in rows]),
+           "merge_ms_1": bl.summary([r["merge_ms_1"]["median"]
+                                     for r in rows]),
+           "commit_to_merge_ms_1": bl.summary(
+               [r["commit_to_merge_ms_1"]["median"] for r in rows]),
+           "git_per_task": {"orchestrator": orch / float(n),
+                            "workers": work / float(n)}}
+    env.save("worktree_merges_%d" % n, res)
+    print("%5d one-file tasks: %.1f merged/s with 8 workers; merge queue "
+          "%.1f ms a commit (task_commit to merge_complete %.1f ms), "
+          "capacity %.0f/s; git processes/task: orchestrator %.1f, "
+          "workers %.1f"
+          % (n, res["merged_per_s_8"]["median"], res["merge_ms_1"]["median"],
+             res["commit_to_merge_ms_1"]["median"],
+             res["capacity_per_s"]["median"], orch / float(n),
+             work / float(n)))
+
+
 def merge_ms(events):
     """Milliseconds from each task's task_commit to its merge_complete."""
     commit = {}
@@ -193,6 +287,8 @@ def run(env):
     runs = ARGS.runs or (1 if env.quick else 2)
     if ARGS.noop:
         run_noop(env, ARGS.noop, runs)
+    if ARGS.merges:
+        run_merges(env, ARGS.merges, runs)
     for n in sizes:
         rows = []
         for rep in range(runs):
@@ -228,8 +324,12 @@ def options(p):
     p.add_argument("--noop", type=int, default=200,
                    help="no-op tasks for the processes-per-task figure "
                    "(default 200; 0 skips it)")
+    p.add_argument("--merges", type=int, default=400,
+                   help="one-file tasks for the merge figures (default "
+                   "400; 0 skips it)")
     p.add_argument("--noop-only", action="store_true",
-                   help="only the no-op graph, not the 10,000-file one")
+                   help="only the no-op and merge graphs, not the "
+                   "10,000-file one")
 
 
 if __name__ == "__main__":

@@ -237,6 +237,38 @@ MUTATIONS = {
         "unit.test_sandbox",
         "a policy that catches its budget error with pcall running on",
     ),
+    "merge-stale-tip": (
+        "src/git/ws_merge.c",
+        "if (rc == 1 && known && moved(h, tip)) {",
+        "if (0) {",
+        "unit.test_workspace",
+        "a merge conflict computed on the remembered tip after the branch "
+        "moved: a task charged for a conflict it does not have",
+    ),
+    "checked-out-heads": (
+        "src/git/ws_heads.c",
+        "        rc = linked_holder(common, ref, where, n);",
+        "        rc = 0;",
+        "unit.test_workspace|integration.test_cleanup_safety",
+        "the integration branch moved under a linked worktree that has it "
+        "checked out",
+    ),
+    "adopt-newer": (
+        "src/orch/orch_tasks.c",
+        "    if (orch_task_running(st->status) && !newer)",
+        "    if (orch_task_running(st->status))",
+        "unit.test_orch_merge",
+        "a resumed task complete at the attempt the checkpoint caught, not "
+        "at the attempt whose commit was merged",
+    ),
+    "pipe-fresh": (
+        "src/git/git_coproc.c",
+        "    if (c->pid > 0 && !strcmp(c->dir, dir) && still_fresh(g, c))",
+        "    if (c->pid > 0 && !strcmp(c->dir, dir))",
+        "unit.test_workspace",
+        "the merge's running git processes kept under the overrides of a "
+        "config a worker has since changed",
+    ),
     "fork-guard": (
         "src/base/offload.c",
         "    pthread_atfork(fork_prepare, fork_after, fork_after);",

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <limits.h>
 
 #include "zerg/git.h"
 
@@ -45,6 +47,29 @@ enum {
      * while the configuration scan of the directory is (git_scan.c). */
     GIT_RUN_LAYOUT = 1 << 1,
 };
+
+/* The argv zerg_git_run would spawn for args in dir: git, the global
+ * options, the overrides of the config scan (list, kept here), the
+ * identity when the config has none, then args; argv points into the
+ * struct.  git_argv_build: 0 or negative with err set. */
+struct git_argv {
+    const char **argv;
+    char *strs;
+    char *list; /* the config scan the overrides answer */
+    size_t list_len;
+    char worktree_opt[PATH_MAX + 16];
+    char ident[2][160];
+};
+int git_argv_build(const struct zerg_git *g, const char *dir,
+                   const char *const *args, struct git_argv *b,
+                   struct zerg_err *err);
+void git_argv_free(struct git_argv *b);
+
+/* git_spawn.c: argv started with its stdin and stdout on pipes (our ends,
+ * O_CLOEXEC, in *to and *from) and stderr on /dev/null, the same
+ * environment and signal set-up as git_spawn.  0 or -errno. */
+int git_spawn_piped(const char *const *argv, const char *const *envp,
+                    pid_t *pid, int *to, int *from);
 
 /* zerg_git_run with flags and the length of *out (out_len may be NULL). */
 int git_run_ex(const struct zerg_git *g, const struct zerg_git_call *call,

@@ -78,17 +78,10 @@ static size_t count_records(const char *list, size_t len)
 }
 
 /* The full argv: git, the global options, the overrides, the identity
- * when the config has none, then args.  *strs and the result are
- * malloc'd. */
-struct argv_build {
-    const char **argv;
-    char *strs;
-    char worktree_opt[PATH_MAX + 16];
-    char ident[2][160];
-};
+ * when the config has none, then args (struct git_argv). */
 
 static int add_identity(const struct zerg_git *g, const char *list, size_t len,
-                        struct argv_build *b, size_t *n)
+                        struct git_argv *b, size_t *n)
 {
     if (!has_key(list, len, "user.name")) {
         snprintf(b->ident[0], sizeof b->ident[0], "user.name=%s",
@@ -105,7 +98,7 @@ static int add_identity(const struct zerg_git *g, const char *list, size_t len,
 
 static int build_argv(const struct zerg_git *g, const char *dir, int flags,
                       const char *list, size_t len, const char *const *args,
-                      struct argv_build *b)
+                      struct git_argv *b)
 {
     size_t nrec = count_records(list, len), nargs = 0, n = 0;
     while (args[nargs])
@@ -133,6 +126,28 @@ static int build_argv(const struct zerg_git *g, const char *dir, int flags,
         b->argv[n++] = args[i];
     b->argv[n] = NULL;
     return 0;
+}
+
+int git_argv_build(const struct zerg_git *g, const char *dir,
+                   const char *const *args, struct git_argv *b,
+                   struct zerg_err *err)
+{
+    memset(b, 0, sizeof *b);
+    int rc = git_scan_config(g, dir, &b->list, &b->list_len, err);
+    if (rc)
+        return rc;
+    rc = build_argv(g, dir, 0, b->list, b->list_len, args, b);
+    if (rc)
+        git_argv_free(b);
+    return rc ? zerg_err_set(err, rc == -EINVAL ? ZERG_EGIT_FAILED : rc,
+                             "cannot build a git command in %s", dir)
+              : 0;
+}
+
+void git_argv_free(struct git_argv *b)
+{
+    free(b->argv), free(b->strs), free(b->list);
+    b->argv = NULL, b->strs = b->list = NULL;
 }
 
 /* "git rev-parse --verify ..." for messages, at most ~300 bytes. */
@@ -254,7 +269,7 @@ static int run_once(const struct zerg_git *g, const struct zerg_git_call *c,
 {
     char *list = NULL, key[1024];
     size_t len = 0;
-    struct argv_build b = {0};
+    struct git_argv b = {0};
     struct git_proc p = {0};
     int rc = git_scan_config(g, dir, &list, &len, err), status;
     if (rc)

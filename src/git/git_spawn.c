@@ -323,3 +323,37 @@ int git_spawn(struct git_proc *p, struct zerg_err *err)
     p->out = ob.data, p->out_len = ob.len, p->errtxt = eb.data;
     return 0;
 }
+
+int git_spawn_piped(const char *const *argv, const char *const *envp,
+                    pid_t *pid, int *to, int *from)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
+        int e = -errno;
+        close_fd(&in[0]), close_fd(&in[1]), close_fd(&out[0]);
+        return e;
+    }
+    int rc = -posix_spawn_file_actions_init(&fa);
+    if (!rc)
+        rc = -posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    if (!rc)
+        rc = -posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    if (!rc)
+        rc =
+            -posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    if (!rc && !(rc = setup_attr(&at))) {
+        rc = -posix_spawn(pid, argv[0], &fa, &at, (char *const *)argv,
+                          (char *const *)envp);
+        posix_spawnattr_destroy(&at);
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    close_fd(&in[0]), close_fd(&out[1]);
+    if (rc) {
+        close_fd(&in[1]), close_fd(&out[0]);
+        return rc;
+    }
+    *to = in[1], *from = out[0];
+    return 0;
+}

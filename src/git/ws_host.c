@@ -182,6 +182,8 @@ static void op_free(struct zerg_workspace *w)
     for (size_t i = 0; i < h->ndone; i++)
         free(h->done[i]);
     free(h->done);
+    git_coproc_free(&h->diff);
+    git_coproc_free(&h->refs);
     free(h);
 }
 
@@ -266,6 +268,7 @@ struct zerg_workspace *zerg_ws_open(const struct zerg_ws_opts *o,
         return NULL;
     }
     h->pub.ops = &HOST_OPS;
+    h->diff = h->refs = (struct git_coproc)GIT_COPROC_INIT;
     h->nslots = o->nslots;
     h->own = o->own_repos;
     h->log = o->log;

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "git/git_coproc.h"
 #include "zerg/git.h"
 #include "zerg/workspace.h"
 
@@ -35,8 +36,26 @@ struct ws_host {
     void (*on_ref)(void *ud, const char *ref, const char *oid);
     void *ref_ud;
     char **done; /* "task\x1f" "attempt\x1f" "run" merged since base */
+    /* Where the integration branch was left by this process's last
+     * merge, "" when not known: the next merge starts from it, and the
+     * compare-and-swap says if the branch moved meanwhile. */
+    char tip[ZERG_GIT_OID_MAX];
     size_t ndone, done_cap;
+    /* The merge's questions over a pipe (ws_pipes.c): what a commit
+     * changed, and the compare-and-swap of the branch. */
+    struct git_coproc diff, refs;
 };
+
+/* ws_pipes.c: what commit changed against base (one path a line,
+ * malloc'd in *paths), from the running diff-tree: 0, or negative when it
+ * could not say (ask git the plain way). */
+int ws_pipe_changed(struct ws_host *h, const char *commit, const char *base,
+                    char **paths);
+/* ref moved from old to new in one transaction of the running
+ * update-ref: 0 when done, negative when not (the swap lost, or the pipe
+ * broke: ask git the plain way, which says which). */
+int ws_pipe_swap(struct ws_host *h, const char *ref, const char *new_oid,
+                 const char *old_oid);
 
 /* Called between reading the tip and the compare-and-swap of a merge;
  * tests set it to move the tip behind the merge's back.  NULL normally. */
@@ -80,6 +99,13 @@ int ws_checked_out(const struct zerg_git *g, const char *ref,
                    struct zerg_err *err);
 /* ZERG_EGIT_CHECKED_OUT with the sentence that says so and the fix; then
  * is what to do after switching ("run zerg again"). */
+/* ws_heads.c: ws_checked_out for any worktree, answered from the HEAD
+ * files (no process) and from `git worktree list` only when they do not
+ * answer plainly; where gets the worktree's path. */
+int ws_checked_out_now(const struct zerg_git *g, const char *ref, char *where,
+                       size_t n, struct zerg_err *err);
+/* The ref a HEAD file's text names ("ref: refs/heads/x"), "" otherwise. */
+void ws_head_text_ref(const char *text, size_t len, char *out, size_t n);
 int ws_refuse_checked_out(const char *ref, const char *where, const char *then,
                           struct zerg_err *err);
 /* 1 when ref (full name) exists, 0 when not, negative on error. */
@@ -167,6 +193,7 @@ struct ws_skip {
     char text[1024];      /* "path (N bytes); ..." */
     char first[PATH_MAX]; /* the first of them, and its size */
     long long first_size;
+    int clean; /* the tree was found clean: no patch, nothing untracked */
 };
 int ws_patch_make(const struct zerg_git *g, const char *dir,
                   struct ws_skip *skip, char **data, size_t *len,

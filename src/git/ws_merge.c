@@ -56,6 +56,8 @@ int ws_op_changed(struct zerg_workspace *w, const char *commit,
     struct zerg_git_call call = {.retries = WS_RETRIES};
     char *out = NULL;
     size_t len = 0;
+    if (base && *base && ws_pipe_changed(host(w), commit, base, paths) == 0)
+        return 0;
     int rc = git_run_ex(&host(w)->g, &call, 0, args, &out, &len, err);
     if (rc < 0)
         return rc;
@@ -128,21 +130,60 @@ static int commit_tree(struct ws_host *h, const char *tree, const char *tip,
 static int not_checked_out(struct ws_host *h, struct zerg_err *err)
 {
     char where[PATH_MAX];
-    int rc = ws_checked_out(&h->g, h->ref, NULL, where, sizeof where, err);
+    int rc = ws_checked_out_now(&h->g, h->ref, where, sizeof where, err);
     if (rc <= 0)
         return rc;
     return ws_refuse_checked_out(h->ref, where,
                                  "`zerg rush --resume` goes on from here", err);
 }
 
-/* One round: DONE, CONFLICT, or ZERG_EGIT_TRANSIENT when the tip moved. */
+/* 1 when the branch is no longer at tip (or cannot be read). */
+static int moved(struct ws_host *h, const char *tip)
+{
+    char now[ZERG_GIT_OID_MAX];
+    struct zerg_err ignored = {0};
+    return zerg_git_resolve(&h->g, NULL, h->ref, now, &ignored) ||
+           strcmp(now, tip);
+}
+
+/* The branch from tip to next: over the running update-ref, else (the
+ * swap lost or the pipe broke) by a process of its own, whose error says
+ * which.  A swap that failed after the branch moved to next (the pipe
+ * broke after the update) is done. */
+static int swap(struct ws_host *h, const char *next, const char *tip,
+                struct zerg_err *err)
+{
+    if (ws_pipe_swap(h, h->ref, next, tip) == 0)
+        return 0;
+    /* No retries here: a failed swap must re-read the tip. */
+    const char *args[] = {"update-ref", h->ref, next, tip, NULL};
+    struct zerg_git_call call = {0};
+    int rc = zerg_git_run(&h->g, &call, args, NULL, err);
+    if (rc < 0 && !moved(h, next))
+        rc = 0;
+    return rc < 0 ? rc : 0;
+}
+
+/* One round: DONE, CONFLICT, or ZERG_EGIT_TRANSIENT when the tip moved.
+ * The first round starts from where the last merge left the branch; a
+ * lost swap forgets it, and the next round reads the branch. */
 static int merge_round(struct ws_host *h, const struct zerg_merge_req *req,
                        struct zerg_merge_out *out, struct zerg_err *err)
 {
     char tip[ZERG_GIT_OID_MAX], tree[ZERG_GIT_OID_MAX], next[ZERG_GIT_OID_MAX];
-    int rc = zerg_git_resolve(&h->g, NULL, h->ref, tip, err);
+    int rc = 0, known = h->tip[0] != '\0';
+    if (known)
+        snprintf(tip, sizeof tip, "%s", h->tip);
+    else
+        rc = zerg_git_resolve(&h->g, NULL, h->ref, tip, err);
+    h->tip[0] = '\0';
     if (!rc)
         rc = merge_tree(h, tip, req->commit, tree, &out->conflicts, err);
+    if (rc == 1 && known && moved(h, tip)) {
+        free(out->conflicts); /* against a tip the branch left */
+        out->conflicts = NULL;
+        return ZERG_EGIT_TRANSIENT;
+    }
     if (rc == 1) {
         out->status = ZERG_MERGE_CONFLICT;
         snprintf(out->tip, sizeof out->tip, "%s", tip);
@@ -156,14 +197,11 @@ static int merge_round(struct ws_host *h, const struct zerg_merge_req *req,
         ws_merge_race_hook(h);
     if ((rc = not_checked_out(h, err)))
         return rc;
-    /* No retries here: a failed swap must re-read the tip. */
-    const char *args[] = {"update-ref", h->ref, next, tip, NULL};
-    struct zerg_git_call call = {0};
-    rc = zerg_git_run(&h->g, &call, args, NULL, err);
-    if (rc < 0)
+    if ((rc = swap(h, next, tip, err)))
         return rc;
     out->status = ZERG_MERGE_DONE;
     snprintf(out->tip, sizeof out->tip, "%s", next);
+    snprintf(h->tip, sizeof h->tip, "%s", next);
     ws_note_ref(h, h->ref, next);
     return 0;
 }

@@ -232,6 +232,7 @@ int ws_patch_make(const struct zerg_git *g, const char *dir,
     skip = skip ? skip : &own; /* the header is written either way */
     *data = NULL, *len = 0;
     int rc = tree_clean(g, dir, err);
+    skip->clean = rc == 1;
     if (rc)
         return rc < 0 ? rc : 0;
     rc = ws_git_dir(g, dir, gitdir, sizeof gitdir, err);

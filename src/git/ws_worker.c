@@ -37,10 +37,7 @@ static void head_ref(const char *gitdir, char *out, size_t n)
         zerg_fsio_read_file(path, 4096, ZERG_FSIO_NOFOLLOW, &text, &len, NULL) <
             0)
         return;
-    if (len > 4 && !strncmp(text, "ref:", 4)) {
-        const char *r = text + 4 + strspn(text + 4, " \t");
-        snprintf(out, n, "%.*s", (int)strcspn(r, " \t\r\n"), r);
-    }
+    ws_head_text_ref(text, len, out, n);
     free(text);
 }
 
@@ -170,12 +167,14 @@ static int free_name(const char *logs_dir, const char *rel, const char *name,
 
 static int save_leftovers(const struct zerg_git *g, const char *top,
                           const char *gitdir, const char *logs_dir,
-                          struct zerg_ws_prepared *out, struct zerg_err *err)
+                          struct zerg_ws_prepared *out, int *clean,
+                          struct zerg_err *err)
 {
     char rel[PATH_MAX], name[128], path[2 * PATH_MAX], *data = NULL;
     size_t len = 0;
     struct ws_skip skip = {0};
     int rc = ws_patch_make(g, top, &skip, &data, &len, err);
+    *clean = !rc && skip.clean;
     if (rc || len == 0) {
         free(data);
         return rc;
@@ -200,20 +199,22 @@ static int save_leftovers(const struct zerg_git *g, const char *top,
     return rc;
 }
 
+/* The tree at base.  clean: the tree was found clean just before (no
+ * untracked file), so the reset leaves nothing for `git clean`. */
 static int reset_to(const struct zerg_git *g, const char *top, const char *base,
-                    struct zerg_err *err)
+                    int clean, struct zerg_err *err)
 {
     const char *reset[] = {"reset", "-q", "--hard", base, NULL};
     /* Not -x: ignored files (build caches) and zerg's run files stay.
      * What is mounted into the worktree (a container's read-only .gsd and
      * .zerg) is not the attempt's to remove. */
-    const char *clean[] = {"clean", "-ffdq", NULL};
+    const char *sweep[] = {"clean", "-ffdq", NULL};
     struct zerg_git_call call = {.dir = top, .retries = WS_RETRIES};
     struct ws_args a = {0};
     int rc = zerg_git_run(g, &call, reset, NULL, err);
-    if (rc >= 0 && ws_worktree_args(top, clean, &a))
+    if (rc >= 0 && !clean && ws_worktree_args(top, sweep, &a))
         rc = zerg_err_set(err, -ENOMEM, "out of memory");
-    if (rc >= 0)
+    if (rc >= 0 && !clean)
         rc = zerg_git_run(g, &call, a.v, NULL, err);
     ws_args_free(&a);
     return rc < 0 ? rc : 0;
@@ -237,9 +238,11 @@ static int clean_slot(const struct zerg_git *g, const char *top,
                       int save, struct zerg_ws_prepared *out,
                       struct zerg_err *err)
 {
-    int rc = save ? save_leftovers(g, top, gitdir, logs_dir, out, err) : 0;
+    int clean = 0;
+    int rc =
+        save ? save_leftovers(g, top, gitdir, logs_dir, out, &clean, err) : 0;
     if (!rc)
-        rc = reset_to(g, top, base, err);
+        rc = reset_to(g, top, base, clean, err);
     if (!rc)
         rc = write_record(gitdir, task, attempt, err);
     return rc;
@@ -345,29 +348,41 @@ int zerg_ws_attempt_prepare(const struct zerg_git *g, const char *worktree,
     return rc;
 }
 
-/* 1 when the index (after add -A) differs from HEAD. */
-static int staged_changes(const struct zerg_git *g, const char *top,
-                          struct zerg_err *err)
+/* HEAD and its tree in one call: 0, or negative. */
+static int head_and_tree(const struct zerg_git *g, const char *top,
+                         char head[ZERG_GIT_OID_MAX],
+                         char tree[ZERG_GIT_OID_MAX], struct zerg_err *err)
 {
-    const char *args[] = {"diff-index",    "--cached", "--quiet",
-                          "--no-ext-diff", "HEAD",     NULL};
-    struct zerg_git_call call = {
-        .dir = top, .ok_status = 1, .retries = WS_RETRIES};
-    return zerg_git_run(g, &call, args, NULL, err);
+    const char *args[] = {"rev-parse", "HEAD^{commit}", "HEAD^{tree}", NULL};
+    struct zerg_git_call call = {.dir = top, .retries = WS_RETRIES};
+    char *out = NULL;
+    int rc = zerg_git_run(g, &call, args, &out, err);
+    if (rc < 0)
+        return rc;
+    size_t a = strcspn(out, "\n"), b = out[a] ? strcspn(out + a + 1, "\n") : 0;
+    if (a == 0 || a >= ZERG_GIT_OID_MAX || b == 0 || b >= ZERG_GIT_OID_MAX)
+        rc = zerg_err_set(err, ZERG_EGIT_FAILED, "git rev-parse HEAD gave %s",
+                          out);
+    else
+        snprintf(head, ZERG_GIT_OID_MAX, "%.*s", (int)a, out),
+            snprintf(tree, ZERG_GIT_OID_MAX, "%.*s", (int)b, out + a + 1);
+    free(out);
+    return rc;
 }
 
-/* Commits the index on head and moves HEAD there (compare-and-swap);
- * the new commit in head. */
+/* Commits tree (the index's, written when tree is "") on head and moves
+ * HEAD there (compare-and-swap); the new commit in head. */
 static int commit_index(const struct zerg_git *g, const char *top,
-                        char head[ZERG_GIT_OID_MAX], const char *message,
+                        char head[ZERG_GIT_OID_MAX],
+                        char tree[ZERG_GIT_OID_MAX], const char *message,
                         struct zerg_err *err)
 {
-    char tree[ZERG_GIT_OID_MAX], next[ZERG_GIT_OID_MAX];
+    char next[ZERG_GIT_OID_MAX];
     const char *wt[] = {"write-tree", NULL};
     const char *ct[] = {"commit-tree", tree, "-p", head, "-F", "-", NULL};
     const char *ur[] = {"update-ref", "HEAD", next, head, NULL};
     struct zerg_git_call call = {.dir = top, .retries = WS_RETRIES};
-    int rc = git_line(g, top, wt, tree, sizeof tree, err);
+    int rc = tree[0] ? 0 : git_line(g, top, wt, tree, ZERG_GIT_OID_MAX, err);
     if (rc)
         return rc;
     call.input = message, call.input_len = strlen(message);
@@ -383,6 +398,20 @@ static int commit_index(const struct zerg_git *g, const char *top,
         return rc;
     memcpy(head, next, sizeof next);
     return 0;
+}
+
+/* After the staging: 1 when the index's tree (written into tree) is not
+ * HEAD's, 0 when it is; head gets HEAD. */
+static int staged_changes(const struct zerg_git *g, const char *top,
+                          char head[ZERG_GIT_OID_MAX],
+                          char tree[ZERG_GIT_OID_MAX], struct zerg_err *err)
+{
+    char head_tree[ZERG_GIT_OID_MAX];
+    const char *wt[] = {"write-tree", NULL};
+    int rc = head_and_tree(g, top, head, head_tree, err);
+    if (!rc)
+        rc = git_line(g, top, wt, tree, ZERG_GIT_OID_MAX, err);
+    return rc ? rc : strcmp(tree, head_tree) != 0;
 }
 
 /* A full object id as the orchestrator names bases: 40 or 64 hex digits
@@ -412,15 +441,16 @@ int zerg_ws_attempt_commit(const struct zerg_git *g, const char *worktree,
         rc = untouched;
     if (!rc && !untouched)
         rc = ws_outputs_stage(g, top, outs, err);
-    if (!rc)
+    char tree[ZERG_GIT_OID_MAX] = "";
+    if (!rc && untouched)
         rc = zerg_git_resolve(g, top, "HEAD", head, err);
-    if (!rc && !untouched)
-        rc = staged_changes(g, top, err);
+    else if (!rc)
+        rc = staged_changes(g, top, head, tree, err);
     /* Commits the agent made are kept; a zerg commit on top carries the
      * trailers even when they left nothing uncommitted (resume reads the
      * worker branch's head).  HEAD is then the commit made. */
     if (rc == 1 || (rc == 0 && strcmp(head, base_oid)))
-        rc = commit_index(g, top, head, message, err);
+        rc = commit_index(g, top, head, tree, message, err);
     if (rc)
         return rc < 0 ? rc : ZERG_EGIT_FAILED;
     if (strcmp(head, base_oid))

@@ -427,9 +427,11 @@ int orch_merge_result(struct zerg_orch *o, size_t t,
                       int64_t now);
 /* The merge itself of r's commit (checked already): 1 = merged, 0 = *v
  * found (a conflict: REQUEUE or FAIL_NOW; a held branch: REQUEUE with
- * stop_run; a broken repository: FAIL_NOW with stop_run). */
+ * stop_run; a broken repository: FAIL_NOW with stop_run).  t0: when the
+ * orchestrator took the commit up (monotonic), for merge_complete's ms. */
 int orch_merge_commit(struct zerg_orch *o, size_t t,
-                      const struct zerg_result *r, struct verdict *v);
+                      const struct zerg_result *r, struct verdict *v,
+                      int64_t t0);
 
 /* ---- orch_review.c: review before merge (rush.review) ----------------- */
 

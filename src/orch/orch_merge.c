@@ -141,13 +141,15 @@ static char *changed_paths(struct zerg_orch *o, const struct zerg_result *r)
 /* ---- merging ---------------------------------------------------------- */
 
 static void merged_log(struct zerg_orch *o, const struct zerg_result *r,
-                       const struct zerg_merge_out *m)
+                       const struct zerg_merge_out *m, int64_t t0)
 {
+    int64_t spent = zerg_clock_mono(o->o.clock) - t0;
     zerg_json *data = zerg_json_obj();
     zerg_json_set_str(data, "commit", m->tip);
     zerg_json_set_str(data, "from", r->commit);
     zerg_json_set_num(data, "attempt", r->attempt);
     zerg_json_set_str(data, "branch", ws(o)->branch);
+    zerg_json_set_num(data, "ms", (double)(spent / 1000) / 1000.0);
     if (m->status == ZERG_MERGE_ALREADY)
         zerg_json_set_bool(data, "already", 1);
     zerg_log_event(o->o.log, r->worker_id, ZERG_LOG_INFO, "merge_complete",
@@ -270,6 +272,7 @@ int orch_merge_result(struct zerg_orch *o, size_t t,
     (void)now;
     if (!ws(o) || !r->commit[0])
         return 1; /* isolation none, or a task that changed nothing */
+    int64_t t0 = zerg_clock_mono(o->o.clock);
     if (!took_commit(o, r, v))
         return 0;
     char *paths = changed_paths(o, r);
@@ -280,11 +283,12 @@ int orch_merge_result(struct zerg_orch *o, size_t t,
         return 0;
     if (orch_review_applies(o))
         return orch_review_hold(o, r, v);
-    return orch_merge_commit(o, t, r, v);
+    return orch_merge_commit(o, t, r, v, t0);
 }
 
 int orch_merge_commit(struct zerg_orch *o, size_t t,
-                      const struct zerg_result *r, struct verdict *v)
+                      const struct zerg_result *r, struct verdict *v,
+                      int64_t t0)
 {
     const struct zerg_task *tk = &o->g->tasks[t];
     struct zerg_merge_req req = {.task_id = r->task,
@@ -308,7 +312,7 @@ int orch_merge_commit(struct zerg_orch *o, size_t t,
     free(m.conflicts);
     snprintf(o->ws_tip, sizeof o->ws_tip, "%s", m.tip);
     snprintf(orch_ts(o, t)->commit, sizeof orch_ts(o, t)->commit, "%s", m.tip);
-    merged_log(o, r, &m);
+    merged_log(o, r, &m, t0);
     return 1;
 }
 

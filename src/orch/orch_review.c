@@ -124,7 +124,7 @@ static int approve(struct zerg_orch *o, size_t t, int64_t now)
     zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_INFO, "task_approved",
                    r.task, data, "Task %s approved: merging %.12s", r.task,
                    r.commit);
-    if (orch_merge_commit(o, t, &r, &v) == 1) {
+    if (orch_merge_commit(o, t, &r, &v, zerg_clock_mono(o->o.clock)) == 1) {
         orch_attempt_completed(o, t, &r, ZERG_TASK_EV_APPROVE);
         return 0;
     }

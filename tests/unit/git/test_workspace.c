@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,6 +342,94 @@ static void test_compare_and_swap(void **state)
     w->ops->free(w);
 }
 
+/* A merge starts from where the last one left the branch.  Moved behind
+ * zerg's back between merges (here reset to the base, T1 dropped), the
+ * next merge is computed on the branch as it is: T2 edits the line T1
+ * edited and merges cleanly, where against the remembered tip it would
+ * have conflicted. */
+static void test_merge_after_the_branch_moved(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    struct zerg_merge_out out;
+    char a[ZERG_GIT_OID_MAX], b[ZERG_GIT_OID_MAX], tip[ZERG_GIT_OID_MAX];
+    char wt[PATH_MAX], cwd[PATH_MAX], patch[PATH_MAX];
+    attempt(w, 1, "T1", 1, "a.txt", "one\nTWO-A\nthree\n", a);
+    assert_int_equal(
+        w->ops->worktree(w, 0, wt, sizeof wt, cwd, sizeof cwd, &err), 0);
+    assert_int_equal(zerg_ws_attempt_prepare(&G, wt, w->base, logs, "T2", 1,
+                                             patch, sizeof patch, &err),
+                     0);
+    tu_write(wt, "a.txt", "one\nTWO-B\nthree\n");
+    char *msg = zerg_ws_commit_message(0, "a title", "T2", 1, "run1");
+    assert_int_equal(
+        zerg_ws_attempt_commit(&G, wt, w->base, msg, NULL, b, &err), 0);
+    free(msg);
+    assert_int_equal(merge(w, 1, "T1", 1, a, &out), ZERG_MERGE_DONE);
+    PLAIN(repo, "update-ref", "refs/heads/zerg/F/integration", w->base);
+    assert_int_equal(merge(w, 0, "T2", 1, b, &out), ZERG_MERGE_DONE);
+    tip_of(w, tip);
+    assert_string_equal(out.tip, tip);
+    char spec[128];
+    snprintf(spec, sizeof spec, "%s:a.txt", tip);
+    char *text = ZGIT(NULL, "show", spec);
+    assert_string_equal(text, "one\nTWO-B\nthree\n");
+    free(text);
+    snprintf(spec, sizeof spec, "%s^", tip);
+    char *parent = ZGIT(NULL, "rev-parse", spec);
+    chomp(parent);
+    assert_string_equal(parent, w->base);
+    free(parent);
+    w->ops->free(w);
+}
+
+/* The checked-out check reads the HEAD files: the integration branch
+ * checked out in a linked worktree of the user's stops the merge, names
+ * that worktree and moves nothing; a HEAD git keeps as a link is asked
+ * of git, with the same answer. */
+static void test_checked_out_in_a_linked_worktree(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    struct zerg_merge_out out;
+    char a[ZERG_GIT_OID_MAX], tip[ZERG_GIT_OID_MAX], now[ZERG_GIT_OID_MAX];
+    char where[PATH_MAX], other[PATH_MAX];
+    attempt(w, 1, "T1", 1, "t1.txt", "1\n", a);
+    tip_of(w, tip);
+    snprintf(other, sizeof other, "%s/elsewhere", tmp);
+    PLAIN(repo, "worktree", "add", "-q", other, "zerg/F/integration");
+    assert_int_equal(ws_checked_out_now(&G, "refs/heads/zerg/F/integration",
+                                        where, sizeof where, &err),
+                     1);
+    assert_string_equal(where, other);
+    assert_int_equal(
+        ws_checked_out_now(&G, "refs/heads/main", where, sizeof where, &err),
+        1);
+    assert_string_equal(where, repo);
+    assert_int_equal(ws_checked_out_now(&G, "refs/heads/zerg/F/none", where,
+                                        sizeof where, &err),
+                     0);
+    struct zerg_merge_req req = {"T1", 1, 1, "a title", "run1", a};
+    assert_int_equal(w->ops->merge(w, &req, &out, &err), ZERG_EGIT_CHECKED_OUT);
+    assert_true(tu_contains(err.msg, other));
+    tip_of(w, now);
+    assert_string_equal(now, tip);
+    /* HEAD as a link (what git once wrote): not read, git answers. */
+    char admin[PATH_MAX + 32], head[PATH_MAX + 40], real[PATH_MAX + 48];
+    snprintf(admin, sizeof admin, "%s/.git/worktrees/elsewhere", repo);
+    snprintf(head, sizeof head, "%s/HEAD", admin);
+    snprintf(real, sizeof real, "%s/HEAD.real", admin);
+    assert_int_equal(rename(head, real), 0);
+    assert_int_equal(symlink("HEAD.real", head), 0);
+    assert_int_equal(ws_checked_out_now(&G, "refs/heads/zerg/F/integration",
+                                        where, sizeof where, &err),
+                     1);
+    assert_string_equal(where, other);
+    unlink(head);
+    assert_int_equal(rename(real, head), 0);
+    PLAIN(repo, "worktree", "remove", "--force", other);
+    assert_int_equal(merge(w, 1, "T1", 1, a, &out), ZERG_MERGE_DONE);
+    w->ops->free(w);
+}
+
 static void test_prepare_saves_leftovers(void **state)
 {
     struct zerg_workspace *w = open_ws("run1");
@@ -537,6 +626,58 @@ static void test_planted_commands(void **state)
         posix_spawnp(&pid, "git", NULL, NULL, (char *const *)argv, environ), 0);
     waitpid(pid, &st, 0);
     assert_true(tu_count_entries(marks) > 0);
+}
+
+/* The merge's running git processes (ws_pipes.c) were started before a
+ * worker planted the config: the next merge finds the scan changed and
+ * starts them again under the new overrides, so the planted
+ * reference-transaction hook (core.hooksPath) never runs; what the
+ * commit changed is still read right.  Without the restart the old
+ * process would still run under the old overrides (no hooksPath
+ * override: the planted one counts). */
+static void test_pipes_restart_on_planted_config(void **state)
+{
+    int64_t (*clock_was)(void) = git_scan_hooks.now_ns;
+    git_scan_hooks.now_ns = far_future;
+    struct zerg_workspace *w = open_ws("run1");
+    struct zerg_merge_out out;
+    char a[ZERG_GIT_OID_MAX], b[ZERG_GIT_OID_MAX];
+    attempt(w, 1, "T1", 1, "t1.txt", "1\n", a);
+    char *paths = NULL;
+    assert_int_equal(w->ops->changed(w, a, w->base, &paths, &err), 0);
+    assert_string_equal(paths, "t1.txt\n");
+    free(paths);
+    assert_int_equal(merge(w, 1, "T1", 1, a, &out), ZERG_MERGE_DONE);
+    struct ws_host *h = (struct ws_host *)w;
+    assert_true(h->diff.pid > 0 && h->refs.pid > 0); /* running */
+    pid_t diff_was = h->diff.pid, refs_was = h->refs.pid;
+    plant();
+    attempt(w, 0, "T2", 1, "t2.txt", "2\n", b);
+    char tip[ZERG_GIT_OID_MAX];
+    tip_of(w, tip);
+    assert_int_equal(w->ops->changed(w, b, tip, &paths, &err), 0);
+    assert_string_equal(paths, "t2.txt\n");
+    free(paths);
+    assert_int_equal(merge(w, 0, "T2", 1, b, &out), ZERG_MERGE_DONE);
+    assert_true(h->diff.pid != diff_was && h->refs.pid != refs_was);
+    assert_no_marks("merge over the running processes");
+    /* Killed (a chaos run kills zerg's git processes): the question is
+     * asked the plain way, and the next one starts them again. */
+    char c[ZERG_GIT_OID_MAX];
+    attempt(w, 1, "T3", 1, "t3.txt", "3\n", c);
+    kill(h->diff.pid, SIGKILL);
+    kill(h->refs.pid, SIGKILL);
+    tip_of(w, tip);
+    assert_int_equal(w->ops->changed(w, c, tip, &paths, &err), 0);
+    assert_string_equal(paths, "t3.txt\n");
+    free(paths);
+    assert_int_equal(merge(w, 1, "T3", 1, c, &out), ZERG_MERGE_DONE);
+    char *files = ZGIT(NULL, "ls-tree", "-r", "--name-only", out.tip);
+    assert_true(tu_contains(files, "t1.txt") && tu_contains(files, "t2.txt") &&
+                tu_contains(files, "t3.txt"));
+    free(files);
+    w->ops->free(w);
+    git_scan_hooks.now_ns = clock_was;
 }
 
 /* ---- bad inputs --------------------------------------------------------- */
@@ -950,6 +1091,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rename_old_integration, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cleanup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pipes_restart_on_planted_config,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_merge_after_the_branch_moved,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checked_out_in_a_linked_worktree,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_describe_and_monorepo, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_excludes_migrated, setup,
