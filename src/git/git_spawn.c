@@ -335,7 +335,7 @@ int git_spawn_piped(const char *const *argv, const char *const *envp,
         close_fd(&in[0]), close_fd(&in[1]), close_fd(&out[0]);
         return e;
     }
-    int rc = -posix_spawn_file_actions_init(&fa);
+    int rc = -posix_spawn_file_actions_init(&fa), made = rc == 0;
     if (!rc)
         rc = -posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     if (!rc)
@@ -348,7 +348,8 @@ int git_spawn_piped(const char *const *argv, const char *const *envp,
                           (char *const *)envp);
         posix_spawnattr_destroy(&at);
     }
-    posix_spawn_file_actions_destroy(&fa);
+    if (made)
+        posix_spawn_file_actions_destroy(&fa);
     close_fd(&in[0]), close_fd(&out[1]);
     if (rc) {
         close_fd(&in[1]), close_fd(&out[0]);
