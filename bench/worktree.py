@@ -123,24 +123,33 @@ def git_shim(env):
     return shim_dir
 
 
+def one_file_repo(proj):
+    """The project as a repository of one committed file."""
+    with open(os.path.join(proj, "README"), "w") as f:
+        f.write("bench\n")
+    for args in (["init", "-q", "-b", "main"],
+                 ["config", "user.name", "bench"],
+                 ["config", "user.email", "bench@example.com"],
+                 ["add", "-A"], ["commit", "-qm", "base"]):
+        git(proj, *args)
+
+
+def shim_env(shim_dir, log):
+    """The environment that puts the logging `git` first (None: none)."""
+    if not shim_dir:
+        return None
+    return {"PATH": shim_dir + os.pathsep + os.environ.get("PATH", ""),
+            "ZERG_BENCH_GIT_LOG": log}
+
+
 def noop_run(env, n, isolation, tag, shim_dir=None):
     """One rush of n no-op tasks; (wall seconds, calls, scans)."""
     proj = bl.new_project(env, "noop-%s-%s" % (isolation, tag),
                           bl.level_tasks(n, 1, "true"),
                           NOOP_CONFIG % isolation)
-    with open(os.path.join(proj, "README"), "w") as f:
-        f.write("noop\n")
-    git(proj, "init", "-q", "-b", "main")
-    git(proj, "config", "user.name", "bench")
-    git(proj, "config", "user.email", "bench@example.com")
-    git(proj, "add", "-A")
-    git(proj, "commit", "-qm", "base")
-    extra, log = None, os.path.join(env.root, "git-%s-%s.log" % (isolation,
-                                                                tag))
-    if shim_dir:
-        extra = {"PATH": shim_dir + os.pathsep + os.environ.get("PATH", ""),
-                 "ZERG_BENCH_GIT_LOG": log}
-    rush = bl.Rush(env, proj, WORKERS, extra_env=extra)
+    one_file_repo(proj)
+    log = os.path.join(env.root, "git-%s-%s.log" % (isolation, tag))
+    rush = bl.Rush(env, proj, WORKERS, extra_env=shim_env(shim_dir, log))
     rc = rush.wait(timeout=120 + n)
     if rc != 0:
         raise bl.BenchError("%s rush of %d no-op tasks exited %d; see %s"
@@ -192,19 +201,9 @@ def merge_run(env, n, workers, tag, shim_dir=None):
     """One rush of n one-file tasks; (rush, git log path or None)."""
     proj = bl.new_project(env, "merge-%d-%s" % (workers, tag),
                           merge_tasks(n), NOOP_CONFIG % "worktree")
-    with open(os.path.join(proj, "README"), "w") as f:
-        f.write("merges\n")
-    for args in (["init", "-q", "-b", "main"],
-                 ["config", "user.name", "bench"],
-                 ["config", "user.email", "bench@example.com"],
-                 ["add", "-A"], ["commit", "-qm", "base"]):
-        git(proj, *args)
-    log, extra = None, None
-    if shim_dir:
-        log = os.path.join(env.root, "git-merge-%s.log" % tag)
-        extra = {"PATH": shim_dir + os.pathsep + os.environ.get("PATH", ""),
-                 "ZERG_BENCH_GIT_LOG": log}
-    rush = bl.Rush(env, proj, workers, extra_env=extra)
+    one_file_repo(proj)
+    log = os.path.join(env.root, "git-merge-%s.log" % tag)
+    rush = bl.Rush(env, proj, workers, extra_env=shim_env(shim_dir, log))
     rc = rush.wait(timeout=120 + n)
     if rc != 0:
         raise bl.BenchError("rush of %d one-file tasks exited %d; see %s"
@@ -213,7 +212,7 @@ def merge_run(env, n, workers, tag, shim_dir=None):
     merged = [e for e in rush.all_events if e.get("event") == "merge_complete"]
     if len(merged) != n:
         raise bl.BenchError("%d merges for %d tasks" % (len(merged), n))
-    return rush, merged, log
+    return rush, merged, log if shim_dir else None
 
 
 def run_merges(env, n, runs):
