@@ -269,6 +269,14 @@ MUTATIONS = {
         "the merge's running git processes kept under the overrides of a "
         "config a worker has since changed",
     ),
+    "run-end-heal": (
+        "src/git/ws_host.c",
+        "        return;\n    heal_slots(h);",
+        "        return;",
+        "unit.test_workspace",
+        "a ref lock a killed git left in a slot's last attempt kept in the "
+        "common git directory after the run, where the user's git stops",
+    ),
     "fork-guard": (
         "src/base/offload.c",
         "    pthread_atfork(fork_prepare, fork_after, fork_after);",

@@ -174,11 +174,36 @@ static int op_gate_tree(struct zerg_workspace *w, char *buf, size_t n,
     return 0;
 }
 
+/* The end of the run (every worker is gone): a lock a killed git left in
+ * a slot (its index, its HEAD, its branch's ref in the common directory)
+ * goes now, not at the slot's next use, which may never come: the
+ * branch's lock would stop the user's own git.  Never while a git still
+ * runs in the worktree (ws_heal_lock).  Container slots hold repositories
+ * of their own. */
+static void heal_slots(struct ws_host *h)
+{
+    for (int s = 0; !h->own && s < h->nslots; s++) {
+        char name[32], path[PATH_MAX], branch[PATH_MAX], gitdir[PATH_MAX];
+        struct ws_heal lk = {0};
+        struct zerg_err ignored = {0};
+        struct stat st;
+        snprintf(name, sizeof name, "worker-%d", s);
+        if (ws_tree_path(&h->g, h->feature, name, path, sizeof path) ||
+            lstat(path, &st) || !S_ISDIR(st.st_mode) ||
+            zerg_ws_worker_branch(branch, sizeof branch, h->feature, s) ||
+            ws_git_dir(&h->g, path, gitdir, sizeof gitdir, &ignored))
+            continue;
+        if (ws_heal_lock(gitdir, h->g.common_dir, branch, path, &lk) == 1)
+            log_repaired(h, s, path, &lk);
+    }
+}
+
 static void op_free(struct zerg_workspace *w)
 {
     struct ws_host *h = host(w);
     if (!h)
         return;
+    heal_slots(h);
     for (size_t i = 0; i < h->ndone; i++)
         free(h->done[i]);
     free(h->done);

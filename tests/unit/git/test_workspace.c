@@ -382,6 +382,61 @@ static void test_merge_after_the_branch_moved(void **state)
     w->ops->free(w);
 }
 
+/* A git killed in a slot's last attempt left its branch's ref lock in
+ * the common directory, where the user's own git would stop on it: the
+ * end of the run (the workspace freed, every worker gone) removes it and
+ * the slot's index lock, and keeps a lock while a git runs there. */
+static void test_run_end_heals_slot_locks(void **state)
+{
+    struct zerg_workspace *w = open_ws("run1");
+    char a[ZERG_GIT_OID_MAX], wt[PATH_MAX];
+    attempt(w, 1, "T1", 1, "t1.txt", "1\n", a);
+    assert_int_equal(w->ops->worktree(w, 1, wt, sizeof wt, NULL, 0, &err), 0);
+    char ref_lock[PATH_MAX + 64], index_lock[PATH_MAX + 64], gitdir[PATH_MAX];
+    snprintf(ref_lock, sizeof ref_lock, "%s/refs/heads/zerg/F/worker-1.lock",
+             G.common_dir);
+    assert_int_equal(ws_git_dir(&G, wt, gitdir, sizeof gitdir, &err), 0);
+    snprintf(index_lock, sizeof index_lock, "%s/index.lock", gitdir);
+    tu_write(G.common_dir, "refs/heads/zerg/F/worker-1.lock", "0000\n");
+    tu_write(gitdir, "index.lock", "");
+    w->ops->free(w);
+    assert_false(exists(ref_lock));
+    assert_false(exists(index_lock));
+    /* A git working in the slot: its lock is its own. */
+    w = open_ws("run1");
+    tu_write(G.common_dir, "refs/heads/zerg/F/worker-1.lock", "0000\n");
+    int in[2];
+    assert_int_equal(pipe(in), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) { /* cat-file waits on the pipe until it is closed */
+        dup2(in[0], 0);
+        close(in[1]);
+        if (chdir(wt) == 0)
+            execlp("git", "git", "--no-pager", "cat-file", "--batch", NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    for (int i = 0; i < 500; i++) { /* until it runs as git in wt */
+        char link[64], cwd[PATH_MAX] = "";
+        snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+        ssize_t n = readlink(link, cwd, sizeof cwd - 1);
+        char *comm = NULL;
+        snprintf(link, sizeof link, "/proc/%d/comm", (int)pid);
+        comm = tu_read(link);
+        int ready = n > 0 && comm && !strncmp(comm, "git", 3);
+        free(comm);
+        if (ready)
+            break;
+        usleep(10000);
+    }
+    w->ops->free(w);
+    assert_true(exists(ref_lock));
+    close(in[1]);
+    waitpid(pid, NULL, 0);
+    unlink(ref_lock);
+}
+
 /* The checked-out check reads the HEAD files: the integration branch
  * checked out in a linked worktree of the user's stops the merge, names
  * that worktree and moves nothing; a HEAD git keeps as a link is asked
@@ -1093,6 +1148,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cleanup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pipes_restart_on_planted_config,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_end_heals_slot_locks, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_merge_after_the_branch_moved,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_checked_out_in_a_linked_worktree,
