@@ -285,6 +285,14 @@ MUTATIONS = {
         "a checkpoint forked while the journal thread is inside free(3): "
         "the child's allocator locked for good, the rush hung at its end",
     ),
+    "started-by-result": (
+        "src/orch/orch_intake.c",
+        "        orch_task_started(o, t, sl->id, sl->hb_task_pgid);\n    /* A worker",
+        "        (void)0;\n    /* A worker",
+        "unit.test_orch_attempt",
+        "an attempt that ended before its worker's first heartbeat has no "
+        "task_started: its joblog row names no worker, its report bar none",
+    ),
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -434,6 +434,12 @@ static int apply_result(struct zerg_orch *o, const struct zerg_result *rp,
     }
     struct slot *sl =
         orch_slot_runs(o, r.worker_id, t) ? &o->slots[r.worker_id] : NULL;
+    /* A task that ended before any heartbeat named it still ran: its
+     * result is the worker's word that it started (not when it failed in
+     * setup, before anything ran). */
+    if (sl && orch_ts(o, t)->status == ZERG_TASK_CLAIMED &&
+        strcmp(r.stage, "setup") != 0)
+        orch_task_started(o, t, sl->id, sl->hb_task_pgid);
     /* A worker writes the result once the task's group is killed and
      * reaped: its id may be reused, and the idle beat that says so may
      * come later (worker_run.c). */

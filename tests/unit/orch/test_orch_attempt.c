@@ -20,21 +20,23 @@
 #include "zerg/orchestrator.h"
 
 /* Slot 0's running task fails with class fc (or passes with a missing
- * output when fc < 0); returns the task's index. */
-static size_t end_with(struct fx *x, int fc)
+ * output when fc < 0); returns the task's index.  Its heartbeat comes
+ * first unless stage is given: then the result alone, from that stage. */
+static size_t end_in(struct fx *x, int fc, const char *stage)
 {
     struct slot *sl = &x->o->slots[0];
     assert_true(sl->task >= 0);
     size_t t = (size_t)sl->task;
     const char *id = x->g->tasks[t].id;
     int attempt = x->s.tasks[t].attempt;
-    heartbeat(x, 0, id, attempt, "command", 10);
+    if (!stage)
+        heartbeat(x, 0, id, attempt, "command", 10);
     struct zerg_result r = {0};
     r.epoch = sl->proc.epoch;
     r.worker_id = 0;
     snprintf(r.task, sizeof r.task, "%s", id);
     r.attempt = attempt;
-    snprintf(r.stage, sizeof r.stage, "command");
+    snprintf(r.stage, sizeof r.stage, "%s", stage ? stage : "command");
     if (fc < 0) {
         r.outcome = ZERG_OUTCOME_COMPLETE;
         zerg_path_list_add(&r.missing, "out/never-made.txt");
@@ -50,6 +52,11 @@ static size_t end_with(struct fx *x, int fc)
     snprintf(name, sizeof name, "result-%s-%d.json", id, attempt);
     zerg_orch_file_changed(x->o, name, x->now);
     return t;
+}
+
+static size_t end_with(struct fx *x, int fc)
+{
+    return end_in(x, fc, NULL);
 }
 
 /* environment: requeued uncharged, the run stops and says why; the slot
@@ -129,12 +136,46 @@ static void test_missing_output_is_charged(void **state)
     fx_free(x);
 }
 
+/* A task that fails faster than its worker's first heartbeat: the result
+ * says it ran, so its attempt still has its task_started (joblog, report
+ * and the worker of the attempt come from it), before its task_failed.
+ * A failure in setup ran nothing: no task_started. */
+static void test_result_before_any_heartbeat_says_started(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(graph3, 1, 0);
+    x->cfg.retry_attempts = 2;
+    start_ready(x);
+    size_t t = end_in(x, ZERG_FAILURE_TASK, "command");
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_WAITING_RETRY);
+    assert_int_equal(fx_count_events(x, "task_started"), 1);
+    char *ev = fx_events(x);
+    char *started = strstr(ev, "\"task_started\"");
+    char *failed = strstr(ev, "\"task_failed\"");
+    assert_non_null(started);
+    assert_non_null(failed);
+    assert_true(started < failed);
+    free(ev);
+    assert_true(x->s.tasks[t].started_at_wall_ns > 0);
+    fx_free(x);
+
+    x = fx_new(graph3, 1, 0);
+    x->cfg.retry_attempts = 2;
+    start_ready(x);
+    t = end_in(x, ZERG_FAILURE_TASK, "setup");
+    assert_int_equal(x->s.tasks[t].status, ZERG_TASK_WAITING_RETRY);
+    assert_int_equal(fx_count_events(x, "task_started"), 0);
+    assert_int_equal(fx_count_events(x, "task_failed"), 1);
+    fx_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_environment_stops_the_run),
         cmocka_unit_test(test_rate_limit_pauses_the_pool),
         cmocka_unit_test(test_missing_output_is_charged),
+        cmocka_unit_test(test_result_before_any_heartbeat_says_started),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
