@@ -164,6 +164,18 @@ class Rush:
     def running(self):
         return self.p is not None and self.p.poll() is None
 
+    def holds_lock(self):
+        """True once this incarnation holds the feature's lock: the rush
+        writes its pid there right after taking it and empties the file
+        when it lets go; a SIGKILLed incarnation leaves its own pid, never
+        this one's.  Before that, `zerg stop` rightly finds no rush."""
+        try:
+            with open("%s/.zerg/state/%s.lock" % (self.proj, self.feature)) as f:
+                text = f.read().strip()
+        except OSError:
+            return False
+        return self.running() and text == str(self.p.pid)
+
     def kill9(self):
         """The injected orchestrator death: SIGKILL, reaped at once."""
         self.harness_killed = True

@@ -68,7 +68,7 @@ def unfinished_share(proj, feature):
 def stop_force_f(a, proj, rushes, problems):
     """`zerg stop --force --feature f` while g has work left; True if done."""
     f, g = rushes["f"], rushes["g"]
-    if not (f.running() and g.running()) or unfinished_share(proj, "g") < 0.25:
+    if not (f.holds_lock() and g.running()) or unfinished_share(proj, "g") < 0.25:
         return False
     g_workers = [p for p in cl.worker_pids(proj, "g").values()
                  if cl.alive(p) and cl.worker_feature(p) == "g"]
