@@ -88,9 +88,17 @@ def pace_file(root):
     return os.path.join(root, "pace")
 
 
+def set_pace(root, value):
+    """Replaces the pace file whole: tasks read it at any moment, and a
+    rewrite in place lets one read it empty."""
+    tmp = pace_file(root) + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("%d\n" % value)
+    os.replace(tmp, pace_file(root))
+
+
 def make_project(root, a, rng):
-    with open(pace_file(root), "w") as f:
-        f.write("1\n")
+    set_pace(root, 1)
     proj = os.path.join(root, "chaos")
     os.makedirs(proj + "/.zerg")
     os.makedirs(proj + "/.gsd")
@@ -353,8 +361,7 @@ def drive(a, rng, root, rush, inj, stops, proj):
         kind = pick(inj)
         if inject(kind, rush, rng, proj, stops):
             inj.performed(kind)
-    with open(pace_file(root), "w") as f:
-        f.write("0\n")
+    set_pace(root, 0)
     if not done:
         rush.finish(120)
 
