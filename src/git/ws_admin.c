@@ -71,10 +71,8 @@ static void heal(struct cleanup *c, const char *path, const char *name)
         return;
     if (ws_heal_dotgit(&c->g, path, branch, c->o->logs_dir, &h, &ignored) == 1)
         say(c, "Repaired worktree %s: %s", path, h.why);
-    char gitdir[PATH_MAX];
     struct ws_heal lk = {0};
-    if (!ws_git_dir(&c->g, path, gitdir, sizeof gitdir, &ignored) &&
-        ws_heal_lock(gitdir, c->g.common_dir, branch, path, &lk) == 1)
+    if (ws_heal_tree_lock(&c->g, path, branch, &lk) == 1)
         say(c, "Repaired worktree %s: %s", path, lk.why);
 }
 

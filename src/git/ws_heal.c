@@ -239,3 +239,13 @@ int ws_heal_lock(const char *gitdir, const char *common, const char *branch,
     }
     return removed > 0;
 }
+
+int ws_heal_tree_lock(const struct zerg_git *g, const char *worktree,
+                      const char *branch, struct ws_heal *out)
+{
+    char gitdir[PATH_MAX];
+    struct zerg_err ignored = {0};
+    if (ws_git_dir(g, worktree, gitdir, sizeof gitdir, &ignored) != 0)
+        return 0;
+    return ws_heal_lock(gitdir, g->common_dir, branch, worktree, out);
+}

@@ -183,17 +183,15 @@ static int op_gate_tree(struct zerg_workspace *w, char *buf, size_t n,
 static void heal_slots(struct ws_host *h)
 {
     for (int s = 0; !h->own && s < h->nslots; s++) {
-        char name[32], path[PATH_MAX], branch[PATH_MAX], gitdir[PATH_MAX];
+        char name[32], path[PATH_MAX], branch[PATH_MAX];
         struct ws_heal lk = {0};
-        struct zerg_err ignored = {0};
         struct stat st;
         snprintf(name, sizeof name, "worker-%d", s);
         if (ws_tree_path(&h->g, h->feature, name, path, sizeof path) ||
             lstat(path, &st) || !S_ISDIR(st.st_mode) ||
-            zerg_ws_worker_branch(branch, sizeof branch, h->feature, s) ||
-            ws_git_dir(&h->g, path, gitdir, sizeof gitdir, &ignored))
+            zerg_ws_worker_branch(branch, sizeof branch, h->feature, s))
             continue;
-        if (ws_heal_lock(gitdir, h->g.common_dir, branch, path, &lk) == 1)
+        if (ws_heal_tree_lock(&h->g, path, branch, &lk) == 1)
             log_repaired(h, s, path, &lk);
     }
 }

@@ -235,6 +235,10 @@ int ws_move_aside(const char *what, const char *logs_dir, const char *base,
  * (out->why says which), 0 when none or held, -errno. */
 int ws_heal_lock(const char *gitdir, const char *common, const char *branch,
                  const char *worktree, struct ws_heal *out);
+/* ws_heal_lock of the worktree's own git directory and the common one;
+ * 0 when its git directory cannot be told. */
+int ws_heal_tree_lock(const struct zerg_git *g, const char *worktree,
+                      const char *branch, struct ws_heal *out);
 
 /* ws_own.c: 1 when top/.git is a repository zerg made for a container
  * slot and still sound (a real directory, no commondir, its alternates
