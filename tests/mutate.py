@@ -293,6 +293,30 @@ MUTATIONS = {
         "an attempt that ended before its worker's first heartbeat has no "
         "task_started: its joblog row names no worker, its report bar none",
     ),
+    "index-stamp-blind": (
+        "src/git/ws_outputs.c",
+        "    return a && b && a->set && b->set && a->dev == b->dev &&",
+        "    return a && b && a->set && b->set;\n    return a->dev == b->dev &&",
+        "unit.test_ws_outputs",
+        "an index the task rewrote passes for the prepare's: a run file it "
+        "staged itself enters the commit",
+    ),
+    "ignored-listed-before-forcing": (
+        "src/git/ws_outputs.c",
+        "    if (!rc && force && l) {",
+        "    if (0) {",
+        "unit.test_ws_outputs",
+        "the ignored paths are reported as listed before a declared one was "
+        "forced in: the forced file is named among those left out",
+    ),
+    "declared-never-ignored": (
+        "src/git/ws_outputs.c",
+        "            if (*p && (under(rel, p) || under(p, rel)))",
+        "            if (0)",
+        "unit.test_ws_outputs",
+        "a declared file .gitignore ignores is never forced into the commit: "
+        "the task's output is lost from its branch",
+    ),
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -236,6 +236,16 @@ int zerg_ws_attempt_prepare(const struct zerg_git *g, const char *worktree,
                             size_t patch_n, struct zerg_err *err);
 
 /* What zerg_ws_slot_prepare did besides the reset (all "" when nothing). */
+/* A file's identity and last change, as lstat saw them: git replaces
+ * its index whole (a lock file renamed over it), so an index whose stamp
+ * is still the one taken after the reset was not written since, and its
+ * entries are still the base's.  set 0: not taken. */
+struct zerg_ws_stamp {
+    unsigned long long dev, ino, size;
+    long long mtime_s, mtime_ns, ctime_s, ctime_ns;
+    int set;
+};
+
 struct zerg_ws_prepared {
     char patch[PATH_MAX]; /* the leftovers saved, "" when clean */
     char repaired[200];   /* what was wrong with the slot's .git */
@@ -245,6 +255,7 @@ struct zerg_ws_prepared {
     char skipped[1024];   /* "path (N bytes); ...", also in the patch */
     char first[PATH_MAX]; /* the first of them, and its size */
     long long first_size;
+    struct zerg_ws_stamp index; /* the index as the reset left it */
 };
 
 /* zerg_ws_attempt_prepare for the worktree of a slot on branch
@@ -298,7 +309,10 @@ int zerg_ws_own_bundle(const struct zerg_git *g, const char *worktree,
  * project_dir, the project's directory in the worktree) are committed
  * even when .gitignore ignores them, each listed in forced; undeclared
  * ignored paths are listed in ignored (relative to the worktree's top;
- * a directory as one path).  Either list may be NULL. */
+ * a directory as one path).  Either list may be NULL.  index: the
+ * stamp of the prepare (NULL or unset: unknown); an index still that
+ * file holds none of zerg's run files the task staged itself, and the
+ * unstaging (a `git reset` of them) is spared. */
 struct zerg_task;
 struct zerg_path_list;
 struct zerg_ws_outputs {
@@ -306,6 +320,7 @@ struct zerg_ws_outputs {
     const char *project_dir;
     struct zerg_path_list *forced;
     struct zerg_path_list *ignored;
+    const struct zerg_ws_stamp *index;
 };
 
 /* After an attempt passed: commits everything changed (git add -A, but

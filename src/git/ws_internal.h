@@ -160,6 +160,10 @@ void ws_args_free(struct ws_args *a);
  * below top, declared ignored paths with -f (outs may be NULL). */
 int ws_outputs_stage(const struct zerg_git *g, const char *top,
                      const struct zerg_ws_outputs *outs, struct zerg_err *err);
+/* The stamp of gitdir/index (unset when it cannot be read as a regular
+ * file), and whether two stamps name one unchanged file. */
+void ws_stamp_index(const char *gitdir, struct zerg_ws_stamp *s);
+int ws_stamp_same(const struct zerg_ws_stamp *a, const struct zerg_ws_stamp *b);
 /* 1 when the attempt left nothing ws_outputs_stage would stage or report
  * (one `git status`, where staging and its checks take four): no change,
  * no new untracked or ignored path, no declared path.  0 otherwise,

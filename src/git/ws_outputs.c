@@ -200,21 +200,53 @@ static int declared_ok(const char *p)
     return 1;
 }
 
+/* Declared path p relative to top in rel (2 * PATH_MAX bytes): 1, or 0
+ * when a commit may not name it. */
+static int declared_rel(const struct outputs *o, const char *p, char *rel)
+{
+    while (p && p[0] == '.' && p[1] == '/')
+        p += 2;
+    if (!declared_ok(p))
+        return 0;
+    snprintf(rel, 2 * PATH_MAX, "%s%s", o->prefix, p);
+    return 1;
+}
+
 static int push_declared(struct ws_args *a, const struct outputs *o,
                          const struct zerg_strlist *l)
 {
     char rel[2 * PATH_MAX];
     int rc = 0;
-    for (size_t i = 0; i < l->n && !rc; i++) {
-        const char *p = l->v[i];
-        while (p && p[0] == '.' && p[1] == '/')
-            p += 2;
-        if (!declared_ok(p))
-            continue;
-        snprintf(rel, sizeof rel, "%s%s", o->prefix, p);
-        rc = argv_spec(a, rel, 0);
-    }
+    for (size_t i = 0; i < l->n && !rc; i++)
+        if (declared_rel(o, l->v[i], rel))
+            rc = argv_spec(a, rel, 0);
     return rc;
+}
+
+/* ---- the index's stamp -------------------------------------------------- */
+
+void ws_stamp_index(const char *gitdir, struct zerg_ws_stamp *s)
+{
+    char path[PATH_MAX + 8];
+    struct stat st;
+    memset(s, 0, sizeof *s);
+    if (snprintf(path, sizeof path, "%s/index", gitdir) >= (int)sizeof path ||
+        lstat(path, &st) || !S_ISREG(st.st_mode))
+        return;
+    s->dev = (unsigned long long)st.st_dev;
+    s->ino = (unsigned long long)st.st_ino;
+    s->size = (unsigned long long)st.st_size;
+    s->mtime_s = st.st_mtim.tv_sec, s->mtime_ns = st.st_mtim.tv_nsec;
+    s->ctime_s = st.st_ctim.tv_sec, s->ctime_ns = st.st_ctim.tv_nsec;
+    s->set = 1;
+}
+
+int ws_stamp_same(const struct zerg_ws_stamp *a, const struct zerg_ws_stamp *b)
+{
+    return a && b && a->set && b->set && a->dev == b->dev && a->ino == b->ino &&
+           a->size == b->size && a->mtime_s == b->mtime_s &&
+           a->mtime_ns == b->mtime_ns && a->ctime_s == b->ctime_s &&
+           a->ctime_ns == b->ctime_ns;
 }
 
 /* ---- the steps ---------------------------------------------------------- */
@@ -333,24 +365,43 @@ static int newer(const struct outputs *o, const char *rel,
             st.st_mtim.tv_nsec >= since.tv_nsec);
 }
 
-/* Undeclared ignored paths this attempt left out of the commit (a
- * directory as one path). */
-static int list_ignored(const struct outputs *o, struct zerg_path_list *l,
-                        struct zerg_err *err)
+/* The untracked ignored paths of the worktree, NUL-separated (a
+ * directory wholly ignored as one path, "dir/"). */
+static int ls_ignored(const struct outputs *o, char **out, size_t *len,
+                      struct zerg_err *err)
 {
-    struct timespec since = attempt_start(o);
     const char *args[] = {"ls-files",           "-z",
                           "--others",           "--ignored",
                           "--directory",        "--no-empty-directory",
                           "--exclude-standard", NULL};
-    char *out = NULL;
-    size_t len = 0;
-    int rc = run(o, args, &out, &len, err);
-    for (const char *p = out; !rc && p && p < out + len; p += strlen(p) + 1)
+    return run(o, args, out, len, err);
+}
+
+/* Of that listing, the undeclared ignored paths this attempt left out of
+ * the commit. */
+static void list_ignored(const struct outputs *o, const char *out, size_t len,
+                         struct zerg_path_list *l)
+{
+    struct timespec since = attempt_start(o);
+    for (const char *p = out; p && p < out + len; p += strlen(p) + 1)
         if (*p && !is_run_file(o, p) && !is_mounted(o, p) && newer(o, p, since))
             zerg_path_list_add(l, p);
-    free(out);
-    return rc;
+}
+
+/* 1 when a declared path of l is one of the listed ignored paths, lies
+ * inside one or holds one: only then can add_declared force anything. */
+static int declared_in(const struct outputs *o, const struct zerg_strlist *l,
+                       const char *out, size_t len)
+{
+    char rel[2 * PATH_MAX];
+    for (size_t i = 0; i < l->n; i++) {
+        if (!declared_rel(o, l->v[i], rel))
+            continue;
+        for (const char *p = out; p && p < out + len; p += strlen(p) + 1)
+            if (*p && (under(rel, p) || under(p, rel)))
+                return 1;
+    }
+    return 0;
 }
 
 /* The project's prefix inside the worktree: project_dir below top. */
@@ -364,19 +415,59 @@ static void project_prefix(struct outputs *o, const char *project_dir)
         snprintf(o->prefix, sizeof o->prefix, "%s/", real + tl + 1);
 }
 
+/* 1 when the index is still the file the prepare left (outs->index):
+ * the task staged nothing, so none of zerg's run files is staged. */
+static int index_untouched(const struct outputs *o,
+                           const struct zerg_ws_outputs *outs)
+{
+    char gitdir[PATH_MAX];
+    struct zerg_ws_stamp now;
+    struct zerg_err ignored = {0};
+    if (!outs || !outs->index || !outs->index->set ||
+        ws_git_dir(o->g, o->top, gitdir, sizeof gitdir, &ignored))
+        return 0;
+    ws_stamp_index(gitdir, &now);
+    return ws_stamp_same(outs->index, &now);
+}
+
+/* The declared paths forced in and the ignored ones listed: one listing
+ * does for both when no declared path is among the ignored (the common
+ * case), else the forcing goes first and the listing is taken again. */
+static int stage_ignored(const struct outputs *o,
+                         const struct zerg_ws_outputs *outs,
+                         struct zerg_err *err)
+{
+    const struct zerg_task *t = outs ? outs->task : NULL;
+    struct zerg_path_list *l = outs ? outs->ignored : NULL;
+    char *out = NULL;
+    size_t len = 0;
+    int rc = l ? ls_ignored(o, &out, &len, err) : 0;
+    int force = t && (!l || declared_in(o, &t->files_create, out, len) ||
+                      declared_in(o, &t->files_modify, out, len));
+    if (!rc && force)
+        rc = add_declared(o, t, outs->forced, err);
+    if (!rc && force && l) {
+        free(out), out = NULL, len = 0;
+        rc = ls_ignored(o, &out, &len, err);
+    }
+    if (!rc && l)
+        list_ignored(o, out, len, l);
+    free(out);
+    return rc;
+}
+
 int ws_outputs_stage(const struct zerg_git *g, const char *top,
                      const struct zerg_ws_outputs *outs, struct zerg_err *err)
 {
     struct outputs o = {.g = g, .top = top};
     project_prefix(&o, outs ? outs->project_dir : NULL);
     find_mounts(&o);
+    int keep_index = index_untouched(&o, outs);
     int rc = add_all(&o, err);
-    if (!rc && outs && outs->task)
-        rc = add_declared(&o, outs->task, outs->forced, err);
     if (!rc)
+        rc = stage_ignored(&o, outs, err);
+    if (!rc && !keep_index)
         rc = unstage_run_files(&o, err);
-    if (!rc && outs && outs->ignored)
-        rc = list_ignored(&o, outs->ignored, err);
     for (size_t i = 0; i < o.nmounts; i++)
         free(o.mounts[i]);
     return rc;

@@ -245,6 +245,8 @@ static int clean_slot(const struct zerg_git *g, const char *top,
         rc = reset_to(g, top, base, clean, err);
     if (!rc)
         rc = write_record(gitdir, task, attempt, err);
+    if (!rc)
+        ws_stamp_index(gitdir, &out->index);
     return rc;
 }
 

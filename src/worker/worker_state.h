@@ -26,6 +26,7 @@
 #include "zerg/log.h"
 #include "zerg/protocol.h"
 #include "zerg/worker.h"
+#include "zerg/workspace.h"
 
 #include "worker_stream.h"
 
@@ -87,7 +88,8 @@ struct worker {
 
     struct zerg_git git; /* worktree isolation only (have_git) */
     int have_git;
-    char workdir[PATH_MAX]; /* where stages run */
+    struct zerg_ws_stamp index; /* as this attempt's prepare left it */
+    char workdir[PATH_MAX];     /* where stages run */
 
     /* Output as progress: the running attempt's log and its size last
      * seen; growth bumps hb.progress_seq.  out_fd -1 when not counted. */

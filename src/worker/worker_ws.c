@@ -146,6 +146,7 @@ int wk_ws_before(struct worker *w, const struct zerg_assign *a,
         rc = zerg_ws_slot_prepare(&w->git, w->o->workspace, branch, a->base,
                                   logs, a->task, a->attempt, p, &e);
     log_prepared(w, a, p, r);
+    w->index = rc < 0 ? (struct zerg_ws_stamp){0} : p->index;
     free(p);
     if (rc < 0) {
         snprintf(r->error, sizeof r->error,
@@ -217,7 +218,8 @@ int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
     struct zerg_ws_outputs outs = {.task = t,
                                    .project_dir = w->workdir,
                                    .forced = &r->forced,
-                                   .ignored = &r->ignored};
+                                   .ignored = &r->ignored,
+                                   .index = &w->index};
     int rc = zerg_ws_attempt_commit(&w->git, w->o->workspace, r->base, msg,
                                     &outs, r->commit, &e);
     free(msg);
