@@ -309,6 +309,14 @@ MUTATIONS = {
         "the ignored paths are reported as listed before a declared one was "
         "forced in: the forced file is named among those left out",
     ),
+    "stop-pid-no-wait": (
+        "src/cli/stop.c",
+        "#define PID_WAIT_MS 2000",
+        "#define PID_WAIT_MS 0",
+        "integration.test_stop_pid_late",
+        "a stop right after a rush took its lock finds no pid and stops "
+        "nothing",
+    ),
     "declared-never-ignored": (
         "src/git/ws_outputs.c",
         "            if (*p && (under(rel, p) || under(p, rel)))",

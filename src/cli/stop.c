@@ -35,6 +35,8 @@
 
 #define WAIT_MS 10000 /* past the stop grace */
 #define POLL_MS 100
+#define PID_WAIT_MS 2000 /* a rush writes its pid just after it locks */
+#define PID_POLL_MS 20
 #define STATE_MAX_BYTES (256u << 20)
 #define PROC_MAX_BYTES (1u << 20)
 
@@ -82,6 +84,32 @@ static int wait_released(const char *lock_path, int wait_ms)
         sleep_ms(POLL_MS);
     }
     return 0;
+}
+
+/* zerg_lock_probe, where a pid no process has (a rush killed before
+ * it could empty the file left it) is no pid. */
+static int probe_live(const char *lock_path, pid_t *pid)
+{
+    int held = zerg_lock_probe(lock_path, pid);
+    if (held > 0 && *pid && kill(*pid, 0) != 0 && errno == ESRCH)
+        *pid = 0;
+    return held;
+}
+
+/* The lock's state and its holder's pid.  A rush records its pid just
+ * after it takes the lock, so a held lock without a live one is probed
+ * again for PID_WAIT_MS (a stop right after a rush started found none,
+ * or the pid of the rush before it: a graceful stop gave up and --force
+ * killed nothing). */
+static int probe_holder(const char *lock_path, pid_t *pid)
+{
+    int held = probe_live(lock_path, pid);
+    for (int waited = 0; held > 0 && !*pid && waited < PID_WAIT_MS;
+         waited += PID_POLL_MS) {
+        sleep_ms(PID_POLL_MS);
+        held = probe_live(lock_path, pid);
+    }
+    return held;
 }
 
 /* ---- --force: what the rush left behind -------------------------------- */
@@ -331,7 +359,7 @@ int zerg_cmd_stop(struct zerg_cli *cli, int argc, char **argv)
         return ZERG_EXIT_USAGE;
     }
     pid_t pid = 0;
-    if (zerg_lock_probe(st.lock_path, &pid) <= 0) {
+    if (probe_holder(st.lock_path, &pid) <= 0) {
         zerg_cli_error("stop", "no rush is running for %s", st.feature);
         return ZERG_EXIT_FAIL;
     }
