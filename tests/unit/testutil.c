@@ -184,3 +184,13 @@ void tu_git(const char *dir, const char *const *args)
     if (!WIFEXITED(st) || WEXITSTATUS(st))
         fail_msg("git %s failed", args[0]);
 }
+
+void tu_git_repo(const char *repo, const char *const *files)
+{
+    assert_int_equal(mkdir(repo, 0755), 0);
+    TU_GIT(repo, "init", "-q", "-b", "main");
+    for (size_t i = 0; files[i] && files[i + 1]; i += 2)
+        tu_write(repo, files[i], files[i + 1]);
+    TU_GIT(repo, "add", "-A");
+    TU_GIT(repo, "commit", "-q", "-m", "init");
+}

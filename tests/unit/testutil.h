@@ -52,4 +52,11 @@ void tu_policy_project_close(struct tu_policy_project *pp);
 void tu_git(const char *dir, const char *const *args);
 #define TU_GIT(dir, ...) tu_git(dir, (const char *const[]){__VA_ARGS__, NULL})
 
+/* repo made (mode 0755) a repository on main whose one commit, "init",
+ * holds files: (path, text) pairs, NULL-terminated.  TU_GIT_REPO(repo,
+ * "a.txt", "one\n") for short. */
+void tu_git_repo(const char *repo, const char *const *files);
+#define TU_GIT_REPO(repo, ...)                                                 \
+    tu_git_repo(repo, (const char *const[]){__VA_ARGS__, NULL})
+
 #endif

@@ -67,12 +67,7 @@ static int setup(void **state)
     setenv("HOME", tmp, 1); /* no global config of whoever runs this */
     snprintf(repo, sizeof repo, "%s/repo", tmp);
     snprintf(logs, sizeof logs, "%s/logs", tmp);
-    mkdir(repo, 0755);
-    PLAIN(repo, "init", "-q", "-b", "main");
-    tu_write(repo, "a.txt", "one\ntwo\nthree\n");
-    tu_write(repo, "sub/proj/p.txt", "p\n");
-    PLAIN(repo, "add", "-A");
-    PLAIN(repo, "commit", "-q", "-m", "init");
+    TU_GIT_REPO(repo, "a.txt", "one\ntwo\nthree\n", "sub/proj/p.txt", "p\n");
     memset(&err, 0, sizeof err);
     assert_int_equal(zerg_git_open(&G, repo, NULL, &err), 0);
     ws_merge_race_hook = NULL;

@@ -34,12 +34,7 @@ static int setup(void **state)
     setenv("HOME", tmp, 1); /* no global config of whoever runs this */
     snprintf(repo, sizeof repo, "%s/repo", tmp);
     snprintf(logs, sizeof logs, "%s/logs", tmp);
-    mkdir(repo, 0755);
-    TU_GIT(repo, "init", "-q", "-b", "main");
-    tu_write(repo, ".gitignore", "*.log\ncache/\n");
-    tu_write(repo, "a.txt", "a\n");
-    TU_GIT(repo, "add", "-A");
-    TU_GIT(repo, "commit", "-q", "-m", "init");
+    TU_GIT_REPO(repo, ".gitignore", "*.log\ncache/\n", "a.txt", "a\n");
     memset(&err, 0, sizeof err);
     assert_int_equal(zerg_git_open(&G, repo, NULL, &err), 0);
     struct zerg_ws_opts o = {.project = repo,

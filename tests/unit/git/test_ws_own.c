@@ -40,11 +40,7 @@ static int setup(void **state)
     tu_write(tmp, ".gitconfig", "[user]\n\tname = t\n\temail = t@t\n");
     snprintf(repo, sizeof repo, "%s/repo", tmp);
     snprintf(logs, sizeof logs, "%s/.zerg/logs/F", repo);
-    mkdir(repo, 0755);
-    PLAIN(repo, "init", "-q", "-b", "main");
-    tu_write(repo, "a.txt", "one\n");
-    PLAIN(repo, "add", "-A");
-    PLAIN(repo, "commit", "-q", "-m", "init");
+    TU_GIT_REPO(repo, "a.txt", "one\n");
     memset(&err, 0, sizeof err);
     struct zerg_ws_opts o = {.project = repo,
                              .feature = "F",
