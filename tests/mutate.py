@@ -309,6 +309,35 @@ MUTATIONS = {
         "the ignored paths are reported as listed before a declared one was "
         "forced in: the forced file is named among those left out",
     ),
+    "head-file-trusted": (
+        "src/git/ws_worker.c",
+        "           !ws_head_commit(gitdir, g->common_dir, head) && !strcmp(head, base);",
+        "           (ws_head_commit(gitdir, g->common_dir, head), 1);",
+        "unit.test_ws_outputs",
+        "a worker takes HEAD for the base after the agent committed: the "
+        "commit on top of the agent's fails its compare-and-swap",
+    ),
+    "head-ref-through-link": (
+        "src/git/ws_heads.c",
+        "                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |",
+        "                          O_RDONLY | O_DIRECTORY | O_NONBLOCK |",
+        "unit.test_ws_outputs",
+        "HEAD is read through a directory a task replaced by a link",
+    ),
+    "head-ref-garbage": (
+        "src/git/ws_heads.c",
+        "        (len != n && !(len == n + 1 && text[n] == '\\n')))",
+        "        0)",
+        "unit.test_ws_outputs",
+        "a loose ref with text after the id is read as that id (git refuses it)",
+    ),
+    "base-tree-unsaid": (
+        "src/git/ws_worker.c",
+        "    if (at_base && base_tree && full_oid(base_tree))",
+        "    if (0)",
+        "unit.test_ws_outputs",
+        "the assignment's base tree is never used: a rev-parse more a commit",
+    ),
     "stop-pid-no-wait": (
         "src/cli/stop.c",
         "#define PID_WAIT_MS 2000",

@@ -53,9 +53,11 @@ struct zerg_assign {
     char run_id[ZERG_RUN_ID_MAX];
     char task[ZERG_ID_MAX + 1]; /* "" = stay idle */
     int attempt;
-    int stop;                /* 1 = finish and exit */
-    char base[ZERG_OID_MAX]; /* worktree isolation: the integration tip
-                                the attempt starts from, "" = none */
+    int stop;                     /* 1 = finish and exit */
+    char base[ZERG_OID_MAX];      /* worktree isolation: the integration tip
+                                     the attempt starts from, "" = none */
+    char base_tree[ZERG_OID_MAX]; /* its tree when the orchestrator knows
+                                     it, "" = not said (git is asked) */
     /* A retry: what went wrong last time, for the prompt ("" = first
      * attempt or nothing known). */
     char last_class[16];      /* failure class of the last attempt */

@@ -64,8 +64,9 @@ enum zerg_merge_status {
 
 struct zerg_merge_out {
     enum zerg_merge_status status;
-    char tip[ZERG_GIT_OID_MAX]; /* the integration tip after */
-    char *conflicts;            /* CONFLICT: malloc'd, one path a line */
+    char tip[ZERG_GIT_OID_MAX];  /* the integration tip after */
+    char tree[ZERG_GIT_OID_MAX]; /* DONE: the tip's tree ("" otherwise) */
+    char *conflicts;             /* CONFLICT: malloc'd, one path a line */
 };
 
 /* One task commit found on the integration branch or a worker branch. */
@@ -321,6 +322,9 @@ struct zerg_ws_outputs {
     struct zerg_path_list *forced;
     struct zerg_path_list *ignored;
     const struct zerg_ws_stamp *index;
+    /* The base's tree as the assignment gives it (NULL or "": git is
+     * asked when HEAD is still the base). */
+    const char *base_tree;
 };
 
 /* After an attempt passed: commits everything changed (git add -A, but

@@ -11,7 +11,12 @@
  * through a link or from anything but a small regular file, and no open
  * can block (a FIFO planted as HEAD is refused).  Whatever the files do
  * not answer plainly (a HEAD that is a link, an entry that is not a
- * directory, a worktree without its gitdir file) is asked of git. */
+ * directory, a worktree without its gitdir file) is asked of git.
+ *
+ * The same files tell a worker whether its HEAD is still the base it was
+ * reset to (ws_head_commit): the branch's loose ref, which git reads
+ * before any packed one, walked from the common dir one directory at a
+ * time, never through a link. */
 #include "git/git_internal.h"
 #include "git/ws_internal.h"
 #include "zerg/err.h"
@@ -135,6 +140,69 @@ static int holder_from_files(const struct zerg_git *g, const char *ref,
     } else if (rc == 0) {
         rc = linked_holder(common, ref, where, n);
     }
+    close(common);
+    return rc;
+}
+
+/* A full object id and at most a newline after it: git's loose ref. */
+static int loose_oid(const char *text, size_t len, char oid[ZERG_GIT_OID_MAX])
+{
+    size_t n = strspn(text, "0123456789abcdef");
+    if ((n != 40 && n != 64) ||
+        (len != n && !(len == n + 1 && text[n] == '\n')))
+        return -1;
+    memcpy(oid, text, n);
+    oid[n] = '\0';
+    return 0;
+}
+
+/* The loose ref (refs/heads/...) under common, one directory at a time:
+ * 0 with oid set, -1 when it is not there plainly. */
+static int loose_ref(int common, const char *ref, char oid[ZERG_GIT_OID_MAX])
+{
+    char part[PATH_MAX], text[128];
+    int fd = dup(common), rc = -1;
+    for (const char *p = ref; fd >= 0;) {
+        size_t n = strcspn(p, "/");
+        if (n == 0 || n >= sizeof part || p[0] == '.')
+            break; /* "", ".", "..", ".x": git refuses them too */
+        memcpy(part, p, n), part[n] = '\0';
+        if (!p[n]) {
+            ssize_t len = read_small(fd, part, text, sizeof text);
+            rc = len < 0 ? -1 : loose_oid(text, (size_t)len, oid);
+            break;
+        }
+        int next = openat(fd, part,
+                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+                              O_CLOEXEC);
+        close(fd);
+        fd = next, p += n + 1;
+    }
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int ws_head_commit(const char *gitdir, const char *common_dir,
+                   char oid[ZERG_GIT_OID_MAX])
+{
+    char ref[PATH_MAX], text[HEAD_MAX];
+    int dir = open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    ssize_t len = dir < 0 ? -1 : read_small(dir, "HEAD", text, sizeof text);
+    if (dir >= 0)
+        close(dir);
+    if (len < 0)
+        return -1;
+    ws_head_text_ref(text, (size_t)len, ref, sizeof ref);
+    if (!ref[0])
+        return loose_oid(text, (size_t)len, oid); /* detached */
+    if (strncmp(ref, "refs/heads/", 11))
+        return -1; /* a per-worktree ref, or something odd: git says */
+    int common =
+        open(common_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (common < 0)
+        return -1;
+    int rc = loose_ref(common, ref, oid);
     close(common);
     return rc;
 }

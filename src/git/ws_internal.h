@@ -106,6 +106,12 @@ int ws_checked_out_now(const struct zerg_git *g, const char *ref, char *where,
                        size_t n, struct zerg_err *err);
 /* The ref a HEAD file's text names ("ref: refs/heads/x"), "" otherwise. */
 void ws_head_text_ref(const char *text, size_t len, char *out, size_t n);
+/* The commit HEAD of the worktree whose git dir is gitdir names, read
+ * from the files (HEAD, then the branch's loose ref under common_dir):
+ * 0 with oid set, -1 when they do not say it plainly (a packed ref, a
+ * link, a symbolic ref): then git must. */
+int ws_head_commit(const char *gitdir, const char *common_dir,
+                   char oid[ZERG_GIT_OID_MAX]);
 int ws_refuse_checked_out(const char *ref, const char *where, const char *then,
                           struct zerg_err *err);
 /* 1 when ref (full name) exists, 0 when not, negative on error. */

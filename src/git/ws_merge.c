@@ -201,6 +201,7 @@ static int merge_round(struct ws_host *h, const struct zerg_merge_req *req,
         return rc;
     out->status = ZERG_MERGE_DONE;
     snprintf(out->tip, sizeof out->tip, "%s", next);
+    snprintf(out->tree, sizeof out->tree, "%s", tree);
     snprintf(h->tip, sizeof h->tip, "%s", next);
     ws_note_ref(h, h->ref, next);
     return 0;

@@ -402,26 +402,45 @@ static int commit_index(const struct zerg_git *g, const char *top,
     return 0;
 }
 
-/* After the staging: 1 when the index's tree (written into tree) is not
- * HEAD's, 0 when it is; head gets HEAD. */
-static int staged_changes(const struct zerg_git *g, const char *top,
-                          char head[ZERG_GIT_OID_MAX],
-                          char tree[ZERG_GIT_OID_MAX], struct zerg_err *err)
-{
-    char head_tree[ZERG_GIT_OID_MAX];
-    const char *wt[] = {"write-tree", NULL};
-    int rc = head_and_tree(g, top, head, head_tree, err);
-    if (!rc)
-        rc = git_line(g, top, wt, tree, ZERG_GIT_OID_MAX, err);
-    return rc ? rc : strcmp(tree, head_tree) != 0;
-}
-
 /* A full object id as the orchestrator names bases: 40 or 64 hex digits
  * (then no git need say what commit it is). */
 static int full_oid(const char *s)
 {
     size_t n = strspn(s, "0123456789abcdef");
     return (n == 40 || n == 64) && !s[n];
+}
+
+/* After the staging: 1 when the index's tree (written into tree) is not
+ * HEAD's, 0 when it is; head gets HEAD.  at_base: HEAD is still base,
+ * whose tree base_tree is when the orchestrator said it (then no git
+ * need say either). */
+static int staged_changes(const struct zerg_git *g, const char *top,
+                          const char *base, const char *base_tree, int at_base,
+                          char head[ZERG_GIT_OID_MAX],
+                          char tree[ZERG_GIT_OID_MAX], struct zerg_err *err)
+{
+    char head_tree[ZERG_GIT_OID_MAX];
+    const char *wt[] = {"write-tree", NULL};
+    int rc = 0;
+    if (at_base && base_tree && full_oid(base_tree))
+        snprintf(head, ZERG_GIT_OID_MAX, "%s", base),
+            snprintf(head_tree, sizeof head_tree, "%s", base_tree);
+    else
+        rc = head_and_tree(g, top, head, head_tree, err);
+    if (!rc)
+        rc = git_line(g, top, wt, tree, ZERG_GIT_OID_MAX, err);
+    return rc ? rc : strcmp(tree, head_tree) != 0;
+}
+
+/* 1 when HEAD is still base, read from the git dir's files (no process);
+ * 0 when it is not or they do not say (then git is asked). */
+static int still_at_base(const struct zerg_git *g, const char *top,
+                         const char *base)
+{
+    char gitdir[PATH_MAX], head[ZERG_GIT_OID_MAX];
+    struct zerg_err ignored = {0};
+    return !ws_git_dir(g, top, gitdir, sizeof gitdir, &ignored) &&
+           !ws_head_commit(gitdir, g->common_dir, head) && !strcmp(head, base);
 }
 
 int zerg_ws_attempt_commit(const struct zerg_git *g, const char *worktree,
@@ -444,10 +463,14 @@ int zerg_ws_attempt_commit(const struct zerg_git *g, const char *worktree,
     if (!rc && !untouched)
         rc = ws_outputs_stage(g, top, outs, err);
     char tree[ZERG_GIT_OID_MAX] = "";
-    if (!rc && untouched)
+    int at_base = !rc && still_at_base(g, top, base_oid);
+    if (!rc && untouched && at_base)
+        snprintf(head, sizeof head, "%s", base_oid);
+    else if (!rc && untouched)
         rc = zerg_git_resolve(g, top, "HEAD", head, err);
     else if (!rc)
-        rc = staged_changes(g, top, head, tree, err);
+        rc = staged_changes(g, top, base_oid, outs ? outs->base_tree : NULL,
+                            at_base, head, tree, err);
     /* Commits the agent made are kept; a zerg commit on top carries the
      * trailers even when they left nothing uncommitted (resume reads the
      * worker branch's head).  HEAD is then the commit made. */

@@ -280,6 +280,7 @@ int zerg_proto_write_assign(const char *dir, int slot,
                     zerg_json_set_num(o, "attempt", a->attempt) ||
                     zerg_json_set_bool(o, "stop", a->stop) ||
                     put_str(o, "base", a->base) ||
+                    put_str(o, "base_tree", a->base_tree) ||
                     put_str(o, "last_class", a->last_class) ||
                     put_str(o, "last_error", a->last_error) ||
                     put_str(o, "last_conflicts", a->last_conflicts) ||
@@ -309,6 +310,7 @@ int zerg_proto_read_assign(const char *dir, int slot, struct zerg_assign *a)
         get_id(o, "task", 1, v.task) ||
         get_int(o, "attempt", 0, INT_MAX, &v.attempt) ||
         get_bool(o, "stop", &v.stop) || get_oid(o, "base", v.base) ||
+        get_oid(o, "base_tree", v.base_tree) ||
         opt_str(o, "last_class", v.last_class, sizeof v.last_class) ||
         opt_str(o, "last_error", v.last_error, sizeof v.last_error) ||
         opt_str(o, "last_conflicts", v.last_conflicts,

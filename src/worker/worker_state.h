@@ -88,8 +88,9 @@ struct worker {
 
     struct zerg_git git; /* worktree isolation only (have_git) */
     int have_git;
-    struct zerg_ws_stamp index; /* as this attempt's prepare left it */
-    char workdir[PATH_MAX];     /* where stages run */
+    struct zerg_ws_stamp index;   /* as this attempt's prepare left it */
+    char base_tree[ZERG_OID_MAX]; /* the assignment's, for the commit */
+    char workdir[PATH_MAX];       /* where stages run */
 
     /* Output as progress: the running attempt's log and its size last
      * seen; growth bumps hb.progress_seq.  out_fd -1 when not counted. */

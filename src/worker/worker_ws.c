@@ -147,6 +147,8 @@ int wk_ws_before(struct worker *w, const struct zerg_assign *a,
                                   logs, a->task, a->attempt, p, &e);
     log_prepared(w, a, p, r);
     w->index = rc < 0 ? (struct zerg_ws_stamp){0} : p->index;
+    snprintf(w->base_tree, sizeof w->base_tree, "%s",
+             rc < 0 ? "" : a->base_tree);
     free(p);
     if (rc < 0) {
         snprintf(r->error, sizeof r->error,
@@ -219,7 +221,8 @@ int wk_ws_after(struct worker *w, const struct zerg_task *t, int attempt,
                                    .project_dir = w->workdir,
                                    .forced = &r->forced,
                                    .ignored = &r->ignored,
-                                   .index = &w->index};
+                                   .index = &w->index,
+                                   .base_tree = w->base_tree};
     int rc = zerg_ws_attempt_commit(&w->git, w->o->workspace, r->base, msg,
                                     &outs, r->commit, &e);
     free(msg);

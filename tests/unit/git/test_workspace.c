@@ -212,9 +212,16 @@ static void test_three_tasks(void **state)
     assert_int_equal(merge(w, 1, "T3", 2, oid[2], &out), ZERG_MERGE_DONE);
     tip_of(w, tip);
     assert_string_equal(out.tip, tip);
+    char spec[ZERG_GIT_OID_MAX + 8];
+    snprintf(spec, sizeof spec, "%s^{tree}", tip);
+    char *tree = ZGIT(NULL, "rev-parse", spec); /* what workers are told */
+    chomp(tree);
+    assert_string_equal(out.tree, tree);
+    free(tree);
     /* A repeated merge lands nothing. */
     assert_int_equal(merge(w, 1, "T1", 1, oid[0], &out), ZERG_MERGE_ALREADY);
     assert_string_equal(out.tip, tip);
+    assert_string_equal(out.tree, ""); /* not known: not said */
     char *files = ZGIT(NULL, "ls-tree", "-r", "--name-only", tip);
     assert_true(tu_contains(files, "t1.txt\nt2.txt\nt3.txt\n"));
     assert_null(strstr(files, ".zerg"));

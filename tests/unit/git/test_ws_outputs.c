@@ -1,7 +1,9 @@
-/* test_ws_outputs.c - the shortcuts of a passing attempt's staging
- * (src/git/ws_outputs.c) against real git in temp dirs: the run files'
- * unstaging spared only while the index is the file the prepare left,
- * the ignored paths listed once unless a declared path is among them.
+/* test_ws_outputs.c - the shortcuts of a passing attempt's staging and
+ * commit (src/git/ws_outputs.c, ws_worker.c, ws_heads.c) against real
+ * git in temp dirs: the run files' unstaging spared only while the index
+ * is the file the prepare left, the ignored paths listed once unless a
+ * declared path is among them, HEAD read from the git dir's files and
+ * the base's tree taken from the assignment only while HEAD is the base.
  * Each shortcut is checked against the case it must not take. */
 #include "testutil.h"
 
@@ -27,6 +29,7 @@ static char wt[PATH_MAX], tip[ZERG_GIT_OID_MAX];
 static struct zerg_git G;
 static struct zerg_err err;
 static struct zerg_workspace *W;
+static const char *said_tree; /* the assignment's base_tree, NULL: none */
 
 static int setup(void **state)
 {
@@ -36,6 +39,7 @@ static int setup(void **state)
     snprintf(logs, sizeof logs, "%s/logs", tmp);
     TU_GIT_REPO(repo, ".gitignore", "*.log\ncache/\n", "a.txt", "a\n");
     memset(&err, 0, sizeof err);
+    said_tree = NULL;
     assert_int_equal(zerg_git_open(&G, repo, NULL, &err), 0);
     struct zerg_ws_opts o = {.project = repo,
                              .feature = "F",
@@ -83,7 +87,8 @@ static void commit(const struct zerg_task *t, struct zerg_path_list *forced,
                                    .project_dir = wt,
                                    .forced = forced,
                                    .ignored = ignored,
-                                   .index = index};
+                                   .index = index,
+                                   .base_tree = said_tree};
     char *msg = zerg_ws_commit_message(0, "t", "T1", 1, "r1");
     if (zerg_ws_attempt_commit(&G, wt, tip, msg, &outs, oid, &err))
         fail_msg("commit: %s", err.msg);
@@ -188,6 +193,131 @@ static void test_ignored_listed_once(void **state)
     assert_string_equal(zerg_path_list_next(&ignored2, NULL), "cache/c.bin");
 }
 
+/* out = what `git rev-parse rev` says in the worktree. */
+static void rev(const char *spec, char out[ZERG_GIT_OID_MAX])
+{
+    const char *args[] = {"rev-parse", spec, NULL};
+    struct zerg_git_call call = {.dir = wt};
+    char *text = NULL;
+    if (zerg_git_run(&G, &call, args, &text, &err))
+        fail_msg("rev-parse %s: %s", spec, err.msg);
+    snprintf(out, ZERG_GIT_OID_MAX, "%.*s", (int)strcspn(text, "\n"), text);
+    free(text);
+}
+
+static void put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The worker branch's loose ref, as a path. */
+static void ref_path(char *out, size_t n)
+{
+    char branch[PATH_MAX];
+    assert_int_equal(zerg_ws_worker_branch(branch, sizeof branch, "F", 0), 0);
+    snprintf(out, n, "%s/refs/heads/%s", G.common_dir, branch);
+}
+
+/* HEAD from the files: the loose ref git reads first, a detached HEAD;
+ * anything not plain (packed, a link in the file or in a directory on
+ * the way, a FIFO, text after the id, a per-worktree ref) is git's to
+ * say, and reading it never blocks. */
+static void test_head_read_from_files(void **state)
+{
+    struct zerg_ws_prepared p = {0};
+    char gitdir[PATH_MAX], ref[PATH_MAX], path[2 * PATH_MAX],
+        oid[ZERG_GIT_OID_MAX];
+    prepare(1, &p);
+    assert_int_equal(ws_git_dir(&G, wt, gitdir, sizeof gitdir, &err), 0);
+    ref_path(ref, sizeof ref);
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), 0);
+    assert_string_equal(oid, tip);
+
+    put(ref, "0123456789abcdef0123456789abcdef01234567 x\n");
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), -1);
+    assert_int_equal(unlink(ref), 0);
+    snprintf(path, sizeof path, "%s.elsewhere", ref);
+    put(path, tip);
+    assert_int_equal(symlink(path, ref), 0);
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), -1);
+    assert_int_equal(unlink(ref), 0);
+    assert_int_equal(mkfifo(ref, 0600), 0);
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), -1);
+    assert_int_equal(unlink(ref), 0);
+
+    /* A directory on the way that is a link. */
+    char dir[PATH_MAX + 32], moved[PATH_MAX + 48];
+    snprintf(dir, sizeof dir, "%s/refs/heads/zerg", G.common_dir);
+    snprintf(moved, sizeof moved, "%s.real", dir);
+    put(ref, tip);
+    assert_int_equal(rename(dir, moved), 0);
+    assert_int_equal(symlink(moved, dir), 0);
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), -1);
+    assert_int_equal(unlink(dir), 0);
+    assert_int_equal(rename(moved, dir), 0);
+
+    /* Packed: the loose file gone, git says. */
+    TU_GIT(repo, "pack-refs", "--all");
+    assert_int_equal(access(ref, F_OK), -1);
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), -1);
+
+    snprintf(path, sizeof path, "%s/HEAD", gitdir);
+    put(path, "ref: refs/worktree/x\n");
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), -1);
+    snprintf(moved, sizeof moved, "%s\n", tip);
+    put(path, moved);
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), 0);
+    assert_string_equal(oid, tip);
+}
+
+/* The assignment's tree is what the staged tree is compared with while
+ * HEAD is the base: the same tree, no commit; another, a commit (so no
+ * git was asked).  Once the agent committed, HEAD is asked of git and the
+ * agent's commit is kept under zerg's. */
+static void test_base_tree_from_the_assignment(void **state)
+{
+    struct zerg_ws_prepared p = {0};
+    char oid[ZERG_GIT_OID_MAX], tree[ZERG_GIT_OID_MAX], other[ZERG_GIT_OID_MAX];
+    char parent[ZERG_GIT_OID_MAX], spec[ZERG_GIT_OID_MAX + 8];
+    static char *create[] = {"out.txt"};
+    const struct zerg_task t = {.id = "T1", .files_create = {create, 1}};
+    snprintf(spec, sizeof spec, "%s^{tree}", tip);
+    rev(spec, tree);
+    said_tree = tree;
+    prepare(1, &p);
+    tu_write(wt, "out.txt", "made\n");
+    commit(&t, NULL, NULL, &p.index, oid);
+    assert_true(oid[0]);
+    snprintf(spec, sizeof spec, "%s^{tree}", oid);
+    rev(spec, other);
+
+    prepare(2, &p);
+    commit(&t, NULL, NULL, &p.index, oid);
+    assert_string_equal(oid, ""); /* nothing changed */
+    said_tree = other;
+    prepare(3, &p);
+    commit(&t, NULL, NULL, &p.index, oid);
+    assert_true(oid[0]); /* compared with the tree said, not asked */
+
+    said_tree = tree;
+    prepare(4, &p);
+    tu_write(wt, "agent.txt", "by the agent\n");
+    TU_GIT(wt, "add", "agent.txt");
+    TU_GIT(wt, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm",
+           "agent");
+    rev("HEAD", parent);
+    commit(&t, NULL, NULL, &p.index, oid);
+    assert_true(oid[0]);
+    assert_string_not_equal(oid, parent);
+    snprintf(spec, sizeof spec, "%s^", oid);
+    char got[ZERG_GIT_OID_MAX];
+    rev(spec, got);
+    assert_string_equal(got, parent);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -197,6 +327,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ignored_listed_once, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_head_read_from_files, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_base_tree_from_the_assignment,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

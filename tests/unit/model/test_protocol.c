@@ -65,6 +65,8 @@ static void test_assign_roundtrip(void **state)
     assert_int_equal(b.stop, 0);
     assert_int_equal(b.resume, 0);   /* absent: a fresh start */
     assert_int_equal(b.task_len, 0); /* no place given */
+    assert_string_equal(b.base, "");
+    assert_string_equal(b.base_tree, ""); /* not said: the worker asks git */
     a.resume = 1;
     assert_int_equal(zerg_proto_write_assign(f->dir, 1, &a, &err), 0);
     assert_int_equal(zerg_proto_read_assign(f->dir, 1, &b), 0);
@@ -80,6 +82,19 @@ static void test_assign_roundtrip(void **state)
     assert_true(b.task_off == 4000000000u);
     assert_int_equal(b.task_len, 120);
     assert_true(b.task_hash == 0xdeadbeefu);
+
+    /* The base and its tree; a tree that is no object id is corrupt. */
+    memset(a.base, 'a', 40), a.base[40] = '\0';
+    memset(a.base_tree, 'b', 64), a.base_tree[64] = '\0';
+    assert_int_equal(zerg_proto_write_assign(f->dir, 1, &a, &err), 0);
+    assert_int_equal(zerg_proto_read_assign(f->dir, 1, &b), 0);
+    assert_string_equal(b.base, a.base);
+    assert_string_equal(b.base_tree, a.base_tree);
+    a.base[0] = a.base_tree[0] = '\0';
+    tu_write(f->dir, "slot-1/assign.json",
+             "{\"epoch\":42,\"run_id\":\"\",\"task\":\"A\",\"attempt\":1,"
+             "\"stop\":false,\"base_tree\":\"HEAD\"}");
+    assert_int_equal(zerg_proto_read_assign(f->dir, 1, &b), ZERG_ECORRUPT);
     tu_write(f->dir, "slot-1/assign.json",
              "{\"epoch\":42,\"run_id\":\"\",\"task\":\"A\",\"attempt\":1,"
              "\"stop\":false,\"task_length\":5}");

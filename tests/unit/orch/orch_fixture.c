@@ -97,6 +97,11 @@ void fake_commit_oid(char buf[ZERG_OID_MAX], const char *task, int attempt)
              (unsigned)h);
 }
 
+void fake_ws_tree(char buf[ZERG_OID_MAX], int n)
+{
+    snprintf(buf, ZERG_OID_MAX, "7ee%037x", (unsigned)n);
+}
+
 const char *fake_ws_tip(const struct fake_ws *w)
 {
     static char buf[ZERG_OID_MAX];
@@ -221,6 +226,8 @@ static int w_merge(struct zerg_workspace *zw, const struct zerg_merge_req *req,
         break;
     }
     fake_ws_oid(out->tip, w->tip_n);
+    if (kind == FAKE_MERGE_DONE)
+        fake_ws_tree(out->tree, w->tip_n);
     if (kind == FAKE_MERGE_DONE && w->nmerges <= FAKE_WS_MAX)
         snprintf(w->merges[w->nmerges - 1].landed, sizeof w->merges[0].landed,
                  "%s", out->tip);

@@ -113,6 +113,8 @@ struct fake_ws {
 
 /* The fake oid of tip n: 40 hex digits. */
 void fake_ws_oid(char buf[ZERG_OID_MAX], int n);
+/* The tree of the tip fake_ws_oid(n) a merge made. */
+void fake_ws_tree(char buf[ZERG_OID_MAX], int n);
 /* The fake commit a worker made for (task, attempt): 40 hex digits. */
 void fake_commit_oid(char buf[ZERG_OID_MAX], const char *task, int attempt);
 /* The current tip. */

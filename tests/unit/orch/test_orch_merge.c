@@ -64,6 +64,7 @@ static void test_commit_merged_before_complete(void **st)
                                                     "worker-0"));
     tip_is(tip, 1);
     assert_string_equal(assign_of(x, 0).base, tip);
+    assert_string_equal(assign_of(x, 0).base_tree, ""); /* not known yet */
     assert_string_equal(assign_of(x, 0).task, "A-L1-001");
 
     int t = commit_slot(x, 0);
@@ -90,6 +91,9 @@ static void test_commit_merged_before_complete(void **st)
     struct zerg_assign a = assign_of(x, 0);
     assert_string_equal(a.task, "A-L1-002");
     assert_string_equal(a.base, tip);
+    char tree[ZERG_OID_MAX];
+    fake_ws_tree(tree, 2); /* the merge said the tip's tree: passed on */
+    assert_string_equal(a.base_tree, tree);
     fx_free(x);
 }
 
