@@ -331,6 +331,28 @@ MUTATIONS = {
         "unit.test_ws_outputs",
         "a loose ref with text after the id is read as that id (git refuses it)",
     ),
+    "head-clean-path-trusted": (
+        "src/git/ws_worker.c",
+        "    if (!rc && untouched && at_base)",
+        "    if (!rc && untouched)",
+        "unit.test_ws_outputs",
+        "a task that declares nothing and leaves the tree clean has its "
+        "agent's commits dropped: HEAD is taken for the base unread",
+    ),
+    "head-symref-loose": (
+        "src/git/ws_heads.c",
+        "        (len != j && !(len == j + 1 && text[j] == '\\n')))",
+        "        0)",
+        "unit.test_ws_outputs",
+        "a HEAD git refuses (text after the ref's name) is read as the ref",
+    ),
+    "tree-of-other-tip": (
+        "src/orch/orch_merge.c",
+        "             strcmp(o->ws_tree_of, o->ws_tip) ? \"\" : o->ws_tip_tree);",
+        "             o->ws_tip_tree);",
+        "unit.test_orch_merge",
+        "an assignment pairs the tip with the tree of another one",
+    ),
     "base-tree-unsaid": (
         "src/git/ws_worker.c",
         "    if (at_base && base_tree && full_oid(base_tree))",

@@ -46,8 +46,8 @@ void ws_head_text_ref(const char *text, size_t len, char *out, size_t n)
  * length, or -1 when it is anything else (a link, a FIFO, too big). */
 static ssize_t read_small(int dirfd, const char *name, char *buf, size_t n)
 {
-    int fd =
-        openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = openat(dirfd, name,
+                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     struct stat st;
     ssize_t len = -1;
     if (fd < 0)
@@ -161,7 +161,7 @@ static int loose_oid(const char *text, size_t len, char oid[ZERG_GIT_OID_MAX])
 static int loose_ref(int common, const char *ref, char oid[ZERG_GIT_OID_MAX])
 {
     char part[PATH_MAX], text[128];
-    int fd = dup(common), rc = -1;
+    int fd = fcntl(common, F_DUPFD_CLOEXEC, 0), rc = -1;
     for (const char *p = ref; fd >= 0;) {
         size_t n = strcspn(p, "/");
         if (n == 0 || n >= sizeof part || p[0] == '.')
@@ -183,6 +183,24 @@ static int loose_ref(int common, const char *ref, char oid[ZERG_GIT_OID_MAX])
     return rc;
 }
 
+/* A HEAD naming a branch, as git reads it: "ref:", blanks, the name,
+ * at most a newline.  0 with ref set, 1 when HEAD names no ref, -1 when
+ * it is anything else (git would refuse it, or read it otherwise). */
+static int head_symref(const char *text, size_t len, char *ref, size_t n)
+{
+    if (len < 4 || strncmp(text, "ref:", 4))
+        return 1;
+    size_t i = 4 + strspn(text + 4, " \t"), j = i;
+    while (j < len && text[j] > ' ' && text[j] < 0x7f)
+        j++;
+    if (j == i || j - i >= n ||
+        (len != j && !(len == j + 1 && text[j] == '\n')))
+        return -1;
+    memcpy(ref, text + i, j - i);
+    ref[j - i] = '\0';
+    return 0;
+}
+
 int ws_head_commit(const char *gitdir, const char *common_dir,
                    char oid[ZERG_GIT_OID_MAX])
 {
@@ -191,18 +209,19 @@ int ws_head_commit(const char *gitdir, const char *common_dir,
     ssize_t len = dir < 0 ? -1 : read_small(dir, "HEAD", text, sizeof text);
     if (dir >= 0)
         close(dir);
-    if (len < 0)
-        return -1;
-    ws_head_text_ref(text, (size_t)len, ref, sizeof ref);
-    if (!ref[0])
+    int named = len < 0 ? -1 : head_symref(text, (size_t)len, ref, sizeof ref);
+    if (named == 1)
         return loose_oid(text, (size_t)len, oid); /* detached */
-    if (strncmp(ref, "refs/heads/", 11))
+    if (named < 0 || strncmp(ref, "refs/heads/", 11))
         return -1; /* a per-worktree ref, or something odd: git says */
     int common =
         open(common_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (common < 0)
         return -1;
-    int rc = loose_ref(common, ref, oid);
+    /* A reftable store keeps no loose refs that count. */
+    int rc = faccessat(common, "reftable", F_OK, AT_SYMLINK_NOFOLLOW) == 0
+                 ? -1
+                 : loose_ref(common, ref, oid);
     close(common);
     return rc;
 }

@@ -229,7 +229,9 @@ struct zerg_orch {
     char run_error[512]; /* ... and why */
 
     char ws_tip[ZERG_OID_MAX]; /* worktree isolation: the integration tip */
-    char ws_tip_tree[ZERG_OID_MAX]; /* its tree when a merge made it, else "" */
+    /* The tree of the tip ws_tree_of, as the merge that made it said;
+     * passed on only while that is still ws_tip. */
+    char ws_tip_tree[ZERG_OID_MAX], ws_tree_of[ZERG_OID_MAX];
     /* orch_review.c: rush.review */
     char review_dir[PATH_MAX];   /* .zerg/review/{feature} */
     size_t awaiting;             /* tasks awaiting review */

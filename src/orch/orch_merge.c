@@ -35,7 +35,6 @@ int orch_ws_refresh_tip(struct zerg_orch *o, struct zerg_err *err)
 {
     if (!ws(o))
         return 0;
-    o->ws_tip_tree[0] = '\0';
     return ws(o)->ops->tip(ws(o), o->ws_tip, err);
 }
 
@@ -46,7 +45,8 @@ void orch_ws_assign_base(const struct zerg_orch *o, struct zerg_assign *a)
     if (!ws(o))
         return;
     snprintf(a->base, sizeof a->base, "%s", o->ws_tip);
-    snprintf(a->base_tree, sizeof a->base_tree, "%s", o->ws_tip_tree);
+    snprintf(a->base_tree, sizeof a->base_tree, "%s",
+             strcmp(o->ws_tree_of, o->ws_tip) ? "" : o->ws_tip_tree);
 }
 
 int orch_ws_worktree(struct zerg_orch *o, int slot, char *dir, size_t n,
@@ -317,6 +317,7 @@ int orch_merge_commit(struct zerg_orch *o, size_t t,
     free(m.conflicts);
     snprintf(o->ws_tip, sizeof o->ws_tip, "%s", m.tip);
     snprintf(o->ws_tip_tree, sizeof o->ws_tip_tree, "%s", m.tree);
+    snprintf(o->ws_tree_of, sizeof o->ws_tree_of, "%s", m.tip);
     snprintf(orch_ts(o, t)->commit, sizeof orch_ts(o, t)->commit, "%s", m.tip);
     merged_log(o, r, &m, t0);
     return 1;

@@ -264,7 +264,34 @@ static void test_head_read_from_files(void **state)
     assert_int_equal(access(ref, F_OK), -1);
     assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), -1);
 
+    /* HEAD as git would not read it, or would read elsewhere. */
+    char branch[PATH_MAX], text[PATH_MAX + 64];
+    assert_int_equal(zerg_ws_worker_branch(branch, sizeof branch, "F", 0), 0);
+    snprintf(text, sizeof text, "%s/refs/heads/zerg", G.common_dir);
+    mkdir(text, 0755); /* pack-refs took the directories with the files */
+    snprintf(text, sizeof text, "%s/refs/heads/zerg/F", G.common_dir);
+    mkdir(text, 0755);
+    put(ref, tip); /* a loose ref again */
     snprintf(path, sizeof path, "%s/HEAD", gitdir);
+    snprintf(text, sizeof text, "ref: refs/heads/%s\n", branch);
+    put(path, text);
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), 0);
+    snprintf(text, sizeof text, "ref: refs/heads/%s junk\n", branch);
+    put(path, text);
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), -1);
+    snprintf(text, sizeof text, "ref: refs/heads/%s\ngarbage\n", branch);
+    put(path, text);
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), -1);
+    snprintf(dir, sizeof dir, "%s/reftable", G.common_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(text, sizeof text, "ref: refs/heads/%s\n", branch);
+    put(path, text);
+    assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), -1);
+    assert_int_equal(rmdir(dir), 0);
+    snprintf(dir, sizeof dir, "%s/refs/worktree", G.common_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(dir, sizeof dir, "%s/refs/worktree/x", G.common_dir);
+    put(dir, tip);
     put(path, "ref: refs/worktree/x\n");
     assert_int_equal(ws_head_commit(gitdir, G.common_dir, oid), -1);
     snprintf(moved, sizeof moved, "%s\n", tip);
@@ -314,6 +341,22 @@ static void test_base_tree_from_the_assignment(void **state)
     assert_string_not_equal(oid, parent);
     snprintf(spec, sizeof spec, "%s^", oid);
     char got[ZERG_GIT_OID_MAX];
+    rev(spec, got);
+    assert_string_equal(got, parent);
+
+    /* A task that declares nothing and leaves the tree clean: its agent's
+     * commit is found by git, and kept under zerg's. */
+    const struct zerg_task quiet = {.id = "T1"};
+    prepare(5, &p);
+    tu_write(wt, "agent2.txt", "by the agent again\n");
+    TU_GIT(wt, "add", "agent2.txt");
+    TU_GIT(wt, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm",
+           "agent again");
+    rev("HEAD", parent);
+    commit(&quiet, NULL, NULL, &p.index, oid);
+    assert_true(oid[0]);
+    assert_string_not_equal(oid, parent);
+    snprintf(spec, sizeof spec, "%s^", oid);
     rev(spec, got);
     assert_string_equal(got, parent);
 }

@@ -94,6 +94,20 @@ static void test_commit_merged_before_complete(void **st)
     char tree[ZERG_OID_MAX];
     fake_ws_tree(tree, 2); /* the merge said the tip's tree: passed on */
     assert_string_equal(a.base_tree, tree);
+
+    /* The branch read again and found elsewhere: that tree is not its. */
+    struct zerg_err err = {0};
+    x->ws->tip_n = 7;
+    assert_int_equal(orch_ws_refresh_tip(x->o, &err), 0);
+    struct zerg_assign b = {0};
+    orch_ws_assign_base(x->o, &b);
+    fake_ws_oid(tip, 7);
+    assert_string_equal(b.base, tip);
+    assert_string_equal(b.base_tree, "");
+    x->ws->tip_n = 2; /* back where the merge left it: its tree again */
+    assert_int_equal(orch_ws_refresh_tip(x->o, &err), 0);
+    orch_ws_assign_base(x->o, &b);
+    assert_string_equal(b.base_tree, tree);
     fx_free(x);
 }
 
