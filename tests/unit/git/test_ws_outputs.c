@@ -300,6 +300,28 @@ static void test_head_read_from_files(void **state)
     assert_string_equal(oid, tip);
 }
 
+/* Attempt n whose agent commits file itself: zerg's commit goes on top of
+ * the agent's, whatever the assignment said of the base's tree. */
+static void agent_commit_kept(int n, const struct zerg_task *t,
+                              const char *file)
+{
+    struct zerg_ws_prepared p = {0};
+    char oid[ZERG_GIT_OID_MAX], parent[ZERG_GIT_OID_MAX];
+    char got[ZERG_GIT_OID_MAX], spec[ZERG_GIT_OID_MAX + 8];
+    prepare(n, &p);
+    tu_write(wt, file, "by the agent\n");
+    TU_GIT(wt, "add", file);
+    TU_GIT(wt, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm",
+           "agent");
+    rev("HEAD", parent);
+    commit(t, NULL, NULL, &p.index, oid);
+    assert_true(oid[0]);
+    assert_string_not_equal(oid, parent);
+    snprintf(spec, sizeof spec, "%s^", oid);
+    rev(spec, got);
+    assert_string_equal(got, parent);
+}
+
 /* The assignment's tree is what the staged tree is compared with while
  * HEAD is the base: the same tree, no commit; another, a commit (so no
  * git was asked).  Once the agent committed, HEAD is asked of git and the
@@ -308,7 +330,7 @@ static void test_base_tree_from_the_assignment(void **state)
 {
     struct zerg_ws_prepared p = {0};
     char oid[ZERG_GIT_OID_MAX], tree[ZERG_GIT_OID_MAX], other[ZERG_GIT_OID_MAX];
-    char parent[ZERG_GIT_OID_MAX], spec[ZERG_GIT_OID_MAX + 8];
+    char spec[ZERG_GIT_OID_MAX + 8];
     static char *create[] = {"out.txt"};
     const struct zerg_task t = {.id = "T1", .files_create = {create, 1}};
     snprintf(spec, sizeof spec, "%s^{tree}", tip);
@@ -330,35 +352,11 @@ static void test_base_tree_from_the_assignment(void **state)
     assert_true(oid[0]); /* compared with the tree said, not asked */
 
     said_tree = tree;
-    prepare(4, &p);
-    tu_write(wt, "agent.txt", "by the agent\n");
-    TU_GIT(wt, "add", "agent.txt");
-    TU_GIT(wt, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm",
-           "agent");
-    rev("HEAD", parent);
-    commit(&t, NULL, NULL, &p.index, oid);
-    assert_true(oid[0]);
-    assert_string_not_equal(oid, parent);
-    snprintf(spec, sizeof spec, "%s^", oid);
-    char got[ZERG_GIT_OID_MAX];
-    rev(spec, got);
-    assert_string_equal(got, parent);
-
+    agent_commit_kept(4, &t, "agent.txt");
     /* A task that declares nothing and leaves the tree clean: its agent's
-     * commit is found by git, and kept under zerg's. */
+     * commit is found by git too. */
     const struct zerg_task quiet = {.id = "T1"};
-    prepare(5, &p);
-    tu_write(wt, "agent2.txt", "by the agent again\n");
-    TU_GIT(wt, "add", "agent2.txt");
-    TU_GIT(wt, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm",
-           "agent again");
-    rev("HEAD", parent);
-    commit(&quiet, NULL, NULL, &p.index, oid);
-    assert_true(oid[0]);
-    assert_string_not_equal(oid, parent);
-    snprintf(spec, sizeof spec, "%s^", oid);
-    rev(spec, got);
-    assert_string_equal(got, parent);
+    agent_commit_kept(5, &quiet, "agent2.txt");
 }
 
 int main(void)
