@@ -67,26 +67,16 @@ def floor(binary, mode, directory, n, p):
     return float(fields[3]), float(fields[4]) if len(fields) > 4 else None
 
 
-def git(cwd, *args):
-    subprocess.run(["git", "-C", cwd] + list(args), check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def floor_repo(env, tag, p):
-    """A repository of one commit on main, worktrees wt0..wt{p-1}."""
+    """worktree.py's one-file repository, worktrees wt0..wt{p-1} on
+    branches of their own and main checked out nowhere."""
     repo = os.path.join(env.root, "floor-repo-%s" % tag)
     os.makedirs(repo)
-    with open(os.path.join(repo, "README"), "w") as f:
-        f.write("bench\n")
-    for args in (["init", "-q", "-b", "main"],
-                 ["config", "user.name", "bench"],
-                 ["config", "user.email", "bench@example.com"],
-                 ["add", "-A"], ["commit", "-qm", "base"]):
-        git(repo, *args)
+    worktree.one_file_repo(repo)
     for k in range(p):
-        git(repo, "worktree", "add", "-q", "-b", "w%d" % k, "wt%d" % k,
-            "main")
-    git(repo, "checkout", "-q", "--detach")
+        worktree.git(repo, "worktree", "add", "-q", "-b", "w%d" % k,
+                     "wt%d" % k, "main")
+    worktree.git(repo, "checkout", "-q", "--detach")
     return repo
 
 
@@ -135,44 +125,42 @@ def merge_round(env, binary, n, rep):
     return row
 
 
-def ratios(rows, num, den):
-    return bl.summary([r[num] / r[den] for r in rows if r[den]])
+def report(env, key, rows, fields, pairs):
+    """Medians and ranges of each field and of each (num, den) ratio,
+    saved under key; returns them."""
+    res = {"raw": rows}
+    for k in fields:
+        res[k] = bl.summary([r[k] for r in rows])
+    for num, den in pairs:
+        res["%s_per_%s" % (num, den)] = bl.summary(
+            [r[num] / r[den] for r in rows if r[den]])
+    env.save(key, res)
+    return {k: v["median"] for k, v in res.items() if k != "raw"}
 
 
 def run_dispatch(env, binary, n, runs):
     rows = [dispatch_round(env, binary, n, rep) for rep in range(runs)]
-    res = {"tasks": n, "workers": WORKERS, "raw": rows}
-    for k in ("zerg", "xargs", "spawn", "files"):
-        res[k] = bl.summary([r[k] for r in rows])
-    res["zerg_per_xargs"] = ratios(rows, "zerg", "xargs")
-    res["files_per_xargs"] = ratios(rows, "files", "xargs")
-    res["zerg_per_files"] = ratios(rows, "zerg", "files")
-    env.save("floor_dispatch_%d" % n, res)
+    m = report(env, "floor_dispatch_%d" % n, rows,
+               ("zerg", "xargs", "spawn", "files"),
+               (("zerg", "xargs"), ("files", "xargs"), ("zerg", "files")))
     print("%5d no-op tasks: zerg %.2fs  xargs %.2fs  floor spawn %.2fs  "
           "floor files %.2fs  zerg/xargs %.2fx  files/xargs %.2fx  "
           "zerg/files %.2fx"
-          % (n, res["zerg"]["median"], res["xargs"]["median"],
-             res["spawn"]["median"], res["files"]["median"],
-             res["zerg_per_xargs"]["median"],
-             res["files_per_xargs"]["median"],
-             res["zerg_per_files"]["median"]))
+          % (n, m["zerg"], m["xargs"], m["spawn"], m["files"],
+             m["zerg_per_xargs"], m["files_per_xargs"], m["zerg_per_files"]))
 
 
 def run_merges(env, binary, n, runs):
     rows = [merge_round(env, binary, n, rep) for rep in range(runs)]
-    res = {"tasks": n, "workers": WORKERS, "raw": rows}
-    for k in ("zerg", "floor_merge", "floor_commit", "floor_guarded"):
-        res[k] = bl.summary([r[k] for r in rows])
-    res["zerg_per_floor"] = ratios(rows, "zerg", "floor_merge")
-    res["zerg_per_guarded"] = ratios(rows, "zerg", "floor_guarded")
-    env.save("floor_merges_%d" % n, res)
+    m = report(env, "floor_merges_%d" % n, rows,
+               ("zerg", "floor_merge", "floor_commit", "floor_guarded"),
+               (("zerg", "floor_merge"), ("zerg", "floor_guarded")))
     print("%5d one-file tasks, %d workers: zerg %.1f merged/s  floor %.1f "
           "(without the reset %.1f, guarded %.1f)  zerg/floor %.2fx  "
           "zerg/guarded %.2fx"
-          % (n, WORKERS, res["zerg"]["median"],
-             res["floor_merge"]["median"], res["floor_commit"]["median"],
-             res["floor_guarded"]["median"], res["zerg_per_floor"]["median"],
-             res["zerg_per_guarded"]["median"]))
+          % (n, WORKERS, m["zerg"], m["floor_merge"], m["floor_commit"],
+             m["floor_guarded"], m["zerg_per_floor_merge"],
+             m["zerg_per_floor_guarded"]))
 
 
 def run(env):
