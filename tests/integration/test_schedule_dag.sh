@@ -23,22 +23,32 @@ write_graph() {
 JSON
 }
 
-# check_chain_first: the chain's level-2/3 tasks completed before S-L1,
-# every task is complete, and the levels completed in order.
+# check_chain_first: the chain's level-2/3 tasks were claimed before S-L1
+# completed, Y-L2 (which needs S-L1) after, every task is complete, and
+# the levels completed in order.  Read in the order of the event log, not
+# by timestamps: S-L1 ends as soon as it sees c3.txt, so its end and the
+# chain's can fall in the same millisecond.  The order is causal: C-L3 is
+# claimed before it runs, it runs before c3.txt exists, and S-L1 ends
+# only after (or after 20 s, which the rush's time rules out); under the
+# levels schedule C-L3 could not be claimed before S-L1 completed.
 check_chain_first() {
     python3 - "$PROJ/.zerg/state/f.json" "$PROJ/.zerg/monitor.jsonl" <<'PY'
 import json, sys
 st = json.load(open(sys.argv[1]))
-t = st["tasks"]
-for k, v in t.items():
+for k, v in st["tasks"].items():
     assert v["status"] == "complete", (k, v["status"])
-slow = t["S-L1"]["completed_at"]
+events = [json.loads(l) for l in open(sys.argv[2])]
+def at(event, task):
+    for i, e in enumerate(events):
+        if e.get("event") == event and e.get("task") == task:
+            return i
+    raise AssertionError("no %s of %s" % (event, task))
+slow = at("task_complete", "S-L1")
 for k in ("C-L2", "C-L3"):
-    assert t[k]["completed_at"] < slow, (k, t[k]["completed_at"], slow)
-    assert t[k]["claimed_at"] < slow, (k, "claimed after S-L1 ended")
-assert t["Y-L2"]["claimed_at"] >= slow
-done = [json.loads(l)["data"]["level"] for l in open(sys.argv[2])
-        if '"event":"level_complete"' in l]
+    assert at("task_claimed", k) < slow, (k, "claimed after S-L1 ended")
+assert at("task_claimed", "Y-L2") > slow, "Y-L2 claimed before S-L1 ended"
+done = [e["data"]["level"] for e in events
+        if e.get("event") == "level_complete"]
 assert done == [1, 2, 3], done
 PY
 }
@@ -61,8 +71,11 @@ pass "all complete, nothing left running"
 new_project cfg
 write_graph
 printf 'rush:\n  schedule: dag\n' >> "$PROJ/.zerg/config.yaml"
+start=$(date +%s)
 zerg rush --workers 2 > "$PROJ/out.txt" 2>&1 ||
     fail "rush with rush.schedule: dag exited $?: $(cat "$PROJ/out.txt")"
+[ $(( $(date +%s) - start )) -lt 15 ] ||
+    fail "S-L1 waited for its fallback under rush.schedule: dag"
 check_chain_first || fail "rush.schedule: dag did not run the chain early"
 pass "rush.schedule: dag in the config"
 
