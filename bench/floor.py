@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # leave no __pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as bl  # noqa: E402
 import dispatch  # noqa: E402
