@@ -116,8 +116,7 @@ def merge_round(env, binary, n, rep):
     if rep % 2:
         floors()
     _, merged, _ = worktree.merge_run(env, n, WORKERS, "floor-%d" % rep)
-    ts = sorted(bl.iso_epoch(e["ts"]) for e in merged)
-    row["zerg"] = (n - 1) / (ts[-1] - ts[0]) if ts[-1] > ts[0] else 0.0
+    row["zerg"] = worktree.merged_per_s(merged)
     if not rep % 2:
         floors()
     env.log("%d one-file tasks, run %d: zerg %.1f merged/s, floor %.1f "

@@ -215,12 +215,17 @@ def merge_run(env, n, workers, tag, shim_dir=None):
     return rush, merged, log if shim_dir else None
 
 
+def merged_per_s(merged):
+    """Merged tasks a second, first merge_complete to last."""
+    ts = sorted(bl.iso_epoch(e["ts"]) for e in merged)
+    return (len(ts) - 1) / (ts[-1] - ts[0]) if ts[-1] > ts[0] else 0.0
+
+
 def run_merges(env, n, runs):
     rows = []
     for rep in range(runs):
         _, merged, _ = merge_run(env, n, 8, "w8-%d" % rep)
-        ts = sorted(bl.iso_epoch(e["ts"]) for e in merged)
-        rate = (n - 1) / (ts[-1] - ts[0]) if ts[-1] > ts[0] else 0.0
+        rate = merged_per_s(merged)
         one, merged1, _ = merge_run(env, n, 1, "w1-%d" % rep)
         ms = [e["data"]["ms"] for e in merged1 if "ms" in e["data"]]
         if len(ms) != n:  # a zerg from before `ms`: commit to merge
