@@ -10,7 +10,11 @@
  *   {"feature": "F", "tasks": ["A-L1-001", ...], "all_failed": false}
  *
  * with the atomic replace; the orchestrator reads it, applies it with
- * zerg_retry_request_apply and deletes it. */
+ * zerg_retry_request_apply, leaves its answer beside it (below) and
+ * deletes it.  The live state is the rush's alone: the saved one may be
+ * a checkpoint behind (a task the log shows failed can still read
+ * "claimed" there), so only the rush can say whether a task is
+ * retryable, and the answer is how `zerg retry` learns what it did. */
 #ifndef ZERG_RETRY_H
 #define ZERG_RETRY_H
 
@@ -53,6 +57,23 @@ struct zerg_retry_request {
     int all_failed;
 };
 
+/* What a rush did with a request, in the answer it leaves beside it,
+ *
+ *   .zerg/state/{feature}/retried-{wall_ns}.json
+ *   {"requeued": 2, "tasks": ["A-L1-001", "A-L2-001"], "refused": []}
+ *
+ * requeued counts the tasks that came back (those named and what they
+ * unblocked), tasks names the first ZERG_RETRY_ANSWER_MAX of them, and
+ * refused says why each refused id was refused (then nothing changed). */
+#define ZERG_RETRY_ANSWER_MAX 20
+#define ZERG_RETRY_REFUSAL_MAX 160
+struct zerg_retry_answer {
+    int requeued;
+    size_t ntasks, nrefused;
+    char tasks[ZERG_RETRY_ANSWER_MAX][ZERG_ID_MAX + 1];
+    char refused[ZERG_RETRY_ANSWER_MAX][ZERG_RETRY_REFUSAL_MAX];
+};
+
 /* Writes a request into the run directory of feature under state_dir
  * (.zerg/state; created when missing; atomic replace, durable).  ids may
  * be NULL when all_failed is set.  0 or negative with err set. */
@@ -72,11 +93,30 @@ int zerg_retry_request_read(const char *path, struct zerg_retry_request *req,
                             struct zerg_err *err);
 void zerg_retry_request_close(struct zerg_retry_request *req);
 
-/* Applies a request to live state: ids the graph lacks or tasks that are
- * not failed/blocked are skipped and described in err (one sentence,
- * the last one wins).  Returns the number of tasks requeued. */
+/* Applies a request to live state, as `zerg retry` does to the saved one:
+ * every id is checked first, and when one is unknown or not retryable
+ * nothing changes and each refused id gets its sentence in ans->refused.
+ * Returns the number of tasks requeued (also in ans), or -ENOMEM. */
 int zerg_retry_request_apply(struct zerg_state *s, const struct zerg_graph *g,
                              const struct zerg_retry_request *req,
-                             struct zerg_err *err);
+                             struct zerg_retry_answer *ans);
+
+/* ---- the answer ------------------------------------------------------- */
+
+/* The path of the answer to the request at request_path: the same
+ * directory, "retried-" for "retry-".  0 or negative. */
+int zerg_retry_answer_path(char *buf, size_t size, const char *request_path);
+
+/* Written with the atomic replace (not synced: a lost answer only costs
+ * the sender its report; the state holds the retry).  0 or negative with
+ * err set. */
+int zerg_retry_answer_write(const char *path,
+                            const struct zerg_retry_answer *ans,
+                            struct zerg_err *err);
+
+/* Parses an answer; -ENOENT when missing, ZERG_ECORRUPT when it is not
+ * one.  Lists longer than the answer holds are cut. */
+int zerg_retry_answer_read(const char *path, struct zerg_retry_answer *ans,
+                           struct zerg_err *err);
 
 #endif

@@ -2,12 +2,13 @@
  *
  * With no rush running, the state file is changed directly under the
  * feature's lock (so no rush can start halfway through).  While a rush
- * runs, only it may write the state: a request file is left in the
- * feature's run directory for it to apply (see zerg/retry.h), and the
- * command waits a moment to see it taken.  Should the rush end before it
+ * runs, only it may write the state, and only it knows its live state
+ * (the saved one can be a checkpoint behind): a request file is left in
+ * the feature's run directory for it to apply (see zerg/retry.h), and the
+ * command waits a moment for its answer.  Should the rush end before it
  * reads the request, the command applies it to the saved state itself, so
- * an accepted retry is never lost.  Either way every id is checked against
- * the graph first, and nothing is written if one is wrong. */
+ * an accepted retry is never lost.  Either way every id is checked, and
+ * nothing changes if one is wrong. */
 #include "cli.h"
 
 #include <errno.h>
@@ -22,8 +23,6 @@
 #include "zerg/retry.h"
 #include "zerg/state.h"
 
-/* Task ids echoed in "requeued ..." before "+N more". */
-#define LIST_MAX 20
 /* How long to watch a queued request: a live rush takes it within a
  * loop iteration (well under a second). */
 #define TAKE_WAIT_MS 3000
@@ -37,8 +36,8 @@ static const char usage[] =
     "retry and crash counts reset, and every task blocked only because of\n"
     "it comes back too.  With no rush running the state file is updated\n"
     "(then run 'zerg rush --resume'); while a rush runs, the request is\n"
-    "handed to it and the command says when it was taken; if the rush ends\n"
-    "first, the saved state is updated instead.\n"
+    "handed to it and the command prints its answer (what it requeued, or\n"
+    "why not); if the rush ends first, the saved state is updated instead.\n"
     "\n"
     "Options:\n"
     "  --all-failed  requeue every failed task (and what it blocked)\n"
@@ -106,26 +105,11 @@ static int check_ids(const struct req *r)
     return 0;
 }
 
-/* Ids the state refuses (complete, pending, running): one error each. */
-static int check_retryable(const struct req *r, const struct zerg_state *s)
-{
-    char why[160];
-    int bad = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        size_t idx = (size_t)zerg_graph_find(r->g, r->ids[i]);
-        if (zerg_state_retry_refusal(s, r->g, idx, why, sizeof why)) {
-            zerg_cli_error("retry", "%s", why);
-            bad = 1;
-        }
-    }
-    return bad ? ZERG_EXIT_USAGE : 0;
-}
-
 enum take { TAKEN, RUSH_ENDED, NOT_YET };
 
-/* Watches the request file: taken (gone), or the rush let go of the lock
- * with the file still there (then it is withdrawn here), or neither
- * within TAKE_WAIT_MS. */
+/* Watches the request file: taken (gone, its answer beside it), or the
+ * rush let go of the lock with the file still there (then it is withdrawn
+ * here), or neither within TAKE_WAIT_MS. */
 static enum take watch_request(const struct req *r, const char *path)
 {
     struct timespec nap = {0, TAKE_POLL_MS * 1000000L};
@@ -142,20 +126,68 @@ static enum take watch_request(const struct req *r, const char *path)
     return NOT_YET;
 }
 
+/* The errors of a refusal (exit 2, as for a wrong id), or "nothing to
+ * retry" (1); 0 when tasks were requeued. */
+static int verdict(const struct req *r, const struct zerg_retry_answer *a)
+{
+    for (size_t i = 0; i < a->nrefused; i++)
+        zerg_cli_error("retry", "%s", a->refused[i]);
+    if (a->nrefused)
+        return ZERG_EXIT_USAGE;
+    if (a->requeued)
+        return ZERG_EXIT_OK;
+    printf("No failed tasks in %s; nothing to retry.\n", r->feature);
+    return ZERG_EXIT_FAIL;
+}
+
+/* "Requeued 3 tasks of F<where>: A B C" (+N more past the answer's list). */
+static void requeued(const struct req *r, const struct zerg_retry_answer *a,
+                     const char *where)
+{
+    printf("Requeued %d task%s of %s%s:", a->requeued,
+           a->requeued == 1 ? "" : "s", r->feature, where);
+    for (size_t i = 0; i < a->ntasks; i++)
+        printf(" %s", a->tasks[i]);
+    if (a->requeued > (int)a->ntasks)
+        printf(" +%d more", a->requeued - (int)a->ntasks);
+    printf("\n");
+}
+
+/* What the rush answered. */
+static int report_answer(const struct req *r, const char *path, pid_t pid)
+{
+    char apath[PATH_MAX], where[64];
+    struct zerg_retry_answer a;
+    struct zerg_err err = {0};
+    if (zerg_retry_answer_path(apath, sizeof apath, path))
+        apath[0] = '\0';
+    int bad = !apath[0] || zerg_retry_answer_read(apath, &a, &err);
+    if (apath[0])
+        unlink(apath);
+    if (bad) {
+        printf("Retry taken by the running rush (pid %d); it left no "
+               "answer: see 'zerg logs'.\n",
+               (int)pid);
+        return ZERG_EXIT_OK;
+    }
+    int rc = verdict(r, &a);
+    if (rc)
+        return rc;
+    snprintf(where, sizeof where, " in the running rush (pid %d)", (int)pid);
+    requeued(r, &a, where);
+    printf("Follow them with 'zerg status --watch' or 'zerg logs "
+           "--follow'.\n");
+    return ZERG_EXIT_OK;
+}
+
 static int retry_offline(const struct req *r);
 
+/* Only the rush knows its live state (the saved one can be a checkpoint
+ * behind: a task its log shows failed may still read "claimed" there),
+ * so the request goes to it unchecked and its answer is the verdict. */
 static int queue_for_rush(const struct req *r, pid_t pid)
 {
     struct zerg_err err = {0};
-    struct zerg_state s;
-    /* A quick look at the live state catches "already complete" now
-     * rather than in the rush's log; if it cannot be read, queue anyway. */
-    if (r->n && zerg_state_load(&s, r->g, r->state_path, NULL, &err) == 0) {
-        int rc = check_retryable(r, &s);
-        zerg_state_close(&s);
-        if (rc)
-            return rc;
-    }
     char path[PATH_MAX];
     if (zerg_retry_request_send(r->state_dir, r->feature,
                                 (const char *const *)r->ids, r->n,
@@ -165,63 +197,19 @@ static int queue_for_rush(const struct req *r, pid_t pid)
     }
     switch (watch_request(r, path)) {
     case TAKEN:
-        printf("Retry taken by the running rush (pid %d): it runs the "
-               "task%s again.\n",
-               (int)pid, r->n == 1 ? "" : "s");
-        break;
+        return report_answer(r, path, pid);
     case RUSH_ENDED:
         printf("The rush ended before it read the request; applying it to "
                "the saved state.\n");
         return retry_offline(r);
     default:
         printf("Retry queued for the running rush (pid %d); it has not "
-               "read it yet.\n",
+               "read it yet.\n"
+               "Follow it with 'zerg status --watch' or 'zerg logs "
+               "--follow'.\n",
                (int)pid);
+        return ZERG_EXIT_OK;
     }
-    printf("Follow it with 'zerg status --watch' or 'zerg logs --follow'.\n");
-    return ZERG_EXIT_OK;
-}
-
-static void report(const struct req *r, const struct zerg_state *s,
-                   const unsigned char *was_pending, int n)
-{
-    printf("Requeued %d task%s of %s:", n, n == 1 ? "" : "s", r->feature);
-    int shown = 0;
-    for (size_t i = 0; i < s->ntasks; i++) {
-        if (was_pending[i] || s->tasks[i].status != ZERG_TASK_PENDING)
-            continue;
-        if (shown++ < LIST_MAX)
-            printf(" %s", r->g->tasks[i].id);
-    }
-    if (shown > LIST_MAX)
-        printf(" +%d more", shown - LIST_MAX);
-    printf("\nRun 'zerg rush --resume' to run them.\n");
-}
-
-/* Applies the request to s; returns the number requeued (0: nothing to
- * do) or an exit code through *exit_code. */
-static int apply(const struct req *r, struct zerg_state *s, int *exit_code)
-{
-    *exit_code = check_retryable(r, s);
-    if (*exit_code)
-        return 0;
-    int total = 0;
-    if (r->all_failed)
-        total = zerg_state_retry_all_failed(s, r->g);
-    for (size_t i = 0; i < r->n && total >= 0; i++) {
-        size_t idx = (size_t)zerg_graph_find(r->g, r->ids[i]);
-        /* An id listed twice, or freed by an earlier one, is pending. */
-        if (s->tasks[idx].status == ZERG_TASK_PENDING)
-            continue;
-        int n = zerg_state_retry_task(s, r->g, idx);
-        total = n < 0 ? n : total + n;
-    }
-    if (total < 0) {
-        zerg_cli_error("retry", "cannot requeue: %s", zerg_strerror(total));
-        *exit_code = ZERG_EXIT_FAIL;
-        return 0;
-    }
-    return total;
 }
 
 /* No rush running: change the state file under the lock. */
@@ -231,7 +219,6 @@ static int retry_offline(const struct req *r)
     struct zerg_lock lk = {-1};
     struct zerg_state s;
     int loaded = 0, rc;
-    unsigned char *was_pending = NULL;
 
     if (zerg_lock_acquire(&lk, r->lock_path, &err)) {
         if (err.code == ZERG_ELOCKED) {
@@ -249,29 +236,25 @@ static int retry_offline(const struct req *r)
         goto cleanup;
     }
     loaded = 1;
-    if (!(was_pending = calloc(s.ntasks ? s.ntasks : 1, 1))) {
+    struct zerg_retry_request q = {
+        .ids = r->ids, .n = r->n, .all_failed = r->all_failed};
+    struct zerg_retry_answer a;
+    if ((rc = zerg_retry_request_apply(&s, r->g, &q, &a)) < 0) {
+        zerg_cli_error("retry", "cannot requeue: %s", zerg_strerror(rc));
         rc = ZERG_EXIT_FAIL;
         goto cleanup;
     }
-    for (size_t i = 0; i < s.ntasks; i++)
-        was_pending[i] = s.tasks[i].status == ZERG_TASK_PENDING;
-    int n = apply(r, &s, &rc);
-    if (rc)
+    if ((rc = verdict(r, &a)))
         goto cleanup;
-    if (n == 0) {
-        printf("No failed tasks in %s; nothing to retry.\n", r->feature);
-        rc = ZERG_EXIT_FAIL;
-        goto cleanup;
-    }
     if (zerg_state_save(&s, r->g, r->state_path, &err)) {
         zerg_cli_error("retry", "%s", err.msg);
         rc = ZERG_EXIT_FAIL;
         goto cleanup;
     }
-    report(r, &s, was_pending, n);
+    requeued(r, &a, "");
+    printf("Run 'zerg rush --resume' to run them.\n");
     rc = ZERG_EXIT_OK;
 cleanup:
-    free(was_pending);
     if (loaded)
         zerg_state_close(&s);
     zerg_lock_release(&lk);

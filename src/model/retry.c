@@ -355,30 +355,161 @@ cleanup:
     return rc;
 }
 
-int zerg_retry_request_apply(struct zerg_state *s, const struct zerg_graph *g,
-                             const struct zerg_retry_request *req,
-                             struct zerg_err *err)
+/* Each id the state refuses gets its sentence; 1 if there was one. */
+static int refusals(const struct zerg_state *s, const struct zerg_graph *g,
+                    const struct zerg_retry_request *req,
+                    struct zerg_retry_answer *ans)
 {
-    char why[160];
-    int total = 0;
-    if (req->all_failed) {
-        int n = zerg_state_retry_all_failed(s, g);
-        total += n > 0 ? n : 0;
-    }
+    char why[ZERG_RETRY_REFUSAL_MAX];
+    int bad = 0;
     for (size_t i = 0; i < req->n; i++) {
         ssize_t idx = zerg_graph_find(g, req->ids[i]);
-        if (idx < 0) {
-            zerg_err_set(err, ZERG_ENOTFOUND, "unknown task %s", req->ids[i]);
+        const char *no = why;
+        if (idx < 0)
+            snprintf(why, sizeof why, "unknown task %s", req->ids[i]);
+        else
+            no = zerg_state_retry_refusal(s, g, (size_t)idx, why, sizeof why);
+        if (!no)
             continue;
-        }
-        if (zerg_state_retry_refusal(s, g, (size_t)idx, why, sizeof why)) {
-            /* Already requeued by all_failed or an earlier id: not news. */
-            if (s->tasks[idx].status != ZERG_TASK_PENDING)
-                zerg_err_set(err, ZERG_EINVAL_INPUT, "%s", why);
-            continue;
-        }
-        int n = zerg_state_retry_task(s, g, (size_t)idx);
-        total += n > 0 ? n : 0;
+        bad = 1;
+        if (ans->nrefused < ZERG_RETRY_ANSWER_MAX)
+            snprintf(ans->refused[ans->nrefused++], ZERG_RETRY_REFUSAL_MAX,
+                     "%s", no);
     }
+    return bad;
+}
+
+/* Names the tasks that became pending (the first ZERG_RETRY_ANSWER_MAX). */
+static void list_requeued(const struct zerg_state *s,
+                          const struct zerg_graph *g,
+                          const unsigned char *was_pending,
+                          struct zerg_retry_answer *ans)
+{
+    for (size_t i = 0; i < s->ntasks && ans->ntasks < ZERG_RETRY_ANSWER_MAX;
+         i++)
+        if (!was_pending[i] && s->tasks[i].status == ZERG_TASK_PENDING)
+            snprintf(ans->tasks[ans->ntasks++], ZERG_ID_MAX + 1, "%s",
+                     g->tasks[i].id);
+}
+
+int zerg_retry_request_apply(struct zerg_state *s, const struct zerg_graph *g,
+                             const struct zerg_retry_request *req,
+                             struct zerg_retry_answer *ans)
+{
+    memset(ans, 0, sizeof *ans);
+    if (refusals(s, g, req, ans))
+        return 0;
+    unsigned char *was_pending = calloc(s->ntasks ? s->ntasks : 1, 1);
+    if (!was_pending)
+        return -ENOMEM;
+    for (size_t i = 0; i < s->ntasks; i++)
+        was_pending[i] = s->tasks[i].status == ZERG_TASK_PENDING;
+    int total = req->all_failed ? zerg_state_retry_all_failed(s, g) : 0;
+    for (size_t i = 0; i < req->n && total >= 0; i++) {
+        size_t idx = (size_t)zerg_graph_find(g, req->ids[i]);
+        /* Requeued by all_failed or an earlier id (or listed twice). */
+        if (s->tasks[idx].status == ZERG_TASK_PENDING)
+            continue;
+        int n = zerg_state_retry_task(s, g, idx);
+        total = n < 0 ? n : total + n;
+    }
+    if (total > 0)
+        list_requeued(s, g, was_pending, ans);
+    free(was_pending);
+    ans->requeued = total > 0 ? total : 0;
     return total;
+}
+
+/* ---- the answer ------------------------------------------------------- */
+
+/* Answers are a few KiB; anything larger is not one. */
+#define ANSWER_MAX_BYTES (64u << 10)
+
+int zerg_retry_answer_path(char *buf, size_t size, const char *request_path)
+{
+    const char *base = strrchr(request_path, '/');
+    base = base ? base + 1 : request_path;
+    if (strncmp(base, "retry-", 6) != 0)
+        return -EINVAL;
+    return zerg_fsio_path(buf, size, "%.*sretried-%s",
+                          (int)(base - request_path), request_path, base + 6);
+}
+
+static void answer_list(struct zerg_jw *w, const char *key, const char *items,
+                        size_t stride, size_t n)
+{
+    zerg_jw_str(w, key);
+    zerg_jw_arr(w);
+    for (size_t i = 0; i < n; i++)
+        zerg_jw_str(w, items + i * stride);
+    zerg_jw_arr_end(w);
+}
+
+int zerg_retry_answer_write(const char *path,
+                            const struct zerg_retry_answer *ans,
+                            struct zerg_err *err)
+{
+    struct zerg_jw_buf buf = {0};
+    struct zerg_jw *w = zerg_jw_new(zerg_jw_buf_sink, &buf);
+    if (!w)
+        return zerg_err_set(err, -ENOMEM, "cannot write %s: out of memory",
+                            path);
+    zerg_jw_obj(w);
+    zerg_jw_str(w, "requeued");
+    zerg_jw_int(w, ans->requeued);
+    answer_list(w, "tasks", ans->tasks[0], sizeof ans->tasks[0], ans->ntasks);
+    answer_list(w, "refused", ans->refused[0], sizeof ans->refused[0],
+                ans->nrefused);
+    zerg_jw_obj_end(w);
+    int rc = zerg_jw_finish(w, err);
+    if (rc == 0)
+        rc = zerg_fsio_write_atomic(path, buf.p, buf.n, ZERG_FSIO_NOSYNC, err);
+    free(buf.p);
+    return rc;
+}
+
+/* Copies the strings of arr (at most ZERG_RETRY_ANSWER_MAX); -1 if arr
+ * is not an array of strings. */
+static int answer_strings(const zerg_json *arr, char *items, size_t stride,
+                          size_t *n)
+{
+    if (!zerg_json_is(arr, ZERG_JSON_ARRAY))
+        return -1;
+    for (size_t i = 0; i < zerg_json_len(arr); i++) {
+        const char *v = zerg_json_as_str(zerg_json_at(arr, i));
+        if (!v)
+            return -1;
+        if (*n < ZERG_RETRY_ANSWER_MAX)
+            snprintf(items + (*n)++ * stride, stride, "%s", v);
+    }
+    return 0;
+}
+
+int zerg_retry_answer_read(const char *path, struct zerg_retry_answer *ans,
+                           struct zerg_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    zerg_json *doc = NULL;
+    memset(ans, 0, sizeof *ans);
+    int rc = zerg_fsio_read_file(path, ANSWER_MAX_BYTES, ZERG_FSIO_NOFOLLOW,
+                                 &text, &len, err);
+    if (rc)
+        return rc;
+    struct zerg_err why = {0};
+    doc = zerg_json_parse(text, len, &why);
+    const zerg_json *n = zerg_json_get(doc, "requeued");
+    double v = zerg_json_as_num(n, -1);
+    if (!doc || !zerg_json_is(n, ZERG_JSON_NUMBER) || v < 0 || v > INT_MAX ||
+        answer_strings(zerg_json_get(doc, "tasks"), ans->tasks[0],
+                       sizeof ans->tasks[0], &ans->ntasks) ||
+        answer_strings(zerg_json_get(doc, "refused"), ans->refused[0],
+                       sizeof ans->refused[0], &ans->nrefused))
+        rc = zerg_err_set(err, ZERG_ECORRUPT, "%s: not a retry answer%s%s",
+                          path, why.msg[0] ? ": " : "", why.msg);
+    else
+        ans->requeued = (int)v;
+    zerg_json_free(doc);
+    free(text);
+    return rc;
 }

@@ -565,7 +565,8 @@ static int make_run_dir(struct zerg_orch *o, struct zerg_err *err)
 }
 
 /* The highest epoch in a heartbeat or result file of the run dir; a fresh
- * run also removes the previous run's results. */
+ * run also removes the previous run's results.  Answers to retry requests
+ * no sender stayed to read go too. */
 static uint64_t scan_epochs(struct zerg_orch *o, DIR *d)
 {
     struct dirent *e;
@@ -574,6 +575,9 @@ static uint64_t scan_epochs(struct zerg_orch *o, DIR *d)
     int slot;
     while ((e = readdir(d))) {
         int kind = zerg_proto_classify(e->d_name, &slot);
+        if (!strncmp(e->d_name, "retried-", 8) &&
+            !zerg_fsio_path(path, sizeof path, "%s/%s", o->run_dir, e->d_name))
+            unlink(path);
         if ((kind != 'r' && kind != 'h') ||
             zerg_fsio_path(path, sizeof path, "%s/%s", o->run_dir, e->d_name))
             continue;
@@ -640,32 +644,55 @@ static void retry_applied(struct zerg_orch *o,
     orch_run_event(o, RUN_EV_REOPEN, n, now);
 }
 
+/* Left before the request is deleted, so a sender that finds the request
+ * gone finds the answer.  A lost answer costs the sender its report only:
+ * the state holds what was done, and the log says it. */
+static void answer(const char *path, const struct zerg_retry_answer *ans)
+{
+    char apath[PATH_MAX];
+    if (zerg_retry_answer_path(apath, sizeof apath, path) == 0)
+        zerg_retry_answer_write(apath, ans, NULL);
+}
+
+static void refused(struct zerg_orch *o, const char *path, const char *why,
+                    struct zerg_retry_answer *ans)
+{
+    if (!ans->nrefused) {
+        snprintf(ans->refused[0], sizeof ans->refused[0], "%s", why);
+        ans->nrefused = 1;
+    }
+    answer(path, ans);
+    unlink(path);
+    zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN,
+                   "retry_request_invalid", NULL, NULL,
+                   "Retry request refused: %s", ans->refused[0]);
+}
+
 void orch_apply_retry_request(struct zerg_orch *o, const char *path,
                               int64_t now)
 {
     struct zerg_retry_request req = {0};
+    struct zerg_retry_answer ans = {0};
     struct zerg_err err = {0};
 
     if (zerg_retry_request_read(path, &req, &err) < 0) {
-        if (access(path, F_OK) == 0) {
-            zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN,
-                           "retry_request_invalid", NULL, NULL,
-                           "Ignored retry request %s: %s", path, err.msg);
-            unlink(path);
-        }
+        if (access(path, F_OK) == 0)
+            refused(o, path, err.msg, &ans);
         return;
     }
     if (strcmp(req.feature, o->o.feature)) {
-        zerg_retry_request_close(&req);
-        return; /* another feature's rush will pick it up */
+        refused(o, path, "the request names another feature", &ans);
+    } else {
+        int n = zerg_retry_request_apply(o->s, o->g, &req, &ans);
+        if (n < 0)
+            refused(o, path, zerg_strerror(n), &ans);
+        else if (ans.nrefused)
+            refused(o, path, ans.refused[0], &ans);
+        else {
+            answer(path, &ans);
+            unlink(path);
+            retry_applied(o, &req, n, now);
+        }
     }
-    int n = zerg_retry_request_apply(o->s, o->g, &req, &err);
-    unlink(path);
-    if (n < 0)
-        zerg_log_event(o->o.log, ZERG_LOG_ORCH, ZERG_LOG_WARN,
-                       "retry_request_invalid", NULL, NULL,
-                       "Retry request refused: %s", err.msg);
-    else
-        retry_applied(o, &req, n, now);
     zerg_retry_request_close(&req);
 }

@@ -694,11 +694,45 @@ req=$(ls "$sd"/demo/retry-*.json 2>/dev/null | head -1)
 [ -n "$req" ] || fail "no request file"
 [ -z "$req" ] || grep -qF '"all_failed":true' "$req" || fail "request body"
 [ "$(cksum <"$sd/demo.json")" = "$before" ] || fail "state changed"
-z -C "$proj" retry A-L1-001
-want_rc 2
-want_err "task A-L1-001 is complete; nothing to retry"
-kill "$pid" 2>/dev/null
 rm -f "$sd"/demo/retry-*.json
+ok
+
+# answer_next JSON: plays the running rush's part for the next request:
+# leaves JSON as its answer (retried-N.json for retry-N.json), then takes
+# the request away.
+answer_next() {
+    (until r=$(ls "$sd"/demo/retry-*.json 2>/dev/null | head -1) && [ -n "$r" ]; do
+        sleep 0.02
+    done
+    printf '%s' "$1" >"$sd/demo/retried-${r##*/retry-}"
+    rm -f "$r") &
+    bg_pids+=($!)
+}
+
+t "the running rush's answer is the verdict, not the saved state"
+# The saved state says A-L1-001 is complete; only the rush knows better.
+answer_next '{"requeued":3,"tasks":["A-L1-001","A-L2-001","A-L3-001"],"refused":[]}'
+z -C "$proj" retry A-L1-001
+want_rc 0
+want_out "Requeued 3 tasks of demo in the running rush (pid $pid): A-L1-001 A-L2-001 A-L3-001"
+ls "$sd"/demo/retried-*.json >/dev/null 2>&1 && fail "answer left behind"
+answer_next '{"requeued":0,"tasks":[],"refused":["task A-L1-001 is in_progress; nothing to retry","task A-L1-003 is complete; nothing to retry"]}'
+z -C "$proj" retry A-L1-001 A-L1-003
+want_rc 2
+want_err "task A-L1-001 is in_progress; nothing to retry"
+want_err "task A-L1-003 is complete; nothing to retry"
+answer_next '{"requeued":0,"tasks":[],"refused":[]}'
+z -C "$proj" retry --all-failed
+want_rc 1
+want_out "No failed tasks in demo; nothing to retry."
+answer_next 'not json'
+z -C "$proj" retry --all-failed
+want_rc 0
+want_out "it left no answer: see 'zerg logs'"
+ls "$sd"/demo/retried-*.json >/dev/null 2>&1 && fail "bad answer left behind"
+[ "$(cksum <"$sd/demo.json")" = "$before" ] || fail "state changed"
+kill "$pid" 2>/dev/null
+rm -f "$sd"/demo/retry-*.json "$sd"/demo/retried-*.json
 ok
 
 t "a retry the rush ended without reading is applied to the saved state"

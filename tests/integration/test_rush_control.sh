@@ -14,8 +14,12 @@ graph <<'JSON'
 ]}
 JSON
 config_append "  retry_attempts: 0"
+# An answer to a retry no one stayed to read, from an earlier rush.
+mkdir -p "$PROJ/.zerg/state/f"
+echo '{"requeued":1,"tasks":["X"],"refused":[]}' >"$PROJ/.zerg/state/f/retried-1.json"
 rush_bg --workers 2
 wait_for 20 task_running C-L1-002
+[ -e "$PROJ/.zerg/state/f/retried-1.json" ] && fail "a stale retry answer outlived the rush's start"
 rc=0
 zerg rush > "$PROJ/second.txt" 2>&1 || rc=$?
 [ $rc -eq 3 ] || fail "second rush: expected exit 3, got $rc"
@@ -26,8 +30,26 @@ zerg status > "$PROJ/status.txt" || fail "status exited $?"
 grep -q "C-L1-001" "$PROJ/status.txt" || fail "status does not list the failed task"
 zerg status --json | python3 -c 'import json,sys; json.load(sys.stdin)' || fail "status --json"
 pass "status shows the live rush"
+# The rush, not the saved state, says what can be retried: a running
+# task is refused (exit 2, nothing changes), and a task the saved state
+# still shows "claimed" (a checkpoint behind the log) is retried.
+out=$(zerg retry C-L1-002 2>&1) && fail "retry of a running task succeeded: $out"
+printf '%s' "$out" | grep -q "task C-L1-002 is [a-z_]*; nothing to retry" ||
+    fail "no refusal from the rush: $out"
+saved_failed() { [ "$(task_status C-L1-001)" = failed ]; }
+wait_for 20 saved_failed
+python3 - "$PROJ/.zerg/state/f.json" <<'PY'
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+d["tasks"]["C-L1-001"]["status"] = "claimed"
+open(sys.argv[1] + ".t", "w").write(json.dumps(d))
+os.rename(sys.argv[1] + ".t", sys.argv[1])
+PY
+ls "$PROJ"/.zerg/state/f/retried-*.json >/dev/null 2>&1 && fail "answer left behind"
 touch "$PROJ/allow.txt"
-zerg retry C-L1-001 > "$PROJ/retry.txt" || fail "retry exited $?"
+zerg retry C-L1-001 > "$PROJ/retry.txt" || fail "retry exited $?: $(cat "$PROJ/retry.txt")"
+grep -q "Requeued 1 task of f in the running rush (pid [0-9]*): C-L1-001" "$PROJ/retry.txt" ||
+    fail "retry did not say what the rush requeued: $(cat "$PROJ/retry.txt")"
 wait_for 20 bash -c "grep -q '\"event\":\"task_complete\".*C-L1-001\|C-L1-001.*\"event\":\"task_complete\"' '$PROJ/.zerg/monitor.jsonl'"
 pass "zerg retry is picked up by the running rush"
 wait_for 20 task_running C-L2-001

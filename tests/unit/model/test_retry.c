@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zerg/err.h"
 #include "zerg/graph.h"
@@ -334,32 +335,114 @@ static void test_request_corrupt(void **state)
 static void test_request_apply(void **state)
 {
     struct fx *f = *state;
-    struct zerg_err err = {0};
+    struct zerg_retry_answer ans;
     char *ids[] = {"E", "nope", "A"};
     struct zerg_retry_request req = {.ids = ids, .n = 3};
     snprintf(req.feature, sizeof req.feature, "demo");
     set_status(f, "A", ZERG_TASK_COMPLETE, NULL);
     set_status(f, "F", ZERG_TASK_COMPLETE, NULL);
-    /* E and D come back; "nope" and the complete A are reported. */
-    assert_int_equal(zerg_retry_request_apply(&f->s, f->g, &req, &err), 2);
-    assert_int_equal(task(f, "D")->status, ZERG_TASK_PENDING);
-    assert_true(tu_contains(err.msg, "task A is complete; nothing to retry"));
+    /* Two ids refused: nothing changes, as without a rush. */
+    assert_int_equal(zerg_retry_request_apply(&f->s, f->g, &req, &ans), 0);
+    assert_int_equal(ans.requeued, 0);
+    assert_int_equal(ans.nrefused, 2);
+    assert_string_equal(ans.refused[0], "unknown task nope");
+    assert_string_equal(ans.refused[1], "task A is complete; nothing to retry");
+    assert_int_equal(task(f, "E")->status, ZERG_TASK_FAILED);
+    assert_int_equal(task(f, "D")->status, ZERG_TASK_BLOCKED);
 
-    struct zerg_retry_request none = {.ids = ids + 1, .n = 1};
-    zerg_err_clear(&err);
-    assert_int_equal(zerg_retry_request_apply(&f->s, f->g, &none, &err), 0);
-    assert_true(tu_contains(err.msg, "unknown task nope"));
+    /* E alone: it and D (its other dependency is complete) come back. */
+    struct zerg_retry_request one = {.ids = ids, .n = 1};
+    assert_int_equal(zerg_retry_request_apply(&f->s, f->g, &one, &ans), 2);
+    assert_int_equal(ans.requeued, 2);
+    assert_int_equal(ans.nrefused, 0);
+    assert_int_equal(ans.ntasks, 2);
+    assert_string_equal(ans.tasks[0], "E");
+    assert_string_equal(ans.tasks[1], "D");
+    assert_int_equal(task(f, "D")->status, ZERG_TASK_PENDING);
+
+    /* Again: E is pending now, which the live state says. */
+    assert_int_equal(zerg_retry_request_apply(&f->s, f->g, &one, &ans), 0);
+    assert_int_equal(ans.nrefused, 1);
+    assert_string_equal(ans.refused[0], "task E is pending; nothing to retry");
 }
 
 static void test_request_apply_all_failed(void **state)
 {
     struct fx *f = *state;
+    struct zerg_retry_answer ans;
+    char *ids[] = {"A", "A"};
+    /* A is requeued by all_failed first; naming it (twice) is no error. */
+    struct zerg_retry_request req = {.ids = ids, .n = 2, .all_failed = 1};
+    assert_int_equal(zerg_retry_request_apply(&f->s, f->g, &req, &ans), 6);
+    assert_int_equal(ans.requeued, 6);
+    assert_int_equal(ans.nrefused, 0);
+    assert_int_equal(ans.ntasks, 6);
+    /* Nothing failed any more: nothing requeued, nothing refused. */
+    struct zerg_retry_request all = {.all_failed = 1};
+    assert_int_equal(zerg_retry_request_apply(&f->s, f->g, &all, &ans), 0);
+    assert_int_equal(ans.requeued + (int)ans.nrefused + (int)ans.ntasks, 0);
+}
+
+static void test_answer_round_trip(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], path[PATH_MAX + 64], req[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s", tu_mkdtemp());
+    snprintf(req, sizeof req, "%s/retry-1796.json", dir);
+    assert_int_equal(zerg_retry_answer_path(path, sizeof path, req), 0);
+    assert_true(tu_contains(path, "/retried-1796.json"));
+    assert_int_equal(zerg_retry_answer_path(path, sizeof path, "/x/result-1"),
+                     -EINVAL);
+    assert_int_equal(zerg_retry_answer_path(path, sizeof path, req), 0);
+
+    struct zerg_retry_answer a = {.requeued = 30, .ntasks = 2, .nrefused = 1};
+    snprintf(a.tasks[0], sizeof a.tasks[0], "A-L1-001");
+    snprintf(a.tasks[1], sizeof a.tasks[1], "B-L2-001");
+    snprintf(a.refused[0], sizeof a.refused[0], "task \"q\" is odd");
     struct zerg_err err = {0};
-    char *ids[] = {"A"};
-    /* A is requeued by all_failed first; naming it too is not an error. */
-    struct zerg_retry_request req = {.ids = ids, .n = 1, .all_failed = 1};
-    assert_int_equal(zerg_retry_request_apply(&f->s, f->g, &req, &err), 6);
-    assert_string_equal(err.msg, "");
+    assert_int_equal(zerg_retry_answer_write(path, &a, &err), 0);
+    struct zerg_retry_answer b;
+    assert_int_equal(zerg_retry_answer_read(path, &b, &err), 0);
+    assert_int_equal(b.requeued, 30);
+    assert_int_equal(b.ntasks, 2);
+    assert_string_equal(b.tasks[1], "B-L2-001");
+    assert_int_equal(b.nrefused, 1);
+    assert_string_equal(b.refused[0], "task \"q\" is odd");
+    /* Only the answer is there: the atomic replace left no temp file. */
+    assert_int_equal(tu_count_entries(dir), 1);
+    tu_rmtree(dir);
+}
+
+static void test_answer_corrupt(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], path[PATH_MAX + 64], link[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s", tu_mkdtemp());
+    snprintf(path, sizeof path, "%s/retried-1.json", dir);
+    static const char *const bodies[] = {
+        "{\"requeued\":1,\"tasks\":[\"A\"]",
+        "[1]",
+        "{\"requeued\":-1,\"tasks\":[],\"refused\":[]}",
+        "{\"requeued\":1e12,\"tasks\":[],\"refused\":[]}",
+        "{\"requeued\":\"1\",\"tasks\":[],\"refused\":[]}",
+        "{\"requeued\":1,\"tasks\":[7],\"refused\":[]}",
+        "{\"requeued\":1,\"tasks\":[]}",
+    };
+    struct zerg_err err = {0};
+    struct zerg_retry_answer a;
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        tu_write(dir, "retried-1.json", bodies[i]);
+        assert_int_equal(zerg_retry_answer_read(path, &a, &err), ZERG_ECORRUPT);
+        assert_true(tu_contains(err.msg, "not a retry answer"));
+        assert_int_equal(a.requeued, 0);
+    }
+    /* zerg's own file: a link planted in its place is not followed. */
+    snprintf(link, sizeof link, "%s/retried-2.json", dir);
+    assert_int_equal(symlink(path, link), 0);
+    assert_int_equal(zerg_retry_answer_read(link, &a, &err), ZERG_ESYMLINK);
+    snprintf(path, sizeof path, "%s/retried-3.json", dir);
+    assert_int_equal(zerg_retry_answer_read(path, &a, &err), -ENOENT);
+    tu_rmtree(dir);
 }
 
 int main(void)
@@ -381,6 +464,8 @@ int main(void)
         cmocka_unit_test(test_request_corrupt),
         T(test_request_apply),
         T(test_request_apply_all_failed),
+        cmocka_unit_test(test_answer_round_trip),
+        cmocka_unit_test(test_answer_corrupt),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -526,6 +527,29 @@ static void test_retry_while_finishing_runs(void **st)
     closedir(d);
     zerg_orch_file_changed(x->o, name, x->now);
     assert_int_equal(status_of(x, "A-L1-002"), ZERG_TASK_PENDING);
+    /* The request is gone, its answer beside it says what came back. */
+    char req[PATH_MAX], ans_path[PATH_MAX];
+    struct zerg_retry_answer ans;
+    snprintf(req, sizeof req, "%s/%s", x->run_dir, name);
+    assert_int_equal(access(req, F_OK), -1);
+    assert_int_equal(zerg_retry_answer_path(ans_path, sizeof ans_path, req), 0);
+    assert_int_equal(zerg_retry_answer_read(ans_path, &ans, &err), 0);
+    assert_int_equal(ans.requeued, 1);
+    assert_string_equal(ans.tasks[0], "A-L1-002");
+    assert_int_equal(ans.nrefused, 0);
+    /* Naming a task the rush has pending is refused, and said so. */
+    const char *again[] = {"A-L1-002"};
+    assert_int_equal(zerg_retry_request_send(x->state_dir, "t", again, 1, 0,
+                                             req, sizeof req, &err),
+                     0);
+    zerg_orch_file_changed(x->o, strrchr(req, '/') + 1, x->now);
+    assert_int_equal(access(req, F_OK), -1);
+    assert_int_equal(zerg_retry_answer_path(ans_path, sizeof ans_path, req), 0);
+    assert_int_equal(zerg_retry_answer_read(ans_path, &ans, &err), 0);
+    assert_int_equal(ans.requeued, 0);
+    assert_int_equal(ans.nrefused, 1);
+    assert_string_equal(ans.refused[0],
+                        "task A-L1-002 is pending; nothing to retry");
     exited(x, 0, 0); /* the stop it was asked for */
     assert_int_equal(x->o->slots[0].state, SLOT_BACKOFF);
     tick(x);
