@@ -26,6 +26,9 @@ zerg rush > "$PROJ/second.txt" 2>&1 || rc=$?
 grep -q "pid" "$PROJ/second.txt" || fail "lock message does not name the holder"
 pass "a second concurrent rush exits 3"
 wait_for 20 bash -c "grep -q '\"event\":\"task_failed\".*C-L1-001\|C-L1-001.*\"event\":\"task_failed\"' '$PROJ/.zerg/monitor.jsonl'"
+# The state file shows it at the rush's next checkpoint.
+saved_failed() { [ "$(task_status C-L1-001)" = failed ]; }
+wait_for 20 saved_failed
 zerg status > "$PROJ/status.txt" || fail "status exited $?"
 grep -q "C-L1-001" "$PROJ/status.txt" || fail "status does not list the failed task"
 zerg status --json | python3 -c 'import json,sys; json.load(sys.stdin)' || fail "status --json"
@@ -36,8 +39,6 @@ pass "status shows the live rush"
 out=$(zerg retry C-L1-002 2>&1) && fail "retry of a running task succeeded: $out"
 printf '%s' "$out" | grep -q "task C-L1-002 is [a-z_]*; nothing to retry" ||
     fail "no refusal from the rush: $out"
-saved_failed() { [ "$(task_status C-L1-001)" = failed ]; }
-wait_for 20 saved_failed
 python3 - "$PROJ/.zerg/state/f.json" <<'PY'
 import json, os, sys
 d = json.load(open(sys.argv[1]))
