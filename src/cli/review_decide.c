@@ -4,8 +4,9 @@
  * Each task named must be awaiting review in the saved state; then one
  * request per task is written (zerg/review.h, for the attempt that
  * waits).  A running rush applies them within a quarter of a second: the
- * command watches the files go, reads the state again and says what
- * became of each task (merged, conflicted and running again, failed).
+ * command watches the files go, waits for the state the rush saves after
+ * them and says what became of each task (merged, conflicted and running
+ * again, failed).
  * With no rush running, the requests wait for `zerg rush --resume`. */
 #include "review_cli.h"
 
@@ -21,6 +22,8 @@
 /* A live rush looks every 250 ms; a merge may take a moment more. */
 #define TAKE_WAIT_MS 5000
 #define TAKE_POLL_MS 50
+/* How long to wait for the state saved after the decisions. */
+#define SETTLE_WAIT_MS 10000
 
 struct decide {
     struct rv r;
@@ -105,6 +108,35 @@ static int watch(struct decide *d)
     return 0;
 }
 
+/* Whether the saved state shows every decision taken: each task moved
+ * on from the attempt that waited. */
+static int settled(const struct decide *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        const struct zerg_task_state *st = &d->r.s.tasks[d->tasks[i]];
+        if (st->status == ZERG_TASK_AWAITING_REVIEW &&
+            st->attempt <= d->attempts[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* Reads the state the rush saves after it took the decisions: at its next
+ * checkpoint, after a merge (a loaded machine can put that seconds
+ * later), or at its end.  0 once loaded (settled or not), or an exit
+ * code. */
+static int settle(struct decide *d)
+{
+    struct timespec nap = {0, TAKE_POLL_MS * 1000000L};
+    for (int waited = 0;; waited += TAKE_POLL_MS) {
+        int gone = zerg_lock_probe(d->r.lock_path, NULL) == 0;
+        int rc = rv_load_state(&d->r);
+        if (rc || gone || settled(d) || waited >= SETTLE_WAIT_MS)
+            return rc;
+        nanosleep(&nap, NULL);
+    }
+}
+
 /* What became of task t, decided at attempt, read from the state the
  * rush saved. */
 static void outcome(const struct decide *d, size_t t, int attempt)
@@ -155,11 +187,8 @@ static void report(struct decide *d, int rush_pid)
                verb, d->n, d->n == 1 ? "" : "s", rush_pid);
         return;
     }
-    /* The rush saves its state right after: give it that moment. */
-    struct timespec nap = {0, 300 * 1000000L};
-    nanosleep(&nap, NULL);
     printf("%s, and taken by the rush (pid %d):\n", verb, rush_pid);
-    if (rv_load_state(&d->r) == 0)
+    if (settle(d) == 0)
         for (size_t i = 0; i < d->n; i++)
             outcome(d, d->tasks[i], d->attempts[i]);
 }
