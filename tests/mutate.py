@@ -204,6 +204,13 @@ MUTATIONS = {
         "unit.test_orch_merge|integration.test_worktree$",
         "a merge conflict charged to the task's retry budget",
     ),
+    "retry-unanswered": (
+        "src/orch/orch_intake.c",
+        "        zerg_retry_answer_write(apath, ans, NULL);",
+        "        (void)ans;",
+        "unit.test_orchestrator|integration.test_rush_control",
+        "a live rush taking a retry request without answering what it did",
+    ),
     "gate-claims": (
         "src/orch/orch_gate.c",
         "    orch_run_event(o, o->dag ? RUN_EV_CLOSE : RUN_EV_STOP, 0, now);",
