@@ -221,7 +221,8 @@ int zerg_proto_read_lease(const char *dir, const char *feature, int *pid,
                           char *run_id, size_t run_id_size, int64_t *seq);
 
 /* Classifies a state-dir file name: returns 'h' (heartbeat, *slot set),
- * 'r' (result), 'l' (lease), 'q' (retry request), or 0.  Assignments live
+ * 'r' (result), 'l' (lease), 'q' (retry request), 'a' (the rush's answer
+ * to one, zerg/retry.h), or 0.  Assignments live
  * in slot-{n}/ directories and are not state-dir entries. */
 int zerg_proto_classify(const char *name, int *slot);
 

@@ -159,11 +159,11 @@ static int report_answer(const struct req *r, const char *path, pid_t pid)
     char apath[PATH_MAX], where[64];
     struct zerg_retry_answer a;
     struct zerg_err err = {0};
-    if (zerg_retry_answer_path(apath, sizeof apath, path))
-        apath[0] = '\0';
-    int bad = !apath[0] || zerg_retry_answer_read(apath, &a, &err);
-    if (apath[0])
+    int bad = zerg_retry_answer_path(apath, sizeof apath, path) != 0;
+    if (!bad) {
+        bad = zerg_retry_answer_read(apath, &a, &err) != 0;
         unlink(apath);
+    }
     if (bad) {
         printf("Retry taken by the running rush (pid %d); it left no "
                "answer: see 'zerg logs'.\n",

@@ -1,7 +1,7 @@
 /* protocol_names.c - the names of the files in a feature's run directory
  * (zerg/protocol.h): building a file's path from what it is about, and
  * reading back what a name found by inotify or a scan is (a heartbeat of
- * which slot, a result, the lease, a retry request). */
+ * which slot, a result, the lease, a retry request or its answer). */
 #include "zerg/protocol.h"
 
 #include <string.h>
@@ -84,6 +84,8 @@ int zerg_proto_classify(const char *name, int *slot)
         {"result-", 'r'},
         {"lease-", 'l'},
         {"retry-", 'q'},
+        /* the rush's answer to a retry request */
+        {"retried-", 'a'},
     };
     /* Temp files of the atomic replace start with '.' (".x.tmp.123"). */
     if (!name || name[0] == '.' || strstr(name, ".tmp."))

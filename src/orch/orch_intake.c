@@ -575,12 +575,13 @@ static uint64_t scan_epochs(struct zerg_orch *o, DIR *d)
     int slot;
     while ((e = readdir(d))) {
         int kind = zerg_proto_classify(e->d_name, &slot);
-        if (!strncmp(e->d_name, "retried-", 8) &&
-            !zerg_fsio_path(path, sizeof path, "%s/%s", o->run_dir, e->d_name))
-            unlink(path);
-        if ((kind != 'r' && kind != 'h') ||
+        if ((kind != 'r' && kind != 'h' && kind != 'a') ||
             zerg_fsio_path(path, sizeof path, "%s/%s", o->run_dir, e->d_name))
             continue;
+        if (kind == 'a') {
+            unlink(path);
+            continue;
+        }
         if (kind == 'h') {
             struct zerg_heartbeat hb;
             if (zerg_proto_read_heartbeat(path, &hb) == 0 &&
@@ -654,10 +655,11 @@ static void answer(const char *path, const struct zerg_retry_answer *ans)
         zerg_retry_answer_write(apath, ans, NULL);
 }
 
+/* why: the one reason, or NULL when ans holds the refusals. */
 static void refused(struct zerg_orch *o, const char *path, const char *why,
                     struct zerg_retry_answer *ans)
 {
-    if (!ans->nrefused) {
+    if (why) {
         snprintf(ans->refused[0], sizeof ans->refused[0], "%s", why);
         ans->nrefused = 1;
     }
@@ -687,7 +689,7 @@ void orch_apply_retry_request(struct zerg_orch *o, const char *path,
         if (n < 0)
             refused(o, path, zerg_strerror(n), &ans);
         else if (ans.nrefused)
-            refused(o, path, ans.refused[0], &ans);
+            refused(o, path, NULL, &ans);
         else {
             answer(path, &ans);
             unlink(path);

@@ -502,6 +502,8 @@ static void test_classify(void **state)
         {"result-A-L1-001-2.json", 'r', -1},
         {"lease-feat.json", 'l', -1},
         {"retry-A-L1-001.json", 'q', -1},
+        {"retried-1796.json", 'a', -1},
+        {".retried-1796.json.tmp.5", 0, -1},
         {".heartbeat-3.json.tmp.1234", 0, -1},
         {".result-T-1.json.tmp.99", 0, -1},
         {"heartbeat-3.json.tmp.77", 0, -1},
