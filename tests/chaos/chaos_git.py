@@ -352,6 +352,24 @@ def ts_of(event):
         .replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
+def lock_story(proj, lock, last):
+    """When the lock was made against the log's last event, and the git
+    processes working in the project now: what tells a lock that outlived
+    the run's end-of-run healing from one made after it."""
+    born = os.stat(os.path.join(proj, lock)).st_mtime
+    gits = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if comm(int(pid)) == "git" and \
+                    os.readlink("/proc/%s/cwd" % pid).startswith(proj):
+                gits.append(int(pid))
+        except OSError:
+            continue
+    when = "made %.3f s before the log's last event" % (last - born) \
+        if last else "made with no event logged"
+    return "%s; git processes in the project now: %s" % (when, gits or "none")
+
+
 def check_locks(a, proj, problems):
     """A lock a killed git left is a problem where it blocks: in the
     common git directory (the user's own git would stop on it), or in a
@@ -360,13 +378,16 @@ def check_locks(a, proj, problems):
     of the run is left to the next use of the slot; `zerg cleanup` must
     then remove the worktrees, and every lock with them."""
     started = collections.defaultdict(list)
-    for e in cl.monitor_events(proj):
+    events = cl.monitor_events(proj)
+    for e in events:
         if e["event"] == "task_claimed" and e.get("worker") is not None:
             started[e["worker"]].append(ts_of(e))
+    last = ts_of(events[-1]) if events else None
     for lock in locks(proj):
         parts = lock.split("/")
         if len(parts) < 4 or parts[1] != "worktrees":
-            problems.append("lock left in the common git directory: %s" % lock)
+            problems.append("lock left in the common git directory: %s (%s)"
+                            % (lock, lock_story(proj, lock, last)))
             continue
         # The lock of a temporary index named by a pid blocks nobody.
         if re.search(r"\.[0-9]+\.lock$", lock):
